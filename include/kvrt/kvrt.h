@@ -1,0 +1,9 @@
+/*
+ * kvrt.h — the umbrella header: include this one.
+ */
+#ifndef KVRT_KVRT_H
+#define KVRT_KVRT_H
+
+#include "kvrt/common.h"
+
+#endif /* KVRT_KVRT_H */

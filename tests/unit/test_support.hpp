@@ -1,0 +1,24 @@
+// Shared helpers for the unit tests.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace kvrt::test {
+
+// Path of the real model (SmolLM2-135M-Instruct Q4_1) fetched by scripts/setup.sh:
+// $KVRT_MODEL, else $KVRT_MODEL_DIR/…, else ~/.cache/kvrt/models/…. Tests that need it
+// REQUIRE that it exists: a missing model is a failure, never a skip.
+inline std::string model_path() {
+    if (const char* p = std::getenv("KVRT_MODEL"); p && *p) return p;
+    std::string dir;
+    if (const char* d = std::getenv("KVRT_MODEL_DIR"); d && *d) dir = d;
+    else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/kvrt/models";
+    else dir = "/root/.cache/kvrt/models";
+    return dir + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+inline std::string data_dir() { return KVRT_TEST_DATA_DIR; }
+
+}  // namespace kvrt::test

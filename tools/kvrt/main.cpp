@@ -1,0 +1,44 @@
+// The kvrt program: dispatches to subcommands (one cmd_*.cpp each).
+#include "commands.hpp"
+
+#include <kvrt/kvrt.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace kvrt_cli {
+int cmd_version(int, char**) {
+    std::printf("kvrt %s\n", kvrt_version_string());
+    return 0;
+}
+}  // namespace kvrt_cli
+
+namespace {
+struct Command {
+    const char* name;
+    kvrt_cli::CommandFn fn;
+    const char* help;
+};
+
+const Command kCommands[] = {
+    {"version", kvrt_cli::cmd_version, "print the library version"},
+};
+
+void usage() {
+    std::fprintf(stderr, "usage: kvrt <command> [options]\n\ncommands:\n");
+    for (const Command& c : kCommands) std::fprintf(stderr, "  %-10s %s\n", c.name, c.help);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+        usage();
+        return argc < 2 ? 2 : 0;
+    }
+    if (std::strcmp(argv[1], "--version") == 0) return kvrt_cli::cmd_version(argc - 1, argv + 1);
+    for (const Command& c : kCommands)
+        if (std::strcmp(argv[1], c.name) == 0) return c.fn(argc - 1, argv + 1);
+    std::fprintf(stderr, "kvrt: unknown command '%s'\n", argv[1]);
+    usage();
+    return 2;
+}
