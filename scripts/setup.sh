@@ -7,7 +7,7 @@ set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config binutils
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
-  libmimalloc-dev doctest-dev golang-go unzip)
+  libmimalloc-dev libxxhash-dev doctest-dev golang-go unzip)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -1,0 +1,105 @@
+// BlockPool: every KV block of one cache, under one byte budget, with one
+// intrusive LRU queue of evictable blocks and the prefix index.
+//
+// Blocks have the size of their manager's block (managers differ). A block is
+//   in use    ref > 0 (held by sequences/pins),
+//   cached    ref == 0 but hashed: its rows are a valid prefix block; it sits
+//             in the LRU queue (freed blocks at the tail, victims from the head)
+//             and is evicted lazily, only when the budget needs its bytes,
+//   gone      ref == 0 and not hashed: its memory went back to the arena
+//             immediately (nothing would ever hit it).
+// used bytes = in-use + cached block bytes <= budget; free = budget - used.
+// When an allocation does not fit, LRU heads are evicted (any manager): a
+// victim of the same block size is reused in place, another size is returned
+// to the arena and the new block is allocated there.
+// Block 0 is the null block (no memory): table entries of dropped positions.
+// Not synchronised: the owning Cache holds its mutex around every call.
+#pragma once
+
+#include "cache/block_hash.hpp"
+#include "memory/arena.hpp"
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace kvrt::cache {
+
+using BlockId = uint32_t;
+inline constexpr BlockId kNullBlock = 0;
+inline constexpr BlockId kNil = 0xffffffffu;
+
+struct Block {
+    uint8_t* mem = nullptr;
+    int32_t ref = 0;
+    int32_t manager = -1;
+    bool hashed = false;
+    bool in_lru = false;
+    Hash128 hash;
+    BlockId prev = kNil;  // LRU links
+    BlockId next = kNil;
+};
+
+class BlockPool {
+public:
+    BlockPool(std::vector<size_t> manager_block_bytes, uint64_t budget_bytes, bool large_pages);
+    ~BlockPool();
+    BlockPool(const BlockPool&) = delete;
+    BlockPool& operator=(const BlockPool&) = delete;
+
+    // Bytes an allocation plan may count on: free plus evictable (cached).
+    uint64_t available_bytes() const { return budget_ - used_bytes_ + cached_bytes_; }
+
+    // A fresh block of manager m with ref = 1 and unspecified contents.
+    // Evicts LRU heads when the budget requires. Throws CACHE_FULL when even
+    // evicting everything cannot make room, OUT_OF_MEMORY when the arena fails.
+    BlockId allocate(int32_t m);
+    // ref + 1; takes a cached block out of the LRU queue.
+    void acquire(BlockId id);
+    // ref - 1; at 0 a hashed block goes to the LRU tail, another is freed.
+    void release(BlockId id);
+
+    // Publishes a full, computed block under hash h (manager of the block).
+    // Returns false (and leaves the block unhashed) when h is already indexed.
+    bool publish(BlockId id, const Hash128& h);
+    // The block indexed under h for manager m, or kNullBlock.
+    BlockId lookup(int32_t m, const Hash128& h) const;
+
+    const Block& block(BlockId id) const { return blocks_[id]; }
+    uint8_t* mem(BlockId id) const { return blocks_[id].mem; }
+    size_t block_bytes(int32_t m) const { return block_bytes_[m]; }
+    int32_t n_managers() const { return static_cast<int32_t>(block_bytes_.size()); }
+
+    uint64_t budget() const { return budget_; }
+    uint64_t used_bytes() const { return used_bytes_; }
+    uint64_t cached_bytes() const { return cached_bytes_; }
+    uint64_t evictions() const { return evictions_; }
+    uint64_t blocks_in_use(int32_t m) const { return in_use_[m]; }
+    uint64_t blocks_cached(int32_t m) const { return cached_[m]; }
+    const memory::Arena& arena() const { return arena_; }
+
+    // Checks every internal invariant (LRU links, counters, index); throws
+    // kvrt::Error(INTERNAL) naming the first violation. O(blocks).
+    void check(const std::vector<int32_t>& expected_refs) const;
+    size_t n_block_slots() const { return blocks_.size(); }
+
+private:
+    void lru_push_back(BlockId id);
+    void lru_remove(BlockId id);
+    BlockId new_slot();
+    void evict(BlockId id);  // drop hash + index entry of an LRU block
+
+    memory::Arena arena_;
+    std::vector<size_t> block_bytes_;
+    uint64_t budget_;
+    uint64_t used_bytes_ = 0;
+    uint64_t cached_bytes_ = 0;
+    uint64_t evictions_ = 0;
+    std::vector<uint64_t> in_use_, cached_;
+    std::vector<Block> blocks_;
+    std::vector<BlockId> free_slots_;
+    BlockId lru_head_ = kNil, lru_tail_ = kNil;
+    std::vector<std::unordered_map<Hash128, BlockId, Hash128Hasher>> index_;  // per manager
+};
+
+}  // namespace kvrt::cache

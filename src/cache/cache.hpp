@@ -1,0 +1,175 @@
+// kvrt::cache::Cache — the KV cache manager (C++ API; include/kvrt/cache.h wraps it).
+//
+// Internally synchronised: every member function may be called from any
+// thread at any time; one mutex guards the whole state. Pointers it returns
+// (rows, PagedKV) stay valid as documented per function; block memory never
+// moves while a sequence holds the block.
+//
+// Positions and rows: a sequence of length n has positions [0, n). Full and
+// window layers store one K row and one V row per position. A bank layer with
+// ratio r stores one row (K = V) per group g = p / r; its indexer keys too.
+// A block holds block_tokens positions (block_tokens / r rows of a bank).
+//
+// Life of a position: append() reserves its rows in every manager; the
+// runtime writes them (k_row_mut/v_row_mut); mark_computed() declares them
+// written. Only then do full blocks get hashed into the prefix index and
+// become shareable; rows of a shared or indexed block are immutable, and
+// append() copies a shared/indexed partial last block before writing into it.
+#pragma once
+
+#include "cache/block_hash.hpp"
+#include "cache/block_pool.hpp"
+#include "cache/layout.hpp"
+#include "kernels/paged_kv.hpp"
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace kvrt::cache {
+
+using SeqId = uint64_t;  // never reused within a cache; 0 is never a valid id
+
+struct KindStats {
+    int32_t n_layers = 0;
+    uint64_t blocks_in_use = 0;
+    uint64_t bytes_in_use = 0;
+    uint64_t blocks_cached = 0;
+    uint64_t bytes_cached = 0;
+    double bytes_per_token = 0;  // sum over the kind's layers of 2 x heads x dim x bytes (/ r for banks, K = V once)
+};
+
+struct ManagerStats {
+    LayerKind kind = LayerKind::Full;
+    int32_t window = 0;
+    int32_t ratio = 1;
+    int32_t n_layers = 0;
+    size_t block_bytes = 0;
+    size_t padding_bytes = 0;  // alignment padding inside one block (0 for the usual shapes)
+    uint64_t blocks_in_use = 0;
+    uint64_t blocks_cached = 0;
+};
+
+struct CacheStats {
+    uint64_t budget_bytes = 0;
+    uint64_t bytes_in_use = 0;  // blocks held by sequences or pins
+    uint64_t bytes_cached = 0;  // unreferenced, indexed, evictable
+    uint64_t bytes_free = 0;    // budget - in use - cached
+    uint64_t blocks_in_use = 0;
+    uint64_t blocks_cached = 0;
+    uint64_t blocks_free = 0;   // how many more "block sets" (one block per manager) fit in bytes_free
+    uint64_t n_sequences = 0;   // live sequences (pins excluded)
+    uint64_t n_pins = 0;
+    uint64_t queried_tokens = 0;  // prompt tokens passed to match_prefix
+    uint64_t hit_tokens = 0;      // of which served from the prefix cache
+    uint64_t evictions = 0;
+    double bytes_per_token = 0;   // all kinds
+    size_t block_set_bytes = 0;   // sum of one block of every manager
+    bool dedicated_arena = false;
+    bool large_pages = false;
+    uint64_t arena_reserved_bytes = 0;
+    std::array<KindStats, kNumLayerKinds> kinds{};
+    std::vector<ManagerStats> managers;
+};
+
+struct SeqInfo {
+    int64_t length = 0;
+    int64_t computed = 0;
+    int64_t n_blocks = 0;   // logical blocks (ceil(length / block_tokens))
+    uint64_t bytes = 0;     // bytes of the distinct blocks it references (shared ones counted fully)
+    bool is_pin = false;
+};
+
+class Cache {
+public:
+    // Validates the layout (kvrt::Error on bad input) and reserves the arena.
+    explicit Cache(const CacheConfig& cfg);
+    ~Cache();
+    Cache(const Cache&) = delete;
+    Cache& operator=(const Cache&) = delete;
+
+    // ---- sequences ---------------------------------------------------------
+    SeqId create_sequence(const SeqKeys& keys = {});
+    // Releases every block; full computed blocks stay cached until evicted.
+    // NOT_FOUND for an unknown, released or pin id.
+    void release(SeqId seq);
+    // A new sequence sharing all of `parent`'s blocks (by reference count).
+    // The partly filled last block is copied on the next append of either.
+    // INVALID_STATE when parent has appended positions not yet marked computed.
+    SeqId fork(SeqId parent);
+    // Positions >= p become invalid; their blocks return. OUT_OF_RANGE when
+    // p > length; INVALID_STATE when a window layer no longer holds the rows a
+    // query at p needs (p > 0).
+    void truncate(SeqId seq, int64_t p);
+
+    // ---- prefix cache ------------------------------------------------------
+    // On an empty sequence: attaches the longest cached prefix of tokens[0, n)
+    // in whole blocks, never covering the last token, intersected over all
+    // managers; returns the hit length in tokens (length and computed become
+    // it). INVALID_STATE when seq is not empty.
+    int64_t match_prefix(SeqId seq, const int32_t* tokens, int64_t n);
+    // Same hit length without attaching anything.
+    int64_t lookup_prefix(const SeqKeys& keys, const int32_t* tokens, int64_t n) const;
+    // Holds the longest cached prefix of tokens (whole blocks, may cover all
+    // n) until unpin(); returns the pin id and the pinned token count.
+    // NOT_FOUND when no block of it is cached.
+    SeqId pin_prefix(const SeqKeys& keys, const int32_t* tokens, int64_t n, int64_t* pinned_tokens);
+    void unpin(SeqId pin);
+
+    // ---- rows ----------------------------------------------------------------
+    // Reserves rows for n new positions in every manager (two-phase: on
+    // CACHE_FULL nothing changed). Window layers drop blocks a query at the
+    // old length no longer reads.
+    void append(SeqId seq, const int32_t* tokens, int64_t n);
+    // Positions [0, n_positions) have all their rows written.
+    void mark_computed(SeqId seq, int64_t n_positions);
+
+    // Writable rows of layer at position pos (p / r for banks). Valid while
+    // the sequence holds the block. OUT_OF_RANGE past the length or in a
+    // window-dropped block; INVALID_STATE in a shared or indexed block.
+    uint8_t* k_row_mut(SeqId seq, int32_t layer, int64_t pos);
+    uint8_t* v_row_mut(SeqId seq, int32_t layer, int64_t pos);
+    // Same by row index (row = pos / r); rows of a sequence: ceil(length / r).
+    uint8_t* row_mut(SeqId seq, int32_t layer, int64_t row, bool value);
+    const uint8_t* row(SeqId seq, int32_t layer, int64_t row, bool value) const;
+
+    // The read view of one layer for kernels. For a bank (or its reader or
+    // indexer keys) "positions" of the view are rows (groups). The pointer
+    // array belongs to the sequence and stays valid until the next call that
+    // changes this sequence (append, truncate, release, mark_computed does not).
+    PagedKV paged_view(SeqId seq, int32_t layer);
+
+    // ---- inspection ----------------------------------------------------------
+    SeqInfo seq_info(SeqId seq) const;
+    CacheStats stats() const;
+    const LayerGeometry& geometry(int32_t layer) const;
+    int32_t n_layers() const { return static_cast<int32_t>(layout_.layers.size()); }
+    int32_t block_tokens() const { return layout_.block_tokens; }
+    const ResolvedLayout& layout() const { return layout_; }
+    // Checks every invariant (refs match owners, no block owned twice, counts
+    // add up, index consistent); throws kvrt::Error(INTERNAL). O(blocks).
+    void check_invariants() const;
+
+private:
+    struct Sequence;
+    Sequence& get(SeqId id, const char* what);
+    const Sequence& get(SeqId id, const char* what) const;
+    int64_t hit_blocks(const SeqKeys& keys, const Hash128& extra, const int32_t* tokens, int64_t n, int64_t max_blocks,
+                       std::vector<Hash128>* hashes) const;
+    void attach(Sequence& s, const int32_t* tokens, int64_t hit, std::vector<Hash128>&& hashes);
+    void release_blocks(Sequence& s, int64_t from_block);
+    void set_entry(Sequence& s, int32_t m, int64_t b, BlockId id);
+    uint8_t* row_ptr_locked(const Sequence& s, int32_t layer, int64_t row, bool value, bool writable) const;
+
+    ResolvedLayout layout_;
+    mutable std::mutex mu_;
+    BlockPool pool_;
+    std::unordered_map<SeqId, std::unique_ptr<Sequence>> seqs_;
+    SeqId next_id_ = 1;
+    uint64_t queried_tokens_ = 0, hit_tokens_ = 0;
+    uint64_t n_pins_ = 0;
+};
+
+}  // namespace kvrt::cache

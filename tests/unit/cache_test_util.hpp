@@ -1,0 +1,34 @@
+// Helpers shared by the cache unit tests.
+#pragma once
+
+#include "cache/cache.hpp"
+
+#include <numeric>
+#include <vector>
+
+namespace kvrt::test {
+
+// A dense layout: n full layers of heads x dim f16, block_tokens positions per block.
+inline cache::CacheConfig dense_config(int n_layers, int heads, int dim, int block_tokens, uint64_t budget,
+                                       DType dt = DType::F16) {
+    cache::CacheConfig c;
+    c.block_tokens = block_tokens;
+    c.budget_bytes = budget;
+    for (int i = 0; i < n_layers; i++) {
+        cache::LayerSpec s;
+        s.kind = cache::LayerKind::Full;
+        s.n_kv_heads = heads;
+        s.head_dim = dim;
+        s.dtype = dt;
+        c.layers.push_back(s);
+    }
+    return c;
+}
+
+inline std::vector<int32_t> iota_tokens(int n, int32_t start = 1) {
+    std::vector<int32_t> t(n);
+    std::iota(t.begin(), t.end(), start);
+    return t;
+}
+
+}  // namespace kvrt::test
