@@ -1,0 +1,69 @@
+#include "kernels/cpu/activation_quant.hpp"
+
+#include "util/error.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <new>
+
+namespace kvrt::kernels {
+
+void QuantizedRowsBuffer::Free::operator()(uint8_t* p) const noexcept { std::free(p); }
+
+QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks) {
+    const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(blocks);
+    auto round64 = [](size_t b) { return (b + 63) & ~size_t{63}; };
+    const size_t qs_bytes = round64(n * 32);
+    const size_t f_bytes = round64(n * 4);
+    const size_t need = qs_bytes + 3 * f_bytes;
+    if (need > capacity_) {
+        void* p = std::aligned_alloc(64, need);
+        if (!p) throw std::bad_alloc();
+        mem_.reset(static_cast<uint8_t*>(p));
+        capacity_ = need;
+    }
+    QuantizedRows q;
+    q.rows = rows;
+    q.blocks = blocks;
+    uint8_t* base = mem_.get();
+    q.qs = reinterpret_cast<int8_t*>(base);
+    q.d = reinterpret_cast<float*>(base + qs_bytes);
+    q.sum = reinterpret_cast<int32_t*>(base + qs_bytes + f_bytes);
+    q.s = reinterpret_cast<float*>(base + qs_bytes + 2 * f_bytes);
+    return q;
+}
+
+void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
+    for (int64_t b = 0; b < nb; b++) {
+        const float* xb = x + b * 32;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            const float a = std::fabs(xb[j]);
+            amax = a > amax ? a : amax;
+        }
+        const float db = amax / 127.0f;
+        const float id = db != 0.0f ? 1.0f / db : 0.0f;
+        int32_t total = 0;
+        for (int j = 0; j < 32; j++) {
+            const float r = std::nearbyint(xb[j] * id);  // round half to even (default FP environment)
+            const int32_t q = r >= 127.0f ? 127 : r <= -128.0f ? -128 : r == r ? static_cast<int32_t>(r) : -128;
+            qs[b * 32 + j] = static_cast<int8_t>(q);
+            total += q;
+        }
+        d[b] = db;
+        sum[b] = total;
+        s[b] = db * static_cast<float>(total);
+    }
+}
+
+void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const QuantizedRows& out, KernelIsa isa) {
+    const int64_t nb = out.blocks;
+    using Fn = void (*)(const float*, int64_t, int8_t*, float*, int32_t*, float*);
+    Fn fn = quantize_row_scalar;
+    if (isa == KernelIsa::Avx512) fn = quantize_row_avx512;
+    else if (isa == KernelIsa::Avx2) fn = quantize_row_avx2;
+    for (int64_t m = m0; m < m1; m++)
+        fn(X + m * ldx, nb, out.qs + m * nb * 32, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
+}
+
+}  // namespace kvrt::kernels

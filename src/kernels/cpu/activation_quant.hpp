@@ -1,0 +1,59 @@
+// Quantising activation rows for the integer weight-matmul kernels: each row of
+// X is cut into 32-element blocks along K; block b of row m becomes 32 int8
+// values q (|q| <= 127), a float scale d and the exact integer sum of q:
+//
+//   amax = max |x_j|;  d = amax / 127;  id = d != 0 ? 1 / d : 0
+//   q_j  = round-half-even(x_j * id);   sum = sum_j q_j;  s = d * (float)sum
+//
+// (llama.cpp's Q8_1 with f32 instead of f16 scale and sum, and round-half-even,
+// which is what the SIMD conversions do). The result is a function of the row
+// alone, and every ISA path produces the same bytes (the tests check it).
+#pragma once
+
+#include "kernels/weight_matmul.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace kvrt::kernels {
+
+// A view of M quantised rows of nb blocks. Row m's int8 values start at
+// qs + m * nb * 32; its scales, sums and d*sum at d/sum/s + m * nb.
+struct QuantizedRows {
+    int64_t rows = 0;
+    int64_t blocks = 0;  // nb = K / 32
+    int8_t* qs = nullptr;
+    float* d = nullptr;
+    int32_t* sum = nullptr;
+    float* s = nullptr;
+
+    const int8_t* row_qs(int64_t m) const { return qs + m * blocks * 32; }
+};
+
+// Storage for QuantizedRows, grown on demand and reused (64-byte aligned).
+class QuantizedRowsBuffer {
+public:
+    // A view over storage for `rows` x `blocks` (reallocates only when larger).
+    QuantizedRows view(int64_t rows, int64_t blocks);
+
+private:
+    struct Free {
+        void operator()(uint8_t* p) const noexcept;
+    };
+    std::unique_ptr<uint8_t[], Free> mem_;
+    size_t capacity_ = 0;
+};
+
+// Quantises rows [m0, m1) of X (rows ldx floats apart, K = out.blocks * 32)
+// into `out`. isa must be supported by the CPU (not Auto).
+void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const QuantizedRows& out, KernelIsa isa);
+
+// One row with the portable code (also what the scalar path uses).
+void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s);
+
+// The SIMD twins (defined in activation_quant_avx2.cpp / _avx512.cpp).
+void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s);
+void quantize_row_avx512(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s);
+
+}  // namespace kvrt::kernels

@@ -1,0 +1,39 @@
+// AVX-512 twin of quantize_row_scalar (activation_quant.hpp): same bytes.
+#include "kernels/cpu/activation_quant.hpp"
+
+#include <immintrin.h>
+
+#pragma GCC push_options
+// GCC 12 warns falsely inside its own AVX-512 headers (_mm512_undefined_*).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
+
+namespace kvrt::kernels {
+
+void quantize_row_avx512(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    const __m512i lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
+    for (int64_t b = 0; b < nb; b++) {
+        const __m512 x0 = _mm512_loadu_ps(x + b * 32);
+        const __m512 x1 = _mm512_loadu_ps(x + b * 32 + 16);
+        const __m512 a = _mm512_max_ps(_mm512_andnot_ps(sign, x0), _mm512_andnot_ps(sign, x1));
+        const float amax = _mm512_reduce_max_ps(a);
+        const float db = amax / 127.0f;
+        const float id = db != 0.0f ? 1.0f / db : 0.0f;
+        const __m512 vid = _mm512_set1_ps(id);
+        __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, vid));  // round half to even (MXCSR default)
+        __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, vid));
+        i0 = _mm512_max_epi32(_mm512_min_epi32(i0, hi), lo);
+        i1 = _mm512_max_epi32(_mm512_min_epi32(i1, hi), lo);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + b * 32), _mm512_cvtepi32_epi8(i0));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + b * 32 + 16), _mm512_cvtepi32_epi8(i1));
+        const int32_t total = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+        d[b] = db;
+        sum[b] = total;
+        s[b] = db * static_cast<float>(total);
+    }
+}
+
+}  // namespace kvrt::kernels
+
+#pragma GCC pop_options

@@ -1,0 +1,137 @@
+// matmul(): argument checks, ISA choice, activation quantisation and the
+// OpenMP split of the output columns (weight_matmul.hpp).
+#include "kernels/weight_matmul.hpp"
+
+#include "kernels/cpu/activation_quant.hpp"
+#include "kernels/cpu/weight_matmul_kernels.hpp"
+#include "kernels/cpu/weight_matmul_layout.hpp"
+#include "util/error.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace kvrt {
+
+using namespace kernels;
+
+namespace {
+
+bool cpu_has_avx512() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+bool cpu_has_avx2() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+// The best path, capped by $KVRT_ISA (scalar | avx2 | avx512) when set.
+KernelIsa detect() {
+    KernelIsa best = cpu_has_avx512() ? KernelIsa::Avx512 : cpu_has_avx2() ? KernelIsa::Avx2 : KernelIsa::Scalar;
+    if (const char* e = std::getenv("KVRT_ISA"); e && *e) {
+        KernelIsa cap = best;
+        if (std::strcmp(e, "scalar") == 0) cap = KernelIsa::Scalar;
+        else if (std::strcmp(e, "avx2") == 0) cap = KernelIsa::Avx2;
+        else if (std::strcmp(e, "avx512") == 0) cap = KernelIsa::Avx512;
+        if (static_cast<int>(cap) < static_cast<int>(best)) best = cap;
+    }
+    return best;
+}
+
+// Per-thread scratch for the quantised activations of the calling thread.
+QuantizedRowsBuffer& scratch() {
+    thread_local QuantizedRowsBuffer buf;
+    return buf;
+}
+
+}  // namespace
+
+KernelIsa kernel_isa_detected() noexcept {
+    static const KernelIsa isa = detect();
+    return isa;
+}
+
+bool kernel_isa_supported(KernelIsa isa) noexcept {
+    switch (isa) {
+        case KernelIsa::Auto:
+        case KernelIsa::Scalar: return true;
+        case KernelIsa::Avx2: return cpu_has_avx2();
+        case KernelIsa::Avx512: return cpu_has_avx512();
+    }
+    return false;
+}
+
+const char* kernel_isa_name(KernelIsa isa) noexcept {
+    switch (isa) {
+        case KernelIsa::Auto: return "auto";
+        case KernelIsa::Scalar: return "scalar";
+        case KernelIsa::Avx2: return "avx2";
+        case KernelIsa::Avx512: return "avx512";
+    }
+    return "?";
+}
+
+void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy, int n_threads,
+            KernelIsa isa) {
+    KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
+    if (M == 0) return;
+    KVRT_CHECK(X != nullptr && Y != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: X or Y is NULL");
+    KVRT_CHECK(ldx >= w.cols(), KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: ldx = " + std::to_string(ldx) + " < K = " + std::to_string(w.cols()));
+    KVRT_CHECK(ldy >= w.rows(), KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: ldy = " + std::to_string(ldy) + " < N = " + std::to_string(w.rows()));
+    if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
+    KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
+               std::string("weight matmul: this CPU cannot run the ") + kernel_isa_name(isa) + " path");
+
+    void (*kernel)(const MatmulArgs&, int64_t, int64_t) = matmul_panels_scalar;
+    if (isa == KernelIsa::Avx512) kernel = matmul_panels_avx512;
+    else if (isa == KernelIsa::Avx2) kernel = matmul_panels_avx2;
+
+    const bool quant = is_quantized_weight(w.type());
+    const int64_t nb = w.cols() / 32;
+    QuantizedRows q;
+    if (quant) q = scratch().view(M, nb);
+
+    MatmulArgs args;
+    args.w = &w;
+    args.a = quant ? &q : nullptr;
+    args.X = X;
+    args.ldx = ldx;
+    args.Y = Y;
+    args.ldy = ldy;
+    args.M = M;
+
+    int nt = n_threads > 0 ? n_threads : omp_get_max_threads();
+    const int64_t pairs = (w.panels() + 1) / 2;
+    const double work = static_cast<double>(M) * static_cast<double>(w.rows()) * static_cast<double>(w.cols());
+    if (work < 65536.0) nt = 1;
+    nt = static_cast<int>(std::min<int64_t>(nt, pairs));
+    if (nt < 1) nt = 1;
+
+    // Column split: contiguous ranges of panel pairs, so that a thread's
+    // 32-column tiles stay whole. The split never changes a result (each
+    // output element is computed by one thread with the same operations).
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int tid = omp_get_thread_num();
+        const int nth = omp_get_num_threads();
+        if (quant) {
+            const int64_t m0 = M * tid / nth, m1 = M * (tid + 1) / nth;
+            quantize_rows(X, ldx, m0, m1, q, isa);
+#pragma omp barrier
+        }
+        const int64_t a = pairs * tid / nth, b = pairs * (tid + 1) / nth;
+        const int64_t p0 = 2 * a, p1 = std::min<int64_t>(2 * b, w.panels());
+        if (p0 < p1) kernel(args, p0, p1);
+    }
+}
+
+}  // namespace kvrt

@@ -1,0 +1,209 @@
+// AVX2 weight-matmul kernels (CPUs without AVX-512): a panel of 16 output
+// columns is two ymm halves; the 4-element integer dot products use
+// vpmaddubsw + vpmaddwd (exact: |pairs| stay below 2^15 for 4-bit weights;
+// 8-bit weights use the sign trick, exact unless a weight AND its activation
+// are both -128, which neither ggml's quantiser nor ours produces). Float
+// operations per output element are those of weight_matmul_kernels.hpp.
+#include "kernels/cpu/weight_matmul_kernels.hpp"
+#include "kernels/cpu/weight_matmul_layout.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace kvrt::kernels {
+
+namespace {
+
+constexpr int kMaxRows = 2;
+
+struct Tile {
+    const uint8_t* panel;
+    int64_t m0;
+    float* y;
+    int64_t ldy;
+    int ncols;  // valid columns (1..16)
+};
+
+inline int32_t load_i32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+template <int MR>
+inline void store_tile(const Tile& t, __m256 (&acc)[MR][2]) {
+    if (t.ncols == 16) {
+        for (int r = 0; r < MR; r++) {
+            _mm256_storeu_ps(t.y + r * t.ldy, acc[r][0]);
+            _mm256_storeu_ps(t.y + r * t.ldy + 8, acc[r][1]);
+        }
+        return;
+    }
+    alignas(32) float tmp[16];
+    for (int r = 0; r < MR; r++) {
+        _mm256_store_ps(tmp, acc[r][0]);
+        _mm256_store_ps(tmp + 8, acc[r][1]);
+        std::memcpy(t.y + r * t.ldy, tmp, sizeof(float) * static_cast<size_t>(t.ncols));
+    }
+}
+
+// sum over 4-byte groups of u8 x s8 -> int32, exact when |pair sums| < 2^15.
+inline __m256i dot4(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+template <bool Q41, int MR>
+void tile_q4(const Tile& t, const QuantizedRows& a) {
+    constexpr size_t step = Q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
+    constexpr size_t qoff = Q41 ? 64 : 32;
+    const int64_t nb = a.blocks;
+    const __m256i lo = _mm256_set1_epi8(0x0F);
+    __m256 acc[MR][2];
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t* pb = t.panel + b * step;
+        __m256i ia[MR][2];
+        for (int r = 0; r < MR; r++) {
+            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
+            ia[r][0] = ia[r][1] = init;
+        }
+        for (int c = 0; c < 4; c++) {
+            __m256i wl[2], wh[2];
+            for (int h = 0; h < 2; h++) {
+                const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + qoff + c * 64 + 32 * h));
+                wl[h] = _mm256_and_si256(w, lo);
+                wh[h] = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo);
+            }
+            for (int r = 0; r < MR; r++) {
+                const int8_t* xb = a.row_qs(t.m0 + r) + b * 32 + 8 * c;
+                const __m256i x0 = _mm256_set1_epi32(load_i32(xb));
+                const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
+                for (int h = 0; h < 2; h++) {
+                    ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wl[h], x0));
+                    ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wh[h], x1));
+                }
+            }
+        }
+        __m256 dw[2], mw[2];
+        for (int h = 0; h < 2; h++) {
+            dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
+            mw[h] = Q41 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 32 + 16 * h)))
+                        : _mm256_setzero_ps();
+        }
+        for (int r = 0; r < MR; r++) {
+            const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            const __m256 sa = Q41 ? _mm256_set1_ps(a.s[(t.m0 + r) * nb + b]) : _mm256_setzero_ps();
+            for (int h = 0; h < 2; h++) {
+                acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(ia[r][h]), acc[r][h]);
+                if (Q41) acc[r][h] = _mm256_fmadd_ps(mw[h], sa, acc[r][h]);
+            }
+        }
+    }
+    store_tile<MR>(t, acc);
+}
+
+template <int MR>
+void tile_q8(const Tile& t, const QuantizedRows& a) {
+    const int64_t nb = a.blocks;
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256 acc[MR][2];
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t* pb = t.panel + b * kQ8_0PanelBlock;
+        __m256i ia[MR][2];
+        for (int r = 0; r < MR; r++) ia[r][0] = ia[r][1] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++) {
+            __m256i ws[2], wa[2];
+            for (int h = 0; h < 2; h++) {
+                // stored q + 128 -> signed q; |q| as unsigned, its sign moved onto x
+                ws[h] = _mm256_xor_si256(
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 32 + g * 64 + 32 * h)), flip);
+                wa[h] = _mm256_sign_epi8(ws[h], ws[h]);
+            }
+            for (int r = 0; r < MR; r++) {
+                const __m256i x = _mm256_set1_epi32(load_i32(a.row_qs(t.m0 + r) + b * 32 + 4 * g));
+                for (int h = 0; h < 2; h++)
+                    ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wa[h], _mm256_sign_epi8(x, ws[h])));
+            }
+        }
+        __m256 dw[2];
+        for (int h = 0; h < 2; h++)
+            dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
+        for (int r = 0; r < MR; r++) {
+            const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            for (int h = 0; h < 2; h++)
+                acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(ia[r][h]), acc[r][h]);
+        }
+    }
+    store_tile<MR>(t, acc);
+}
+
+template <TensorType T>
+inline __m256 load_w(const uint8_t* p) {
+    if constexpr (T == TensorType::F32) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    } else if constexpr (T == TensorType::F16) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    } else {
+        const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+    }
+}
+
+template <TensorType T, int MR>
+void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
+    constexpr size_t step = panel_step_bytes(T);
+    constexpr size_t half = step / 2;
+    __m256 acc[MR][2];
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        const __m256 w0 = load_w<T>(t.panel + k * step);
+        const __m256 w1 = load_w<T>(t.panel + k * step + half);
+        for (int r = 0; r < MR; r++) {
+            const __m256 xv = _mm256_set1_ps(X[(t.m0 + r) * ldx + k]);
+            acc[r][0] = _mm256_fmadd_ps(w0, xv, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(w1, xv, acc[r][1]);
+        }
+    }
+    store_tile<MR>(t, acc);
+}
+
+template <int MR>
+void run_tile(const MatmulArgs& args, const Tile& t) {
+    switch (args.w->type()) {
+        case TensorType::Q4_1: tile_q4<true, MR>(t, *args.a); break;
+        case TensorType::Q4_0: tile_q4<false, MR>(t, *args.a); break;
+        case TensorType::Q8_0: tile_q8<MR>(t, *args.a); break;
+        case TensorType::F32: tile_f<TensorType::F32, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::F16: tile_f<TensorType::F16, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::BF16: tile_f<TensorType::BF16, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        default: break;
+    }
+}
+
+}  // namespace
+
+void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1) {
+    const PackedWeight& w = *args.w;
+    for (int64_t p = p0; p < p1; p++) {
+        Tile t;
+        t.panel = w.data() + static_cast<size_t>(p) * w.panel_bytes();
+        t.ldy = args.ldy;
+        t.ncols = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
+        for (int64_t m = 0; m < args.M; m += kMaxRows) {
+            t.m0 = m;
+            t.y = args.Y + m * args.ldy + p * kPanel;
+            if (args.M - m >= 2) run_tile<2>(args, t);
+            else run_tile<1>(args, t);
+        }
+    }
+}
+
+}  // namespace kvrt::kernels
+
+#pragma GCC pop_options

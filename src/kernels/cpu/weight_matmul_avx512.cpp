@@ -1,0 +1,215 @@
+// AVX-512 weight-matmul kernels: integer dot products with VNNI (vpdpbusd:
+// unsigned weight codes x signed activation codes, 16 output columns per zmm)
+// and f32 FMA for float weights. A tile is MR rows of X x 32 columns (two
+// panels): its 32 x 32-element block of weights is loaded once and feeds MR
+// rows. Float operations per output element: see weight_matmul_kernels.hpp.
+#include "kernels/cpu/weight_matmul_kernels.hpp"
+#include "kernels/cpu/weight_matmul_layout.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#pragma GCC push_options
+// GCC 12 warns falsely inside its own AVX-512 headers (_mm512_undefined_*).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")
+
+namespace kvrt::kernels {
+
+namespace {
+
+constexpr int kMaxRows = 4;  // rows of X per tile (register blocking)
+
+struct Tile {
+    const uint8_t* panel;  // first panel of the tile
+    size_t panel_bytes;    // distance to the second panel
+    int64_t m0;            // first row of X / Y
+    float* y;              // Y + m0 * ldy + first column
+    int64_t ldy;
+    int ncols;             // valid columns (1..16*NP)
+};
+
+inline int32_t load_i32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+template <int MR, int NP>
+inline void store_tile(const Tile& t, __m512 (&acc)[MR][NP]) {
+    for (int p = 0; p < NP; p++) {
+        const int left = t.ncols - 16 * p;
+        const __mmask16 mask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+        for (int r = 0; r < MR; r++) _mm512_mask_storeu_ps(t.y + r * t.ldy + 16 * p, mask, acc[r][p]);
+    }
+}
+
+template <bool Q41, int MR, int NP>
+void tile_q4(const Tile& t, const QuantizedRows& a) {
+    constexpr size_t step = Q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
+    constexpr size_t qoff = Q41 ? 64 : 32;
+    const int64_t nb = a.blocks;
+    const __m512i lo = _mm512_set1_epi8(0x0F);
+    __m512 acc[MR][NP];
+    for (int r = 0; r < MR; r++)
+        for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
+    const int8_t* xq[MR];
+    for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t* pb = t.panel + b * step;
+        __m512i ia[MR][NP];
+        for (int r = 0; r < MR; r++) {
+            const __m512i init = Q41 ? _mm512_setzero_si512() : _mm512_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
+            for (int p = 0; p < NP; p++) ia[r][p] = init;
+        }
+        for (int c = 0; c < 4; c++) {
+            __m512i wl[NP], wh[NP];
+            for (int p = 0; p < NP; p++) {
+                const __m512i w = _mm512_loadu_si512(pb + p * t.panel_bytes + qoff + c * 64);
+                wl[p] = _mm512_and_si512(w, lo);
+                wh[p] = _mm512_and_si512(_mm512_srli_epi16(w, 4), lo);
+            }
+            for (int r = 0; r < MR; r++) {
+                const int8_t* xb = xq[r] + b * 32 + 8 * c;
+                const __m512i x0 = _mm512_set1_epi32(load_i32(xb));
+                const __m512i x1 = _mm512_set1_epi32(load_i32(xb + 4));
+                for (int p = 0; p < NP; p++) {
+                    ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wl[p], x0);
+                    ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wh[p], x1);
+                }
+            }
+        }
+        __m512 dw[NP], mw[NP];
+        for (int p = 0; p < NP; p++) {
+            const uint8_t* pp = pb + p * t.panel_bytes;
+            dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp)));
+            if (Q41) mw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp + 32)));
+        }
+        for (int r = 0; r < MR; r++) {
+            const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            const __m512 sa = Q41 ? _mm512_set1_ps(a.s[(t.m0 + r) * nb + b]) : _mm512_setzero_ps();
+            for (int p = 0; p < NP; p++) {
+                acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(ia[r][p]), acc[r][p]);
+                if (Q41) acc[r][p] = _mm512_fmadd_ps(mw[p], sa, acc[r][p]);
+            }
+        }
+    }
+    store_tile<MR, NP>(t, acc);
+}
+
+template <int MR, int NP>
+void tile_q8(const Tile& t, const QuantizedRows& a) {
+    const int64_t nb = a.blocks;
+    __m512 acc[MR][NP];
+    for (int r = 0; r < MR; r++)
+        for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
+    const int8_t* xq[MR];
+    for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t* pb = t.panel + b * kQ8_0PanelBlock;
+        __m512i ia[MR][NP];
+        for (int r = 0; r < MR; r++) {
+            const __m512i init = _mm512_set1_epi32(-128 * a.sum[(t.m0 + r) * nb + b]);
+            for (int p = 0; p < NP; p++) ia[r][p] = init;
+        }
+        for (int g = 0; g < 8; g++) {
+            __m512i w[NP];
+            for (int p = 0; p < NP; p++) w[p] = _mm512_loadu_si512(pb + p * t.panel_bytes + 32 + g * 64);
+            for (int r = 0; r < MR; r++) {
+                const __m512i x = _mm512_set1_epi32(load_i32(xq[r] + b * 32 + 4 * g));
+                for (int p = 0; p < NP; p++) ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], w[p], x);
+            }
+        }
+        __m512 dw[NP];
+        for (int p = 0; p < NP; p++)
+            dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + p * t.panel_bytes)));
+        for (int r = 0; r < MR; r++) {
+            const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            for (int p = 0; p < NP; p++)
+                acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(ia[r][p]), acc[r][p]);
+        }
+    }
+    store_tile<MR, NP>(t, acc);
+}
+
+template <TensorType T>
+inline __m512 load_w(const uint8_t* p) {
+    if constexpr (T == TensorType::F32) {
+        return _mm512_loadu_ps(p);
+    } else if constexpr (T == TensorType::F16) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    } else {
+        const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+    }
+}
+
+template <TensorType T, int MR, int NP>
+void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
+    constexpr size_t step = panel_step_bytes(T);
+    __m512 acc[MR][NP];
+    for (int r = 0; r < MR; r++)
+        for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
+    const float* x[MR];
+    for (int r = 0; r < MR; r++) x[r] = X + (t.m0 + r) * ldx;
+    for (int64_t k = 0; k < K; k++) {
+        __m512 w[NP];
+        for (int p = 0; p < NP; p++) w[p] = load_w<T>(t.panel + p * t.panel_bytes + k * step);
+        for (int r = 0; r < MR; r++) {
+            const __m512 xv = _mm512_set1_ps(x[r][k]);
+            for (int p = 0; p < NP; p++) acc[r][p] = _mm512_fmadd_ps(w[p], xv, acc[r][p]);
+        }
+    }
+    store_tile<MR, NP>(t, acc);
+}
+
+template <int MR, int NP>
+void run_tile(const MatmulArgs& args, const Tile& t) {
+    switch (args.w->type()) {
+        case TensorType::Q4_1: tile_q4<true, MR, NP>(t, *args.a); break;
+        case TensorType::Q4_0: tile_q4<false, MR, NP>(t, *args.a); break;
+        case TensorType::Q8_0: tile_q8<MR, NP>(t, *args.a); break;
+        case TensorType::F32: tile_f<TensorType::F32, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::F16: tile_f<TensorType::F16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::BF16: tile_f<TensorType::BF16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        default: break;
+    }
+}
+
+template <int NP>
+void run_rows(const MatmulArgs& args, const Tile& t, int mr) {
+    static_assert(kMaxRows == 4, "update the dispatch");
+    switch (mr) {
+        case 1: run_tile<1, NP>(args, t); break;
+        case 2: run_tile<2, NP>(args, t); break;
+        case 3: run_tile<3, NP>(args, t); break;
+        default: run_tile<4, NP>(args, t); break;
+    }
+}
+
+}  // namespace
+
+void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) {
+    const PackedWeight& w = *args.w;
+    for (int64_t p = p0; p < p1; p += 2) {
+        const int np = p + 1 < p1 ? 2 : 1;
+        Tile t;
+        t.panel = w.data() + static_cast<size_t>(p) * w.panel_bytes();
+        t.panel_bytes = w.panel_bytes();
+        t.ldy = args.ldy;
+        t.ncols = static_cast<int>(std::min<int64_t>(16 * np, w.rows() - p * kPanel));
+        for (int64_t m = 0; m < args.M; m += kMaxRows) {
+            const int mr = static_cast<int>(std::min<int64_t>(kMaxRows, args.M - m));
+            t.m0 = m;
+            t.y = args.Y + m * args.ldy + p * kPanel;
+            if (np == 2) run_rows<2>(args, t, mr);
+            else run_rows<1>(args, t, mr);
+        }
+    }
+}
+
+}  // namespace kvrt::kernels
+
+#pragma GCC pop_options

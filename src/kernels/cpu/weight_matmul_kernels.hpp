@@ -1,0 +1,33 @@
+// The per-ISA weight-matmul kernels behind matmul() (weight_matmul.hpp).
+// Each computes the output columns of panels [p0, p1) for all M rows, with the
+// float operations of the contract in weight_matmul.hpp: per output element,
+//   Q4_1: acc = fma(dw*da, (float)isum, acc); acc = fma(mw, sa, acc)      per block
+//   Q4_0: acc = fma(dw*da, (float)(isum - 8*asum), acc)                     per block
+//   Q8_0: acc = fma(dw*da, (float)(isum - 128*asum), acc)                   per block
+//   F32/F16/BF16: acc = fma(w_k, x_k, acc)                                  per k
+// starting from acc = 0 and going up in k, where isum is the exact integer dot
+// of the block (unsigned weight codes times signed activation codes).
+#pragma once
+
+#include "kernels/cpu/activation_quant.hpp"
+#include "kernels/weight_matmul.hpp"
+
+#include <cstdint>
+
+namespace kvrt::kernels {
+
+struct MatmulArgs {
+    const PackedWeight* w = nullptr;
+    const QuantizedRows* a = nullptr;  // quantised weight types
+    const float* X = nullptr;          // float weight types
+    int64_t ldx = 0;
+    float* Y = nullptr;
+    int64_t ldy = 0;
+    int64_t M = 0;
+};
+
+void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);
+void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1);
+void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1);
+
+}  // namespace kvrt::kernels

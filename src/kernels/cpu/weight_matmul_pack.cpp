@@ -1,0 +1,229 @@
+// PackedWeight: repacking GGUF weight rows into the panel layout of
+// weight_matmul_layout.hpp, and back.
+#include "kernels/cpu/weight_matmul_layout.hpp"
+#include "kernels/weight_matmul.hpp"
+#include "util/dtype.hpp"
+#include "util/error.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+
+namespace kvrt {
+
+using namespace kernels;
+
+void PackedWeight::Free::operator()(uint8_t* p) const noexcept { std::free(p); }
+
+namespace {
+
+size_t gguf_row_bytes(TensorType t, int64_t k) {
+    switch (t) {
+        case TensorType::Q4_1: return static_cast<size_t>(k / 32) * sizeof(BlockQ4_1);
+        case TensorType::Q4_0: return static_cast<size_t>(k / 32) * sizeof(BlockQ4_0);
+        case TensorType::Q8_0: return static_cast<size_t>(k / 32) * sizeof(BlockQ8_0);
+        case TensorType::F32: return static_cast<size_t>(k) * 4;
+        default: return static_cast<size_t>(k) * 2;
+    }
+}
+
+// Packs one row (GGUF layout) into lane r of a panel.
+void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel) {
+    const int64_t nb = k / 32;
+    switch (t) {
+        case TensorType::Q4_1: {
+            const auto* blk = reinterpret_cast<const BlockQ4_1*>(src);
+            for (int64_t b = 0; b < nb; b++) {
+                uint8_t* pb = panel + b * kQ4_1PanelBlock;
+                std::memcpy(pb + 2 * r, &blk[b].d, 2);
+                std::memcpy(pb + 32 + 2 * r, &blk[b].m, 2);
+                for (int c = 0; c < 4; c++)
+                    for (int j = 0; j < 4; j++) {
+                        // element e: e < 16 -> qs[e] & 0xF, else qs[e-16] >> 4
+                        auto nib = [&](int e) { return e < 16 ? blk[b].qs[e] & 0xF : blk[b].qs[e - 16] >> 4; };
+                        pb[64 + c * 64 + 4 * r + j] = static_cast<uint8_t>(nib(8 * c + j) | nib(8 * c + 4 + j) << 4);
+                    }
+            }
+            break;
+        }
+        case TensorType::Q4_0: {
+            const auto* blk = reinterpret_cast<const BlockQ4_0*>(src);
+            for (int64_t b = 0; b < nb; b++) {
+                uint8_t* pb = panel + b * kQ4_0PanelBlock;
+                std::memcpy(pb + 2 * r, &blk[b].d, 2);
+                for (int c = 0; c < 4; c++)
+                    for (int j = 0; j < 4; j++) {
+                        auto nib = [&](int e) { return e < 16 ? blk[b].qs[e] & 0xF : blk[b].qs[e - 16] >> 4; };
+                        pb[32 + c * 64 + 4 * r + j] = static_cast<uint8_t>(nib(8 * c + j) | nib(8 * c + 4 + j) << 4);
+                    }
+            }
+            break;
+        }
+        case TensorType::Q8_0: {
+            const auto* blk = reinterpret_cast<const BlockQ8_0*>(src);
+            for (int64_t b = 0; b < nb; b++) {
+                uint8_t* pb = panel + b * kQ8_0PanelBlock;
+                std::memcpy(pb + 2 * r, &blk[b].d, 2);
+                for (int g = 0; g < 8; g++)
+                    for (int j = 0; j < 4; j++)
+                        pb[32 + g * 64 + 4 * r + j] = static_cast<uint8_t>(blk[b].qs[4 * g + j]) ^ 0x80u;
+            }
+            break;
+        }
+        case TensorType::F32:
+            for (int64_t i = 0; i < k; i++) std::memcpy(panel + i * 64 + 4 * r, src + i * 4, 4);
+            break;
+        default:  // F16, BF16
+            for (int64_t i = 0; i < k; i++) std::memcpy(panel + i * 32 + 2 * r, src + i * 2, 2);
+            break;
+    }
+}
+
+// Inverse of pack_row.
+void unpack_row_impl(TensorType t, const uint8_t* panel, int64_t k, int r, uint8_t* dst) {
+    const int64_t nb = k / 32;
+    switch (t) {
+        case TensorType::Q4_1:
+        case TensorType::Q4_0: {
+            const bool q41 = t == TensorType::Q4_1;
+            const size_t step = q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
+            const size_t qoff = q41 ? 64 : 32;
+            const size_t bsz = q41 ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t* pb = panel + b * step;
+                uint8_t* out = dst + b * bsz;
+                std::memcpy(out, pb + 2 * r, 2);
+                if (q41) std::memcpy(out + 2, pb + 32 + 2 * r, 2);
+                uint8_t nibs[32];
+                for (int c = 0; c < 4; c++)
+                    for (int j = 0; j < 4; j++) {
+                        const uint8_t v = pb[qoff + c * 64 + 4 * r + j];
+                        nibs[8 * c + j] = v & 0xF;
+                        nibs[8 * c + 4 + j] = v >> 4;
+                    }
+                uint8_t* qs = out + (q41 ? 4 : 2);
+                for (int j = 0; j < 16; j++) qs[j] = static_cast<uint8_t>(nibs[j] | nibs[j + 16] << 4);
+            }
+            break;
+        }
+        case TensorType::Q8_0:
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t* pb = panel + b * kQ8_0PanelBlock;
+                uint8_t* out = dst + b * sizeof(BlockQ8_0);
+                std::memcpy(out, pb + 2 * r, 2);
+                for (int g = 0; g < 8; g++)
+                    for (int j = 0; j < 4; j++) out[2 + 4 * g + j] = pb[32 + g * 64 + 4 * r + j] ^ 0x80u;
+            }
+            break;
+        case TensorType::F32:
+            for (int64_t i = 0; i < k; i++) std::memcpy(dst + i * 4, panel + i * 64 + 4 * r, 4);
+            break;
+        default:
+            for (int64_t i = 0; i < k; i++) std::memcpy(dst + i * 2, panel + i * 32 + 2 * r, 2);
+            break;
+    }
+}
+
+}  // namespace
+
+PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, int64_t k) : type_(type) {
+    if (panel_step_bytes(type) == 0) {
+        fail(KVRT_ERR_UNSUPPORTED, std::string("weight matmul: tensor type ") + std::to_string(static_cast<uint32_t>(type)) +
+                                       " is not supported (F32, F16, BF16, Q4_0, Q4_1, Q8_0 are)");
+    }
+    KVRT_CHECK(data != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: weight data is NULL");
+    KVRT_CHECK(n_rows >= 1 && k >= 1, KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: weight shape " + std::to_string(n_rows) + " x " + std::to_string(k) + " is empty or negative");
+    const bool quant = is_quantized_weight(type);
+    KVRT_CHECK(!quant || k % 32 == 0, KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: row length " + std::to_string(k) + " is not a multiple of the 32-element block");
+    constexpr int64_t kMax = int64_t{1} << 40;
+    KVRT_CHECK(n_rows < kMax && k < kMax && static_cast<double>(n_rows) * static_cast<double>(k) < 1e13,
+               KVRT_ERR_OVERFLOW, "weight matmul: weight shape too large");
+    n_ = n_rows;
+    k_ = k;
+    panels_ = (n_rows + kPanel - 1) / kPanel;
+    const size_t step = panel_step_bytes(type);
+    panel_bytes_ = (quant ? static_cast<size_t>(k / 32) : static_cast<size_t>(k)) * step;
+    bytes_ = panel_bytes_ * static_cast<size_t>(panels_);
+    row_bytes_ = gguf_row_bytes(type, k);
+    const size_t alloc = (bytes_ + 63) & ~size_t{63};
+    void* p = std::aligned_alloc(64, alloc);
+    if (!p) throw std::bad_alloc();
+    data_.reset(static_cast<uint8_t*>(p));
+    std::memset(data_.get(), 0, alloc);  // padding rows: zero scales, zero values
+    const auto* src = static_cast<const uint8_t*>(data);
+    for (int64_t n = 0; n < n_rows; n++)
+        pack_row(type, src + static_cast<size_t>(n) * row_bytes_, k, static_cast<int>(n % kPanel),
+                 data_.get() + static_cast<size_t>(n / kPanel) * panel_bytes_);
+}
+
+void PackedWeight::unpack_row(int64_t n, void* out) const {
+    KVRT_CHECK(n >= 0 && n < n_, KVRT_ERR_OUT_OF_RANGE,
+               "weight matmul: row " + std::to_string(n) + " is outside [0, " + std::to_string(n_) + ")");
+    KVRT_CHECK(out != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: output is NULL");
+    unpack_row_impl(type_, data_.get() + static_cast<size_t>(n / kPanel) * panel_bytes_, k_, static_cast<int>(n % kPanel),
+                    static_cast<uint8_t*>(out));
+}
+
+void PackedWeight::dequantize_row(int64_t n, float* out) const {
+    KVRT_CHECK(out != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: output is NULL");
+    // Small rows: a stack buffer would do, but K is unbounded; use the output
+    // itself for float types and a heap copy for the rest.
+    const size_t rb = row_bytes_;
+    std::unique_ptr<uint8_t[]> tmp(new uint8_t[rb]);
+    unpack_row(n, tmp.get());
+    const uint8_t* r = tmp.get();
+    const int64_t nb = k_ / 32;
+    switch (type_) {
+        case TensorType::Q4_1: {
+            const auto* blk = reinterpret_cast<const BlockQ4_1*>(r);
+            for (int64_t b = 0; b < nb; b++) {
+                const float d = f16_to_f32(blk[b].d), m = f16_to_f32(blk[b].m);
+                for (int j = 0; j < 16; j++) {
+                    out[b * 32 + j] = static_cast<float>(blk[b].qs[j] & 0xF) * d + m;
+                    out[b * 32 + j + 16] = static_cast<float>(blk[b].qs[j] >> 4) * d + m;
+                }
+            }
+            break;
+        }
+        case TensorType::Q4_0: {
+            const auto* blk = reinterpret_cast<const BlockQ4_0*>(r);
+            for (int64_t b = 0; b < nb; b++) {
+                const float d = f16_to_f32(blk[b].d);
+                for (int j = 0; j < 16; j++) {
+                    out[b * 32 + j] = static_cast<float>((blk[b].qs[j] & 0xF) - 8) * d;
+                    out[b * 32 + j + 16] = static_cast<float>((blk[b].qs[j] >> 4) - 8) * d;
+                }
+            }
+            break;
+        }
+        case TensorType::Q8_0: {
+            const auto* blk = reinterpret_cast<const BlockQ8_0*>(r);
+            for (int64_t b = 0; b < nb; b++) {
+                const float d = f16_to_f32(blk[b].d);
+                for (int j = 0; j < 32; j++) out[b * 32 + j] = static_cast<float>(blk[b].qs[j]) * d;
+            }
+            break;
+        }
+        case TensorType::F32: std::memcpy(out, r, rb); break;
+        case TensorType::F16:
+            for (int64_t i = 0; i < k_; i++) {
+                uint16_t h;
+                std::memcpy(&h, r + 2 * i, 2);
+                out[i] = f16_to_f32(h);
+            }
+            break;
+        default:
+            for (int64_t i = 0; i < k_; i++) {
+                uint16_t h;
+                std::memcpy(&h, r + 2 * i, 2);
+                out[i] = bf16_to_f32(h);
+            }
+            break;
+    }
+}
+
+}  // namespace kvrt

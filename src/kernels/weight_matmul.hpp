@@ -1,0 +1,114 @@
+// Weight matmul: Y[M][N] = X[M][K] . W^T for a weight matrix W of N rows of K
+// elements as stored in a GGUF file (row-major, quantised in 32-element blocks
+// along K). The entry point of the runtime for every linear layer and the
+// output head.
+//
+//   PackedWeight w(TensorType::Q4_1, gguf_data, n_rows, k);  // once, at load time
+//   matmul(w, X, M, ldx, Y, ldy);                            // every step
+//
+// Supported weight types: Q4_0, Q4_1, Q8_0 (integer dot products against the
+// activations quantised per 32-element block to 8 bits with a float scale and
+// the block's integer sum, as llama.cpp's Q8_1 but with f32 scales), and F32,
+// F16, BF16 (f32 fused multiply-adds over K on the f32 activations).
+//
+// Determinism (a contract the runtime relies on for bit-identical logits with
+// and without the KV cache): output element Y[m][n] is a function of X row m
+// and W row n alone. Its reduction order depends only on K: the block partials
+// (or, for float weights, the products) are added in increasing k order with
+// the same float operations whatever M is, which other rows share the call,
+// how many threads run it, and which ISA path (AVX-512 VNNI, AVX2, scalar) is
+// used: every path produces the same bits (the tests check all of this).
+//
+// Thread safety: a PackedWeight is immutable after construction; any number of
+// threads may call matmul on it concurrently. matmul uses OpenMP threads
+// (n_threads = 0: omp_get_max_threads()); K is never split across threads.
+#pragma once
+
+#include "model/tensor_type.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace kvrt {
+
+// Instruction-set paths of the CPU kernels. Auto = the best the CPU has.
+enum class KernelIsa : uint8_t { Auto = 0, Scalar = 1, Avx2 = 2, Avx512 = 3 };
+
+// The best path this CPU supports (never Auto).
+KernelIsa kernel_isa_detected() noexcept;
+// True when the CPU can run `isa` (Auto and Scalar always).
+bool kernel_isa_supported(KernelIsa isa) noexcept;
+const char* kernel_isa_name(KernelIsa isa) noexcept;
+
+// A weight matrix repacked once (at model load) into the layout the kernels
+// stream: panels of 16 consecutive rows of W, interleaved so that one 64-byte
+// load feeds 16 output columns. Owns its memory (64-byte aligned); the source
+// data may be unmapped after construction. The packing is lossless:
+// unpack_row() returns the original GGUF bytes.
+class PackedWeight {
+public:
+    static constexpr int kPanelRows = 16;
+
+    // `data` holds n_rows rows of k elements of `type` in GGUF layout.
+    // Throws kvrt::Error: KVRT_ERR_UNSUPPORTED for a type other than F32, F16,
+    // BF16, Q4_0, Q4_1, Q8_0; KVRT_ERR_INVALID_ARGUMENT for a null pointer,
+    // n_rows or k < 1, or k not a multiple of the type's block (32 for the
+    // quantised types); KVRT_ERR_OVERFLOW when the size overflows.
+    // Cost: one pass over the data (O(n_rows * k)).
+    PackedWeight(TensorType type, const void* data, int64_t n_rows, int64_t k);
+
+    PackedWeight(PackedWeight&&) noexcept = default;
+    PackedWeight& operator=(PackedWeight&&) noexcept = default;
+    PackedWeight(const PackedWeight&) = delete;
+    PackedWeight& operator=(const PackedWeight&) = delete;
+
+    TensorType type() const noexcept { return type_; }
+    int64_t rows() const noexcept { return n_; }  // N
+    int64_t cols() const noexcept { return k_; }  // K
+    // Bytes of W one matmul reads (the packed buffer, padding included).
+    size_t bytes() const noexcept { return bytes_; }
+    // Bytes of one row in GGUF layout.
+    size_t row_bytes() const noexcept { return row_bytes_; }
+
+    // Writes row n (0 <= n < rows()) in its original GGUF layout (row_bytes() bytes).
+    void unpack_row(int64_t n, void* out) const;
+    // Writes row n dequantised to k floats (e.g. an embedding lookup on a tied head).
+    void dequantize_row(int64_t n, float* out) const;
+
+    // For the kernels: the packed panels and their geometry.
+    const uint8_t* data() const noexcept { return data_.get(); }
+    int64_t panels() const noexcept { return panels_; }
+    size_t panel_bytes() const noexcept { return panel_bytes_; }
+
+private:
+    struct Free {
+        void operator()(uint8_t* p) const noexcept;
+    };
+    TensorType type_;
+    int64_t n_ = 0;
+    int64_t k_ = 0;
+    int64_t panels_ = 0;
+    size_t panel_bytes_ = 0;
+    size_t bytes_ = 0;
+    size_t row_bytes_ = 0;
+    std::unique_ptr<uint8_t[], Free> data_;
+};
+
+// Y[m][n] = sum_k X[m][k] * W[n][k] for 0 <= m < M, 0 <= n < w.rows().
+// X rows are ldx floats apart (ldx >= K), Y rows ldy floats apart (ldy >= N).
+// M = 0 is a no-op. n_threads = 0 uses omp_get_max_threads(); isa = Auto uses
+// the best path (forcing one the CPU lacks throws KVRT_ERR_UNSUPPORTED).
+// Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) on a null pointer, M < 0 or a
+// stride too small. X and Y must not overlap.
+// Cost: 2*M*N*K operations; W is read once per call (from L1 for every row
+// block of a panel), X quantised once per call for the quantised types.
+void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
+            int n_threads = 0, KernelIsa isa = KernelIsa::Auto);
+
+// The reference twin (src/kernels/ref/): the same math with naive loops over
+// the original GGUF layout — the same activation quantisation, exact integer
+// block dot products, block partials accumulated in double. Single-threaded.
+void matmul_ref(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy);
+
+}  // namespace kvrt

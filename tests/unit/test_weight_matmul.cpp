@@ -1,0 +1,300 @@
+// Weight matmul (src/kernels/weight_matmul.hpp): packing, activation
+// quantisation, fast kernels of every ISA path against the ref/ twin, the
+// determinism contract bit for bit, and the quantisation error of the chain.
+#include <doctest/doctest.h>
+
+#include "kernels/cpu/activation_quant.hpp"
+#include "kernels/ref/weight_matmul_ref.hpp"
+#include "kernels/weight_matmul.hpp"
+#include "util/dtype.hpp"
+#include "util/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+using namespace kvrt;
+
+namespace {
+
+// ggml's reference quantisers (quantize_row_*_ref), to make realistic weights.
+std::vector<uint8_t> quantize_rows(TensorType t, const std::vector<float>& w, int64_t n, int64_t k) {
+    std::vector<uint8_t> out;
+    const int64_t nb = k / 32;
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t b = 0; b < nb || (b == 0 && t != TensorType::Q4_0 && t != TensorType::Q4_1 && t != TensorType::Q8_0);
+             b++) {
+            const float* x = w.data() + r * k + b * 32;
+            if (t == TensorType::Q4_1) {
+                float mn = x[0], mx = x[0];
+                for (int j = 1; j < 32; j++) mn = std::min(mn, x[j]), mx = std::max(mx, x[j]);
+                const float d = (mx - mn) / 15.0f, id = d ? 1.0f / d : 0.0f;
+                BlockQ4_1 blk;
+                blk.d = f32_to_f16(d);
+                blk.m = f32_to_f16(mn);
+                for (int j = 0; j < 16; j++) {
+                    const int q0 = std::min(15, static_cast<int>((x[j] - mn) * id + 0.5f));
+                    const int q1 = std::min(15, static_cast<int>((x[j + 16] - mn) * id + 0.5f));
+                    blk.qs[j] = static_cast<uint8_t>(q0 | q1 << 4);
+                }
+                const auto* p = reinterpret_cast<const uint8_t*>(&blk);
+                out.insert(out.end(), p, p + sizeof blk);
+            } else if (t == TensorType::Q4_0) {
+                float amax = 0, mx = 0;
+                for (int j = 0; j < 32; j++)
+                    if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), mx = x[j];
+                const float d = mx / -8.0f, id = d ? 1.0f / d : 0.0f;
+                BlockQ4_0 blk;
+                blk.d = f32_to_f16(d);
+                for (int j = 0; j < 16; j++) {
+                    const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
+                    const int q1 = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
+                    blk.qs[j] = static_cast<uint8_t>(q0 | q1 << 4);
+                }
+                const auto* p = reinterpret_cast<const uint8_t*>(&blk);
+                out.insert(out.end(), p, p + sizeof blk);
+            } else if (t == TensorType::Q8_0) {
+                float amax = 0;
+                for (int j = 0; j < 32; j++) amax = std::max(amax, std::fabs(x[j]));
+                const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+                BlockQ8_0 blk;
+                blk.d = f32_to_f16(d);
+                for (int j = 0; j < 32; j++) blk.qs[j] = static_cast<int8_t>(std::lround(x[j] * id));
+                const auto* p = reinterpret_cast<const uint8_t*>(&blk);
+                out.insert(out.end(), p, p + sizeof blk);
+            } else {
+                const float* xr = w.data() + r * k;
+                for (int64_t i = 0; i < k; i++) {
+                    if (t == TensorType::F32) {
+                        const auto* p = reinterpret_cast<const uint8_t*>(&xr[i]);
+                        out.insert(out.end(), p, p + 4);
+                    } else {
+                        const uint16_t h = t == TensorType::F16 ? f32_to_f16(xr[i]) : f32_to_bf16(xr[i]);
+                        const auto* p = reinterpret_cast<const uint8_t*>(&h);
+                        out.insert(out.end(), p, p + 2);
+                    }
+                }
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+struct Weight {
+    TensorType type;
+    int64_t n, k;
+    std::vector<uint8_t> raw;
+    PackedWeight packed;
+};
+
+Weight make_weight(TensorType t, int64_t n, int64_t k, uint32_t seed) {
+    auto w = randn(static_cast<size_t>(n * k), seed, 0.05f);
+    auto raw = quantize_rows(t, w, n, k);
+    PackedWeight p(t, raw.data(), n, k);
+    return Weight{t, n, k, std::move(raw), std::move(p)};
+}
+
+const TensorType kTypes[] = {TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0,
+                             TensorType::F32,  TensorType::F16,  TensorType::BF16};
+
+std::vector<KernelIsa> isas() {
+    std::vector<KernelIsa> v{KernelIsa::Scalar};
+    if (kernel_isa_supported(KernelIsa::Avx2)) v.push_back(KernelIsa::Avx2);
+    if (kernel_isa_supported(KernelIsa::Avx512)) v.push_back(KernelIsa::Avx512);
+    return v;
+}
+
+bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+}  // namespace
+
+TEST_CASE("weight_matmul: packing is lossless and dequantisation matches ggml's formulas") {
+    for (TensorType t : kTypes) {
+        CAPTURE(static_cast<int>(t));
+        const int64_t n = 37, k = 96;
+        Weight w = make_weight(t, n, k, 1);
+        REQUIRE(w.packed.row_bytes() * n == w.raw.size());
+        std::vector<uint8_t> row(w.packed.row_bytes());
+        std::vector<float> f(k), g(k);
+        for (int64_t r = 0; r < n; r++) {
+            w.packed.unpack_row(r, row.data());
+            CHECK(std::memcmp(row.data(), w.raw.data() + r * row.size(), row.size()) == 0);
+            w.packed.dequantize_row(r, f.data());
+            ref::dequantize_row(t, w.raw.data(), r, k, g.data());
+            CHECK(same_bits(f.data(), g.data(), k));
+        }
+        CHECK(w.packed.panels() == 3);
+    }
+    // Q4_1 element order of ggml: element j is the low nibble of qs[j], j+16 the high one.
+    BlockQ4_1 blk{};
+    blk.d = f32_to_f16(1.0f);
+    blk.m = f32_to_f16(0.5f);
+    blk.qs[0] = 0x73;  // element 0 = 3, element 16 = 7
+    PackedWeight p(TensorType::Q4_1, &blk, 1, 32);
+    float out[32];
+    p.dequantize_row(0, out);
+    CHECK(out[0] == 3.5f);
+    CHECK(out[16] == 7.5f);
+    CHECK(out[1] == 0.5f);
+}
+
+TEST_CASE("weight_matmul: activation quantisation is the same bytes on every path and matches ref") {
+    const int64_t nb = 18;
+    auto x = randn(static_cast<size_t>(nb * 32), 7, 3.0f);
+    for (int j = 0; j < 32; j++) x[32 + j] = 0.0f;           // an all-zero block
+    x[64] = 1e30f;                                           // a huge outlier
+    for (int j = 0; j < 32; j++) x[96 + j] = (j - 16) * 0.5f; // exact halves: round-half-even ties
+    std::vector<int8_t> q_ref(nb * 32);
+    std::vector<float> d_ref(nb);
+    std::vector<int32_t> s_ref(nb);
+    ref::quantize_row_q8(x.data(), nb, q_ref.data(), d_ref.data(), s_ref.data());
+    CHECK(s_ref[1] == 0);
+    CHECK(d_ref[1] == 0.0f);
+    for (KernelIsa isa : isas()) {
+        CAPTURE(kernel_isa_name(isa));
+        kernels::QuantizedRowsBuffer buf;
+        kernels::QuantizedRows q = buf.view(1, nb);
+        kernels::quantize_rows(x.data(), nb * 32, 0, 1, q, isa);
+        CHECK(std::memcmp(q.qs, q_ref.data(), q_ref.size()) == 0);
+        CHECK(same_bits(q.d, d_ref.data(), nb));
+        CHECK(std::memcmp(q.sum, s_ref.data(), nb * 4) == 0);
+        for (int64_t b = 0; b < nb; b++) CHECK(q.s[b] == d_ref[b] * static_cast<float>(s_ref[b]));
+    }
+}
+
+TEST_CASE("weight_matmul: every ISA path agrees with the ref twin and gives the same bits") {
+    // Shapes: a panel tail (N % 16 != 0), an odd panel count, K of 1 to 18 blocks, row tails.
+    const int64_t shapes[][3] = {{1, 1, 32}, {3, 17, 64}, {5, 45, 96}, {7, 64, 576}, {2, 48, 160}};
+    for (TensorType t : kTypes) {
+        for (auto& s : shapes) {
+            const int64_t M = s[0], N = s[1], K = s[2];
+            CAPTURE(static_cast<int>(t));
+            CAPTURE(M);
+            CAPTURE(N);
+            CAPTURE(K);
+            Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * 31 + K));
+            const int64_t ldx = K + 3, ldy = N + 5;
+            auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M + K));
+            std::vector<float> Yref(M * ldy, -1.0f), Yscalar;
+            matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy);
+            // Tolerance: the fast path adds the K/32 block partials (or K products) in f32 where
+            // ref adds them in double: |fast - ref| <= (steps + 4) * 2^-23 * sum_k |w_k x_k|.
+            std::vector<float> wf(K);
+            std::vector<double> absdot(M * N, 0.0);
+            for (int64_t n = 0; n < N; n++) {
+                ref::dequantize_row(t, w.raw.data(), n, K, wf.data());
+                for (int64_t m = 0; m < M; m++)
+                    for (int64_t i = 0; i < K; i++) absdot[m * N + n] += std::fabs(double(wf[i]) * X[m * ldx + i]);
+            }
+            const bool quant = t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q8_0;
+            const double steps = quant ? static_cast<double>(K / 32) : static_cast<double>(K);
+            for (KernelIsa isa : isas()) {
+                CAPTURE(kernel_isa_name(isa));
+                std::vector<float> Y(M * ldy, -7.0f);
+                matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, 2, isa);
+                int bad = 0;
+                for (int64_t m = 0; m < M; m++) {
+                    for (int64_t n = 0; n < N; n++) {
+                        const double tol = (steps + 4) * std::ldexp(1.0, -23) * absdot[m * N + n] * 1.01 + 1e-30;
+                        if (!(std::fabs(double(Y[m * ldy + n]) - Yref[m * ldy + n]) <= tol)) bad++;
+                    }
+                    for (int64_t n = N; n < ldy; n++) CHECK(Y[m * ldy + n] == -7.0f);  // padding untouched
+                }
+                CHECK(bad == 0);
+                if (isa == KernelIsa::Scalar) Yscalar = Y;
+                else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
+            }
+        }
+    }
+}
+
+TEST_CASE("weight_matmul: a row's output does not depend on M, its neighbours or the thread count") {
+    const int64_t N = 80, K = 576, M = 300;
+    for (TensorType t : {TensorType::Q4_1, TensorType::Q8_0, TensorType::Q4_0, TensorType::BF16}) {
+        CAPTURE(static_cast<int>(t));
+        Weight w = make_weight(t, N, K, 11);
+        auto X = randn(static_cast<size_t>(M * K), 12);
+        std::vector<float> Y2(M * N), Y1(M * N);
+        matmul(w.packed, X.data(), M, K, Y2.data(), N, 2);
+        matmul(w.packed, X.data(), M, K, Y1.data(), N, 1);
+        CHECK(same_bits(Y1.data(), Y2.data(), Y1.size()));
+        // Rows alone (M = 1) and in small batches at other offsets.
+        for (int64_t m : {int64_t{0}, int64_t{1}, int64_t{137}, int64_t{299}}) {
+            std::vector<float> y(N);
+            matmul(w.packed, X.data() + m * K, 1, K, y.data(), N, 2);
+            CHECK(same_bits(y.data(), Y2.data() + m * N, N));
+            if (m + 5 <= M) {
+                std::vector<float> y5(5 * N);
+                matmul(w.packed, X.data() + m * K, 5, K, y5.data(), N, 1);
+                CHECK(same_bits(y5.data(), Y2.data() + m * N, 5 * N));
+            }
+        }
+        // Rows permuted.
+        std::vector<int64_t> perm(M);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), std::mt19937(5));
+        std::vector<float> Xp(M * K), Yp(M * N);
+        for (int64_t m = 0; m < M; m++) std::memcpy(&Xp[m * K], &X[perm[m] * K], K * sizeof(float));
+        matmul(w.packed, Xp.data(), M, K, Yp.data(), N, 2);
+        int diff = 0;
+        for (int64_t m = 0; m < M; m++) diff += !same_bits(&Yp[m * N], &Y2[perm[m] * N], N);
+        CHECK(diff == 0);
+    }
+}
+
+TEST_CASE("weight_matmul: quantisation error of the chain against f32 math") {
+    // Q4_1 weights x Q8 activations vs the same dequantised weights x f32 activations:
+    // the only difference is the 8-bit activation quantisation.
+    const int64_t M = 8, N = 64, K = 576;
+    for (TensorType t : {TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0}) {
+        CAPTURE(static_cast<int>(t));
+        Weight w = make_weight(t, N, K, 21);
+        auto X = randn(static_cast<size_t>(M * K), 22);
+        std::vector<float> Y(M * N), Yf(M * N);
+        matmul(w.packed, X.data(), M, K, Y.data(), N);
+        ref::weight_matmul_dequant_f32(t, w.raw.data(), N, K, X.data(), M, K, Yf.data(), N);
+        double num = 0, den = 0;
+        for (size_t i = 0; i < Y.size(); i++) num += (Y[i] - Yf[i]) * double(Y[i] - Yf[i]), den += double(Yf[i]) * Yf[i];
+        const double rel = std::sqrt(num / den);
+        MESSAGE("relative L2 error vs f32 dequantised math: ", rel);
+        CHECK(rel < 1e-2);
+        CHECK(rel > 0.0);
+    }
+}
+
+TEST_CASE("weight_matmul: bad input is rejected with a status") {
+    std::vector<uint8_t> data(1024);
+    auto status_of = [](auto&& f) {
+        try {
+            f();
+        } catch (const Error& e) {
+            return e.status();
+        }
+        return KVRT_OK;
+    };
+    CHECK(status_of([&] { PackedWeight(TensorType::Q4_K, data.data(), 1, 256); }) == KVRT_ERR_UNSUPPORTED);
+    CHECK(status_of([&] { PackedWeight(TensorType::Q4_1, data.data(), 1, 33); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { PackedWeight(TensorType::Q4_1, nullptr, 1, 32); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { PackedWeight(TensorType::F32, data.data(), 0, 32); }) == KVRT_ERR_INVALID_ARGUMENT);
+    PackedWeight w(TensorType::F32, data.data(), 4, 7);  // float types take any K
+    float x[16] = {}, y[8] = {};
+    CHECK(status_of([&] { matmul(w, x, 1, 6, y, 4); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul(w, x, 1, 7, y, 3); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul(w, nullptr, 1, 7, y, 4); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul(w, x, -1, 7, y, 4); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul(w, x, 0, 7, y, 4); }) == KVRT_OK);
+    CHECK(status_of([&] { w.unpack_row(4, data.data()); }) == KVRT_ERR_OUT_OF_RANGE);
+    CHECK(status_of([&] { matmul(w, x, 2, 7, y, 4, 1, KernelIsa::Scalar); }) == KVRT_OK);
+}
