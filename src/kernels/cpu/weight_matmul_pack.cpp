@@ -19,16 +19,6 @@ void PackedWeight::Free::operator()(uint8_t* p) const noexcept { std::free(p); }
 
 namespace {
 
-size_t gguf_row_bytes(TensorType t, int64_t k) {
-    switch (t) {
-        case TensorType::Q4_1: return static_cast<size_t>(k / 32) * sizeof(BlockQ4_1);
-        case TensorType::Q4_0: return static_cast<size_t>(k / 32) * sizeof(BlockQ4_0);
-        case TensorType::Q8_0: return static_cast<size_t>(k / 32) * sizeof(BlockQ8_0);
-        case TensorType::F32: return static_cast<size_t>(k) * 4;
-        default: return static_cast<size_t>(k) * 2;
-    }
-}
-
 // Packs one row (GGUF layout) into lane r of a panel.
 void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel) {
     const int64_t nb = k / 32;
@@ -148,7 +138,7 @@ PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, in
     const size_t step = panel_step_bytes(type);
     panel_bytes_ = (quant ? static_cast<size_t>(k / 32) : static_cast<size_t>(k)) * step;
     bytes_ = panel_bytes_ * static_cast<size_t>(panels_);
-    row_bytes_ = gguf_row_bytes(type, k);
+    row_bytes_ = static_cast<size_t>(tensor_row_bytes(type, static_cast<uint64_t>(k)));
     const size_t alloc = (bytes_ + 63) & ~size_t{63};
     void* p = std::aligned_alloc(64, alloc);
     if (!p) throw std::bad_alloc();

@@ -13,15 +13,10 @@ namespace kvrt::ref {
 namespace {
 
 size_t row_bytes(TensorType t, int64_t k) {
-    switch (t) {
-        case TensorType::Q4_1: return static_cast<size_t>(k / 32) * sizeof(BlockQ4_1);
-        case TensorType::Q4_0: return static_cast<size_t>(k / 32) * sizeof(BlockQ4_0);
-        case TensorType::Q8_0: return static_cast<size_t>(k / 32) * sizeof(BlockQ8_0);
-        case TensorType::F32: return static_cast<size_t>(k) * 4;
-        case TensorType::F16:
-        case TensorType::BF16: return static_cast<size_t>(k) * 2;
-        default: fail(KVRT_ERR_UNSUPPORTED, "ref weight matmul: unsupported tensor type");
-    }
+    KVRT_CHECK(t == TensorType::Q4_1 || t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::F32 ||
+                   t == TensorType::F16 || t == TensorType::BF16,
+               KVRT_ERR_UNSUPPORTED, "ref weight matmul: unsupported tensor type");
+    return static_cast<size_t>(tensor_row_bytes(t, static_cast<uint64_t>(k)));
 }
 
 int nibble(const uint8_t* qs, int e) { return e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4; }
