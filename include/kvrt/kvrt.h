@@ -5,6 +5,7 @@
 #define KVRT_KVRT_H
 
 #include "kvrt/common.h"
+#include "kvrt/cache.h"
 #include "kvrt/model.h"
 #include "kvrt/context.h"
 

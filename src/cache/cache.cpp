@@ -441,6 +441,59 @@ uint8_t* Cache::v_row_mut(SeqId id, int32_t layer, int64_t pos) {
     return row_mut(id, layer, pos / geometry(layer).ratio, true);
 }
 
+void Cache::write_rows(SeqId id, int32_t layer, int64_t first_row, int64_t n_rows, const void* k, const void* v) {
+    const LayerGeometry& g = geometry(layer);
+    KVRT_CHECK(k != nullptr, KVRT_ERR_INVALID_ARGUMENT, "k is NULL");
+    KVRT_CHECK(!(g.separate_v && v == nullptr), KVRT_ERR_INVALID_ARGUMENT,
+               "v is NULL but layer " + std::to_string(layer) + " has V rows");
+    KVRT_CHECK(!(!g.separate_v && v != nullptr), KVRT_ERR_INVALID_ARGUMENT,
+               "v must be NULL: layer " + std::to_string(layer) + " stores one row as both K and V");
+    KVRT_CHECK(first_row >= 0 && n_rows >= 0, KVRT_ERR_OUT_OF_RANGE,
+               "rows [" + std::to_string(first_row) + ", +" + std::to_string(n_rows) + ") are negative");
+    std::lock_guard<std::mutex> lock(mu_);
+    const Sequence& s = get(id, "write_rows");
+    if (n_rows == 0) return;
+    // Checks the whole range (each block once) before writing anything.
+    for (int64_t r = first_row; r < first_row + n_rows; r = (r / g.rows_per_block + 1) * g.rows_per_block)
+        row_ptr_locked(s, layer, r, false, true);
+    row_ptr_locked(s, layer, first_row + n_rows - 1, false, true);
+    for (int64_t r = 0; r < n_rows; r++) {
+        std::memcpy(row_ptr_locked(s, layer, first_row + r, false, true),
+                    static_cast<const uint8_t*>(k) + static_cast<size_t>(r) * g.row_bytes, g.row_bytes);
+        if (g.separate_v)
+            std::memcpy(row_ptr_locked(s, layer, first_row + r, true, true),
+                        static_cast<const uint8_t*>(v) + static_cast<size_t>(r) * g.row_bytes, g.row_bytes);
+    }
+}
+
+void Cache::read_rows(SeqId id, int32_t layer, int64_t first_row, int64_t n_rows, void* k_dst, void* v_dst) const {
+    const LayerGeometry& g = geometry(layer);
+    KVRT_CHECK(k_dst != nullptr, KVRT_ERR_INVALID_ARGUMENT, "k_dst is NULL");
+    KVRT_CHECK(!(!g.separate_v && v_dst != nullptr), KVRT_ERR_INVALID_ARGUMENT,
+               "v_dst must be NULL: layer " + std::to_string(layer) + " stores one row as both K and V");
+    KVRT_CHECK(first_row >= 0 && n_rows >= 0, KVRT_ERR_OUT_OF_RANGE,
+               "rows [" + std::to_string(first_row) + ", +" + std::to_string(n_rows) + ") are negative");
+    std::lock_guard<std::mutex> lock(mu_);
+    const Sequence& s = get(id, "read_rows");
+    if (n_rows == 0) return;
+    for (int64_t r = first_row; r < first_row + n_rows; r = (r / g.rows_per_block + 1) * g.rows_per_block)
+        row_ptr_locked(s, layer, r, false, false);
+    row_ptr_locked(s, layer, first_row + n_rows - 1, false, false);
+    for (int64_t r = 0; r < n_rows; r++) {
+        std::memcpy(static_cast<uint8_t*>(k_dst) + static_cast<size_t>(r) * g.row_bytes,
+                    row_ptr_locked(s, layer, first_row + r, false, false), g.row_bytes);
+        if (v_dst)
+            std::memcpy(static_cast<uint8_t*>(v_dst) + static_cast<size_t>(r) * g.row_bytes,
+                        row_ptr_locked(s, layer, first_row + r, true, false), g.row_bytes);
+    }
+}
+
+std::vector<const uint8_t*> Cache::block_table(SeqId id, int32_t layer) const {
+    const LayerGeometry& g = geometry(layer);
+    std::lock_guard<std::mutex> lock(mu_);
+    return get(id, "block_table").ptrs[g.manager];
+}
+
 PagedKV Cache::paged_view(SeqId id, int32_t layer) {
     const LayerGeometry& g = geometry(layer);
     std::lock_guard<std::mutex> lock(mu_);

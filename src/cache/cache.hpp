@@ -135,6 +135,14 @@ public:
     uint8_t* row_mut(SeqId seq, int32_t layer, int64_t row, bool value);
     const uint8_t* row(SeqId seq, int32_t layer, int64_t row, bool value) const;
 
+    // Copies n_rows rows from k (and v for layers with V rows; v must be null
+    // when K = V). Every row is checked before any is written.
+    void write_rows(SeqId seq, int32_t layer, int64_t first_row, int64_t n_rows, const void* k, const void* v);
+    // Copies n_rows rows out; v_dst may be null (must be for K = V layers).
+    void read_rows(SeqId seq, int32_t layer, int64_t first_row, int64_t n_rows, void* k_dst, void* v_dst) const;
+    // A copy of the block address table of (seq, layer): nullptr = dropped.
+    std::vector<const uint8_t*> block_table(SeqId seq, int32_t layer) const;
+
     // The read view of one layer for kernels. For a bank (or its reader or
     // indexer keys) "positions" of the view are rows (groups). The pointer
     // array belongs to the sequence and stays valid until the next call that

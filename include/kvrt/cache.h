@@ -1,0 +1,376 @@
+/*
+ * kvrt/cache.h — the KV cache manager: arena-allocated KV blocks, sequences,
+ * prefix caching, eviction and exact byte accounting.
+ *
+ * Most programs never call this header: a kvrt_context (kvrt/context.h) owns
+ * a cache. It is for engines that bring their own model (they write and read
+ * K/V rows here) and for inspecting a context's cache (statistics).
+ *
+ * Model. A cache is made from a LAYOUT: its layers, each of one kind
+ *   KVRT_LAYER_FULL         K and V rows for every position,
+ *   KVRT_LAYER_WINDOW       same, but a query at p reads only [p-W+1, p];
+ *                           blocks wholly before that return to the pool,
+ *   KVRT_LAYER_BANK_SOURCE  a global bank: one row per group g = p / ratio,
+ *                           a single vector used as both K and V,
+ *   KVRT_LAYER_BANK_READER  reads the bank of `source`; owns no rows,
+ *   KVRT_LAYER_INDEXER_KEYS indexer keys of the bank `source` (one row per
+ *                           group of that bank; K only),
+ * and a block size in positions (block_tokens). A SEQUENCE (uint64 id, never
+ * reused) holds positions [0, length). Appending reserves rows in every layer;
+ * the caller writes them, then marks them computed: only then do its full
+ * blocks enter the prefix index and become shareable with later sequences
+ * (same model fingerprint, cache salt and adapter), which attach them with
+ * kvrt_cache_seq_match_prefix instead of recomputing. A released sequence's
+ * computed full blocks stay cached until the byte budget needs their memory
+ * (least recently freed first).
+ *
+ * Rows. Rows of layer l hold n_kv_heads x head_dim elements of its dtype,
+ * head-major. Row r of a full or window layer is position r; of a bank (or its
+ * indexer keys) group r = position / ratio. A sequence of length n has
+ * ceil(n / ratio) rows. Rows of a computed full block are immutable (it may
+ * be shared); an append first copies a shared partial last block.
+ *
+ * Threading: a kvrt_cache is internally synchronised: any function may be
+ * called on one cache from any number of threads at once. A
+ * kvrt_cache_layout is used by one thread at a time.
+ *
+ * Handles: NULL, destroyed and foreign handles are detected and return
+ * KVRT_ERR_BAD_HANDLE (no undefined behaviour). Sequence ids of another
+ * cache, released ids and never-issued ids return KVRT_ERR_NOT_FOUND.
+ * Every failing call leaves the cache exactly as it was, and
+ * kvrt_last_error() names the problem.
+ *
+ * C99; no varargs, no bitfields, no structs by value. Config and output
+ * structs carry their size first: initialise them with the matching _init.
+ */
+#ifndef KVRT_CACHE_H
+#define KVRT_CACHE_H
+
+#include "kvrt/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kvrt_cache kvrt_cache;
+typedef struct kvrt_cache_layout kvrt_cache_layout;
+
+/* Element types (values equal the KVRT_KV_* of kvrt/context.h). */
+typedef enum kvrt_dtype {
+    KVRT_DTYPE_F32 = 0,
+    KVRT_DTYPE_F16 = 1,
+    KVRT_DTYPE_BF16 = 2,
+    /* Reserved for quantised caches; rejected with KVRT_ERR_UNSUPPORTED for now. */
+    KVRT_DTYPE_I8 = 3,
+    KVRT_DTYPE_FP8_E4M3 = 4,
+    KVRT_DTYPE_FP4 = 5
+} kvrt_dtype;
+
+typedef enum kvrt_layer_kind {
+    KVRT_LAYER_FULL = 0,
+    KVRT_LAYER_WINDOW = 1,
+    KVRT_LAYER_BANK_SOURCE = 2,
+    KVRT_LAYER_BANK_READER = 3,
+    KVRT_LAYER_INDEXER_KEYS = 4
+} kvrt_layer_kind;
+
+/* Number of kinds slots in kvrt_cache_stats.kinds (indexed by kvrt_layer_kind). */
+#define KVRT_CACHE_KIND_SLOTS 8
+
+/* ---- Layout ------------------------------------------------------------- */
+
+/* One layer of a layout. Fields are only ever appended. */
+typedef struct kvrt_cache_layer_config {
+    size_t struct_size;
+    int32_t kind;       /* kvrt_layer_kind; default KVRT_LAYER_FULL */
+    int32_t n_kv_heads; /* > 0 (a bank source: usually 1); ignored for a reader */
+    int32_t head_dim;   /* > 0 (a bank source: the entry width D); ignored for a reader */
+    int32_t dtype;      /* kvrt_dtype; default KVRT_DTYPE_F16 */
+    int32_t window;     /* WINDOW: W > 0 positions (the query's own included) */
+    int32_t ratio;      /* BANK_SOURCE: positions per row, > 0, divides block_tokens; default 1 */
+    int32_t source;     /* BANK_READER, INDEXER_KEYS: index of an earlier BANK_SOURCE layer; default -1 */
+} kvrt_cache_layer_config;
+
+/* Fills *cfg with the defaults (a full f16 layer with n_kv_heads = head_dim = 0,
+ * which the caller must set). struct_size: sizeof(kvrt_cache_layer_config).
+ * Returns KVRT_ERR_INVALID_ARGUMENT for NULL or a struct_size this library
+ * cannot fill. Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_layer_config_init(kvrt_cache_layer_config *cfg, size_t struct_size);
+
+/* Creates an empty layout whose blocks hold block_tokens positions (1..65536;
+ * 16 is a good default).
+ *   out  receives the layout (NULL on failure); destroy with kvrt_cache_layout_destroy.
+ * Returns KVRT_OK, KVRT_ERR_INVALID_ARGUMENT (NULL out, block_tokens out of
+ * range), KVRT_ERR_OUT_OF_MEMORY. Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_layout_create(kvrt_cache_layout **out, int32_t block_tokens);
+
+/* Destroys a layout. NULL and unknown handles are ignored. Caches made from
+ * it are unaffected. */
+KVRT_API void kvrt_cache_layout_destroy(kvrt_cache_layout *layout);
+
+/* Appends `count` identical layers (count >= 1).
+ *   out_first  receives the index of the first one (may be NULL).
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_INVALID_ARGUMENT (NULL cfg,
+ * bad struct_size, unknown kind, zero heads or width, window 0 on a window
+ * layer, ratio <= 0 or not dividing block_tokens on a bank source, a source
+ * that is not an earlier bank source, count < 1); KVRT_ERR_UNSUPPORTED
+ * (reserved dtype); KVRT_ERR_OVERFLOW (more than 65536 layers, row size
+ * overflow). On failure the layout is unchanged. One thread at a time per
+ * layout. O(count). */
+KVRT_API kvrt_status kvrt_cache_layout_add_layers(int32_t *out_first, kvrt_cache_layout *layout,
+                                                  const kvrt_cache_layer_config *cfg, int32_t count);
+
+/* Number of layers added so far. Returns KVRT_ERR_BAD_HANDLE or
+ * KVRT_ERR_INVALID_ARGUMENT (NULL out). O(1). */
+KVRT_API kvrt_status kvrt_cache_layout_n_layers(int32_t *out, const kvrt_cache_layout *layout);
+
+/* ---- Cache ---------------------------------------------------------------- */
+
+typedef struct kvrt_cache_config {
+    size_t struct_size;
+    uint64_t budget_bytes; /* the cache never holds more block bytes than this; default 256 MiB */
+    int32_t large_pages;   /* 1: ask the OS for 2 MiB pages for the arena; default 0 */
+    int32_t reserved0;     /* must be 0 */
+} kvrt_cache_config;
+
+/* Fills *cfg with the defaults. Returns KVRT_ERR_INVALID_ARGUMENT for NULL
+ * or an unusable struct_size. Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_config_init(kvrt_cache_config *cfg, size_t struct_size);
+
+/* Creates a cache for `layout` (copied; the layout may be destroyed after).
+ *   out     receives the cache (NULL on failure); destroy with kvrt_cache_destroy;
+ *   layout  at least one layer;
+ *   cfg     NULL for the defaults.
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE (layout); KVRT_ERR_INVALID_ARGUMENT
+ * (NULL out, empty layout, budget 0, bad cfg); KVRT_ERR_OVERFLOW (a block
+ * would exceed 4 GiB); KVRT_ERR_OUT_OF_MEMORY. Thread-safe. Cost: reserves
+ * (does not commit) address space of about twice the budget in a dedicated
+ * mimalloc arena; memory is committed as blocks are first used. */
+KVRT_API kvrt_status kvrt_cache_create(kvrt_cache **out, const kvrt_cache_layout *layout,
+                                       const kvrt_cache_config *cfg);
+
+/* Destroys the cache and every sequence in it; all row pointers obtained from
+ * it become invalid. NULL, unknown and already destroyed handles are ignored;
+ * a cache owned by contexts (kvrt_context_get_cache) is not destroyed (its
+ * contexts own it). Must not race with other calls on the same cache. */
+KVRT_API void kvrt_cache_destroy(kvrt_cache *cache);
+
+/* ---- Sequences ------------------------------------------------------------ */
+
+/* Extra keys of a sequence: prefixes are shared only between sequences whose
+ * keys are all equal. */
+typedef struct kvrt_cache_keys {
+    size_t struct_size;
+    uint64_t fingerprint_lo; /* 128-bit model fingerprint (kvrt/model.h), default 0 */
+    uint64_t fingerprint_hi;
+    const void *salt;        /* cache salt bytes (copied), NULL = none */
+    size_t salt_len;
+    uint64_t adapter_id;     /* 0 = no adapter */
+} kvrt_cache_keys;
+
+/* Fills *keys with the defaults (all zero, no salt). Returns
+ * KVRT_ERR_INVALID_ARGUMENT for NULL or an unusable struct_size. O(1). */
+KVRT_API kvrt_status kvrt_cache_keys_init(kvrt_cache_keys *keys, size_t struct_size);
+
+/* Creates an empty sequence.
+ *   out_seq  receives its id (> 0, never reused by this cache);
+ *   keys     NULL = default keys.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL
+ * out_seq, bad keys), KVRT_ERR_OUT_OF_MEMORY. Thread-safe. O(salt). */
+KVRT_API kvrt_status kvrt_cache_seq_create(uint64_t *out_seq, kvrt_cache *cache, const kvrt_cache_keys *keys);
+
+/* Releases a sequence and its blocks; its computed full blocks stay cached
+ * until evicted. Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND
+ * (unknown or already released id; a pin id). Thread-safe. O(blocks). */
+KVRT_API kvrt_status kvrt_cache_seq_release(kvrt_cache *cache, uint64_t seq);
+
+/* Creates a sequence sharing every block of `parent` (reference counts; the
+ * partly filled last block is copied when either appends).
+ *   out_child  receives the new id.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL
+ * out_child), KVRT_ERR_NOT_FOUND, KVRT_ERR_INVALID_STATE (parent has appended
+ * positions not marked computed), KVRT_ERR_OUT_OF_MEMORY. Never allocates
+ * blocks. Thread-safe. O(blocks). */
+KVRT_API kvrt_status kvrt_cache_seq_fork(uint64_t *out_child, kvrt_cache *cache, uint64_t parent);
+
+/* Positions >= pos become invalid and their blocks return (0 <= pos <= length).
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND,
+ * KVRT_ERR_OUT_OF_RANGE (pos < 0 or > length), KVRT_ERR_INVALID_STATE (a
+ * window layer already dropped rows a query at pos needs; pos = 0 always
+ * works). Thread-safe. O(blocks dropped). */
+KVRT_API kvrt_status kvrt_cache_seq_truncate(kvrt_cache *cache, uint64_t seq, int64_t pos);
+
+/* Appends n tokens: reserves their rows in every layer (two phases: if the
+ * budget cannot hold them even after evicting every cached block,
+ * KVRT_ERR_CACHE_FULL and nothing changed). Window layers drop blocks a
+ * query at the old length no longer reads. The new rows are uninitialised
+ * until written.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND,
+ * KVRT_ERR_INVALID_ARGUMENT (NULL tokens with n > 0), KVRT_ERR_OVERFLOW
+ * (length would exceed 2^31-1), KVRT_ERR_CACHE_FULL, KVRT_ERR_OUT_OF_MEMORY.
+ * Thread-safe. O(n + blocks added), plus one block copy after a fork. */
+KVRT_API kvrt_status kvrt_cache_seq_append(kvrt_cache *cache, uint64_t seq, const int32_t *tokens, size_t n);
+
+/* Declares the rows of positions [0, n_positions) written in every layer.
+ * Full blocks inside become immutable and enter the prefix index. A smaller
+ * n than before is a no-op. Returns KVRT_OK, KVRT_ERR_BAD_HANDLE,
+ * KVRT_ERR_NOT_FOUND, KVRT_ERR_OUT_OF_RANGE (n_positions < 0 or > length).
+ * Thread-safe. O(new full blocks x block_tokens). */
+KVRT_API kvrt_status kvrt_cache_seq_mark_computed(kvrt_cache *cache, uint64_t seq, int64_t n_positions);
+
+/* On an EMPTY sequence: attaches the longest cached prefix of tokens[0, n) in
+ * whole blocks, never covering the last token (at most
+ * ((n-1)/block_tokens)*block_tokens), that every layer can resume from (a
+ * window layer needs its last W positions' blocks). The sequence's length
+ * and computed count become the hit.
+ *   out_hit  receives the hit length in tokens (may be 0).
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND,
+ * KVRT_ERR_INVALID_ARGUMENT (NULL out_hit; NULL tokens with n > 0),
+ * KVRT_ERR_INVALID_STATE (the sequence is not empty), KVRT_ERR_OUT_OF_RANGE
+ * (n > 2^31-1). Counts n queried and the hit in the statistics.
+ * Thread-safe. O(n). */
+KVRT_API kvrt_status kvrt_cache_seq_match_prefix(int64_t *out_hit, kvrt_cache *cache, uint64_t seq,
+                                                 const int32_t *tokens, size_t n);
+
+typedef struct kvrt_cache_seq_info {
+    size_t struct_size;
+    int64_t length;   /* positions */
+    int64_t computed; /* positions marked computed */
+    int64_t n_blocks; /* logical blocks: ceil(length / block_tokens) */
+    uint64_t bytes;   /* bytes of the blocks it references (shared blocks counted fully) */
+    int32_t is_pin;
+    int32_t reserved0;
+} kvrt_cache_seq_info;
+
+/* Fills *out (set out->struct_size = sizeof *out first) with the state of a
+ * sequence or pin. Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND,
+ * KVRT_ERR_INVALID_ARGUMENT (NULL out, bad struct_size). Thread-safe. O(blocks). */
+KVRT_API kvrt_status kvrt_cache_seq_info_get(kvrt_cache_seq_info *out, const kvrt_cache *cache, uint64_t seq);
+
+/* ---- Prefix cache --------------------------------------------------------- */
+
+/* The hit kvrt_cache_seq_match_prefix would give a new sequence with `keys`
+ * (NULL = defaults), without attaching anything or counting statistics.
+ * Returns as match_prefix (no NOT_FOUND / INVALID_STATE). Thread-safe. O(n). */
+KVRT_API kvrt_status kvrt_cache_lookup_prefix(int64_t *out_hit, const kvrt_cache *cache,
+                                              const kvrt_cache_keys *keys, const int32_t *tokens, size_t n);
+
+/* Pins the longest cached prefix of tokens[0, n) (whole blocks, may cover
+ * all n): its blocks stay in memory until kvrt_cache_unpin.
+ *   out_pin     receives the pin id (same id space as sequences);
+ *   out_pinned  receives the pinned length in tokens (may be NULL).
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT,
+ * KVRT_ERR_NOT_FOUND (no block of the prefix is cached). Thread-safe. O(n). */
+KVRT_API kvrt_status kvrt_cache_pin_prefix(uint64_t *out_pin, int64_t *out_pinned, kvrt_cache *cache,
+                                           const kvrt_cache_keys *keys, const int32_t *tokens, size_t n);
+
+/* Releases a pin. Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND
+ * (unknown or released id, or a sequence id). Thread-safe. O(blocks). */
+KVRT_API kvrt_status kvrt_cache_unpin(kvrt_cache *cache, uint64_t pin);
+
+/* ---- Rows (engines that bring their own model) ----------------------------- */
+
+typedef struct kvrt_cache_layer_info {
+    size_t struct_size;
+    int32_t kind;           /* kvrt_layer_kind */
+    int32_t row_layer;      /* the layer owning the rows (the source for a reader) */
+    int32_t ratio;          /* positions per row */
+    int32_t rows_per_block; /* block_tokens / ratio */
+    int32_t n_kv_heads;
+    int32_t head_dim;
+    int32_t dtype;          /* kvrt_dtype */
+    int32_t window;         /* W for a window layer, else 0 */
+    uint64_t row_bytes;     /* bytes of one row */
+    uint64_t k_offset;      /* byte offset of the K rows inside a block */
+    uint64_t v_offset;      /* of the V rows (== k_offset when K = V) */
+    uint64_t block_bytes;   /* bytes of one block of this layer's manager (all its layers) */
+    int32_t separate_v;     /* 1: K and V rows; 0: one row serves as both */
+    int32_t manager;        /* index of the block manager */
+} kvrt_cache_layer_info;
+
+/* Where layer `layer`'s rows sit inside a block:
+ *   row r of a sequence = table[r / rows_per_block] + k_offset (or v_offset)
+ *                         + (r % rows_per_block) * row_bytes.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL out,
+ * bad struct_size), KVRT_ERR_OUT_OF_RANGE (layer). Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info *out, const kvrt_cache *cache, int32_t layer);
+
+/* Copies n_rows rows of layer `layer` starting at row first_row from k (and v).
+ *   k  n_rows x row_bytes bytes of K rows;
+ *   v  the V rows for a full/window layer; must be NULL when K = V.
+ * All rows are checked before any is written. Returns KVRT_OK,
+ * KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND, KVRT_ERR_INVALID_ARGUMENT (NULL k,
+ * v missing or present wrongly, a bank reader layer), KVRT_ERR_OUT_OF_RANGE
+ * (layer, rows outside [0, ceil(length/ratio)), rows a window dropped),
+ * KVRT_ERR_INVALID_STATE (a row in a shared or prefix-cached block).
+ * Thread-safe. O(n_rows x row_bytes). */
+KVRT_API kvrt_status kvrt_cache_write_rows(kvrt_cache *cache, uint64_t seq, int32_t layer, int64_t first_row,
+                                           int64_t n_rows, const void *k, const void *v);
+
+/* Copies n_rows rows out (k_dst and, for full/window layers, v_dst, which may
+ * be NULL to skip V). Readers read their source. Returns as write_rows, minus
+ * INVALID_STATE. Thread-safe. O(n_rows x row_bytes). */
+KVRT_API kvrt_status kvrt_cache_read_rows(void *k_dst, void *v_dst, const kvrt_cache *cache, uint64_t seq,
+                                          int32_t layer, int64_t first_row, int64_t n_rows);
+
+/* The block table of a sequence for layer `layer`: one address per logical
+ * block (NULL for a block a window dropped), for kernels reading rows in
+ * place with kvrt_cache_layer_info's offsets. The addresses stay valid until
+ * the sequence is appended to, truncated or released.
+ *   dst       capacity entries (may be NULL when capacity is 0);
+ *   written   receives the number of blocks (also on BUFFER_TOO_SMALL).
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND,
+ * KVRT_ERR_INVALID_ARGUMENT (NULL written), KVRT_ERR_OUT_OF_RANGE (layer),
+ * KVRT_ERR_BUFFER_TOO_SMALL. Thread-safe. O(blocks). */
+KVRT_API kvrt_status kvrt_cache_block_table(const void **dst, size_t capacity, size_t *written,
+                                            const kvrt_cache *cache, uint64_t seq, int32_t layer);
+
+/* ---- Statistics ------------------------------------------------------------ */
+
+typedef struct kvrt_cache_kind_stats {
+    int32_t n_layers;
+    int32_t reserved0;
+    uint64_t blocks_in_use;
+    uint64_t bytes_in_use;
+    uint64_t blocks_cached;
+    uint64_t bytes_cached;
+    double bytes_per_token; /* full/window: 2 x layers x heads x dim x element bytes;
+                               bank: width x bytes / ratio per source (K = V once);
+                               indexer keys: width x bytes / ratio */
+} kvrt_cache_kind_stats;
+
+typedef struct kvrt_cache_stats {
+    size_t struct_size;
+    uint64_t budget_bytes;
+    uint64_t bytes_in_use;    /* blocks held by sequences and pins */
+    uint64_t bytes_cached;    /* unreferenced prefix blocks, evictable */
+    uint64_t bytes_free;      /* budget - in use - cached */
+    uint64_t blocks_in_use;
+    uint64_t blocks_cached;
+    uint64_t blocks_free;     /* block sets (one block of every manager) that fit in bytes_free */
+    uint64_t block_set_bytes; /* bytes of one block of every manager: block_tokens positions */
+    uint64_t padding_bytes;   /* alignment padding inside one block set (0 for usual shapes) */
+    uint64_t n_sequences;
+    uint64_t n_pins;
+    uint64_t queried_tokens;  /* tokens passed to match_prefix */
+    uint64_t hit_tokens;      /* of which served from the prefix cache */
+    uint64_t evictions;       /* cached blocks evicted for their memory */
+    double bytes_per_token;   /* all layers */
+    uint64_t arena_reserved_bytes; /* address space reserved (not committed) */
+    int32_t dedicated_arena;  /* 1: blocks live in a mimalloc arena of their own */
+    int32_t large_pages;      /* 1: 2 MiB pages were requested */
+    int32_t n_managers;
+    int32_t block_tokens;
+    kvrt_cache_kind_stats kinds[KVRT_CACHE_KIND_SLOTS]; /* indexed by kvrt_layer_kind */
+} kvrt_cache_stats;
+
+/* Fills *out (set out->struct_size = sizeof *out first). Returns KVRT_OK,
+ * KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL out, bad struct_size).
+ * Thread-safe. O(layers). */
+KVRT_API kvrt_status kvrt_cache_stats_get(kvrt_cache_stats *out, const kvrt_cache *cache);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVRT_CACHE_H */

@@ -1,0 +1,445 @@
+// The C API of the cache manager (include/kvrt/cache.h) over kvrt::cache::Cache.
+#include "api/boundary.hpp"
+#include "api/cache_handles.hpp"
+#include "api/handle_registry.hpp"
+#include "cache/cache.hpp"
+#include "kvrt/cache.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using kvrt::Error;
+using kvrt::api::guard;
+using kvrt::api::require_non_null;
+using namespace kvrt::cache;
+
+// The C layout handle's object.
+struct kvrt_cache_layout_obj {
+    int32_t block_tokens = 16;
+    std::vector<LayerSpec> layers;
+};
+
+namespace kvrt::api {
+namespace {
+
+HandleRegistry<Cache, kvrt_cache>& caches() {
+    static auto* r = new HandleRegistry<Cache, kvrt_cache>(0xC1);
+    return *r;
+}
+HandleRegistry<kvrt_cache_layout_obj, kvrt_cache_layout>& layouts() {
+    static auto* r = new HandleRegistry<kvrt_cache_layout_obj, kvrt_cache_layout>(0xC2);
+    return *r;
+}
+
+std::shared_ptr<kvrt_cache_layout_obj> layout_from_handle(const kvrt_cache_layout* h) {
+    auto l = layouts().get(h);
+    if (!l)
+        throw Error(KVRT_ERR_BAD_HANDLE, h ? "layout is not a live kvrt_cache_layout (destroyed or foreign)"
+                                           : "layout is NULL");
+    return l;
+}
+
+// Output structs: accept any struct_size >= the first published size; fill
+// what both sides know, zero the rest of the caller's struct.
+template <class Out>
+void fill_out(Out* out, const Out& value, size_t min_size, const char* name) {
+    require_non_null(out, name);
+    size_t n = out->struct_size;
+    if (n < min_size)
+        throw Error(KVRT_ERR_INVALID_ARGUMENT, std::string(name) + "->struct_size is " + std::to_string(n) +
+                                                   "; set it to sizeof(*" + name + ")");
+    size_t copy = n < sizeof(Out) ? n : sizeof(Out);
+    std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t), reinterpret_cast<const char*>(&value) + sizeof(size_t),
+                copy - sizeof(size_t));
+    if (n > sizeof(Out)) std::memset(reinterpret_cast<char*>(out) + sizeof(Out), 0, n - sizeof(Out));
+}
+
+// Config init: struct_size between the size of the first version and ours.
+template <class Cfg>
+kvrt_status init_config(Cfg* cfg, size_t struct_size, size_t min_size, const Cfg& defaults, const char* name) {
+    return guard(name, [&] {
+        require_non_null(cfg, "cfg");
+        if (struct_size < min_size || struct_size > sizeof(Cfg))
+            throw Error(KVRT_ERR_INVALID_ARGUMENT,
+                        "struct_size " + std::to_string(struct_size) + " is not one this library knows (" +
+                            std::to_string(min_size) + ".." + std::to_string(sizeof(Cfg)) + ")");
+        std::memcpy(cfg, &defaults, struct_size);
+        cfg->struct_size = struct_size;
+    });
+}
+
+SeqKeys keys_from_c(const kvrt_cache_keys* k) {
+    SeqKeys out;
+    if (!k) return out;
+    require_config(k, "keys", sizeof(kvrt_cache_keys));
+    if (k->salt == nullptr && k->salt_len != 0)
+        throw Error(KVRT_ERR_INVALID_ARGUMENT, "keys->salt is NULL but salt_len is " + std::to_string(k->salt_len));
+    out.fingerprint_lo = k->fingerprint_lo;
+    out.fingerprint_hi = k->fingerprint_hi;
+    out.adapter_id = k->adapter_id;
+    if (k->salt_len) out.salt.assign(static_cast<const char*>(k->salt), k->salt_len);
+    return out;
+}
+
+int64_t count_from_size(size_t n, const char* name) {
+    if (n > static_cast<size_t>(INT32_MAX))
+        throw Error(KVRT_ERR_OUT_OF_RANGE, std::string(name) + " is " + std::to_string(n) + "; at most 2^31-1");
+    return static_cast<int64_t>(n);
+}
+
+LayerSpec layer_from_c(const kvrt_cache_layer_config* c) {
+    LayerSpec s;
+    if (c->kind < 0 || c->kind > KVRT_LAYER_INDEXER_KEYS)
+        throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kind " + std::to_string(c->kind) + " is not a kvrt_layer_kind");
+    if (c->dtype < 0 || c->dtype > KVRT_DTYPE_FP4)
+        throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->dtype " + std::to_string(c->dtype) + " is not a kvrt_dtype");
+    if (c->dtype > KVRT_DTYPE_BF16)
+        throw Error(KVRT_ERR_UNSUPPORTED, "cfg->dtype " + std::to_string(c->dtype) +
+                                              " (quantised) is reserved; use f32, f16 or bf16");
+    s.kind = static_cast<LayerKind>(c->kind);
+    s.n_kv_heads = c->n_kv_heads;
+    s.head_dim = c->head_dim;
+    s.dtype = static_cast<kvrt::DType>(c->dtype);
+    s.window = c->window;
+    s.ratio = c->ratio;
+    s.source = c->source;
+    return s;
+}
+
+}  // namespace
+
+kvrt_cache* cache_handle_for(const std::shared_ptr<Cache>& cache) { return caches().find_or_add(cache, false); }
+
+std::shared_ptr<Cache> cache_from_handle(const kvrt_cache* h, const char* param) {
+    auto c = caches().get(h);
+    if (!c)
+        throw Error(KVRT_ERR_BAD_HANDLE, std::string(param) + (h ? " is not a live kvrt_cache (destroyed or foreign)"
+                                                                 : " is NULL"));
+    return c;
+}
+
+}  // namespace kvrt::api
+
+using kvrt::api::cache_from_handle;
+
+static_assert(KVRT_DTYPE_F32 == static_cast<int>(kvrt::DType::F32));
+static_assert(KVRT_DTYPE_F16 == static_cast<int>(kvrt::DType::F16));
+static_assert(KVRT_DTYPE_BF16 == static_cast<int>(kvrt::DType::BF16));
+static_assert(KVRT_LAYER_FULL == static_cast<int>(LayerKind::Full));
+static_assert(KVRT_LAYER_WINDOW == static_cast<int>(LayerKind::Window));
+static_assert(KVRT_LAYER_BANK_SOURCE == static_cast<int>(LayerKind::BankSource));
+static_assert(KVRT_LAYER_BANK_READER == static_cast<int>(LayerKind::BankReader));
+static_assert(KVRT_LAYER_INDEXER_KEYS == static_cast<int>(LayerKind::IndexerKeys));
+static_assert(kNumLayerKinds <= KVRT_CACHE_KIND_SLOTS);
+
+extern "C" {
+
+// ---- layout -----------------------------------------------------------------
+
+KVRT_API kvrt_status kvrt_cache_layer_config_init(kvrt_cache_layer_config* cfg, size_t struct_size) {
+    kvrt_cache_layer_config d{};
+    d.struct_size = sizeof d;
+    d.kind = KVRT_LAYER_FULL;
+    d.dtype = KVRT_DTYPE_F16;
+    d.ratio = 1;
+    d.source = -1;
+    return kvrt::api::init_config(cfg, struct_size, sizeof(kvrt_cache_layer_config), d, "kvrt_cache_layer_config_init");
+}
+
+KVRT_API kvrt_status kvrt_cache_layout_create(kvrt_cache_layout** out, int32_t block_tokens) {
+    return guard("kvrt_cache_layout_create", [&] {
+        require_non_null(out, "out");
+        *out = nullptr;
+        if (block_tokens < 1 || block_tokens > 65536)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT,
+                        "block_tokens is " + std::to_string(block_tokens) + "; it must be in [1, 65536]");
+        auto l = std::make_shared<kvrt_cache_layout_obj>();
+        l->block_tokens = block_tokens;
+        *out = kvrt::api::layouts().add(std::move(l));
+    });
+}
+
+KVRT_API void kvrt_cache_layout_destroy(kvrt_cache_layout* layout) {
+    guard("kvrt_cache_layout_destroy", [&] { kvrt::api::layouts().remove(layout); });
+}
+
+KVRT_API kvrt_status kvrt_cache_layout_add_layers(int32_t* out_first, kvrt_cache_layout* layout,
+                                                  const kvrt_cache_layer_config* cfg, int32_t count) {
+    return guard("kvrt_cache_layout_add_layers", [&] {
+        auto l = kvrt::api::layout_from_handle(layout);
+        kvrt::api::require_config(cfg, "cfg", sizeof(kvrt_cache_layer_config));
+        if (count < 1) throw Error(KVRT_ERR_INVALID_ARGUMENT, "count is " + std::to_string(count));
+        if (l->layers.size() + static_cast<size_t>(count) > 65536)
+            throw Error(KVRT_ERR_OVERFLOW, "a layout holds at most 65536 layers");
+        LayerSpec s = kvrt::api::layer_from_c(cfg);
+        // Validate now, with the layers before it, so that the error points at this call.
+        CacheConfig probe;
+        probe.block_tokens = l->block_tokens;
+        probe.budget_bytes = 1;
+        if (s.kind == LayerKind::BankReader || s.kind == LayerKind::IndexerKeys) {
+            if (s.source < 0 || static_cast<size_t>(s.source) >= l->layers.size() ||
+                l->layers[s.source].kind != LayerKind::BankSource)
+                throw Error(KVRT_ERR_INVALID_ARGUMENT,
+                            "cfg->source " + std::to_string(s.source) + " is not an earlier bank source layer");
+            probe.layers.push_back(l->layers[s.source]);
+            s.source = 0;
+        }
+        probe.layers.push_back(s);
+        kvrt::cache::resolve_layout(probe);  // throws naming the problem
+        int32_t first = static_cast<int32_t>(l->layers.size());
+        LayerSpec real = kvrt::api::layer_from_c(cfg);
+        l->layers.insert(l->layers.end(), static_cast<size_t>(count), real);
+        if (out_first) *out_first = first;
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_layout_n_layers(int32_t* out, const kvrt_cache_layout* layout) {
+    return guard("kvrt_cache_layout_n_layers", [&] {
+        require_non_null(out, "out");
+        *out = static_cast<int32_t>(kvrt::api::layout_from_handle(layout)->layers.size());
+    });
+}
+
+// ---- cache --------------------------------------------------------------------
+
+KVRT_API kvrt_status kvrt_cache_config_init(kvrt_cache_config* cfg, size_t struct_size) {
+    kvrt_cache_config d{};
+    d.struct_size = sizeof d;
+    d.budget_bytes = 256ull << 20;
+    return kvrt::api::init_config(cfg, struct_size, sizeof(kvrt_cache_config), d, "kvrt_cache_config_init");
+}
+
+KVRT_API kvrt_status kvrt_cache_create(kvrt_cache** out, const kvrt_cache_layout* layout,
+                                       const kvrt_cache_config* cfg) {
+    return guard("kvrt_cache_create", [&] {
+        require_non_null(out, "out");
+        *out = nullptr;
+        auto l = kvrt::api::layout_from_handle(layout);
+        kvrt_cache_config c{};
+        kvrt_cache_config_init(&c, sizeof c);
+        if (cfg) {
+            kvrt::api::require_config(cfg, "cfg", sizeof(kvrt_cache_config));
+            c = *cfg;
+        }
+        if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
+        if (c.large_pages != 0 && c.large_pages != 1)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->large_pages must be 0 or 1");
+        CacheConfig cc;
+        cc.block_tokens = l->block_tokens;
+        cc.layers = l->layers;
+        cc.budget_bytes = c.budget_bytes;
+        cc.large_pages = c.large_pages != 0;
+        auto cache = std::make_shared<Cache>(cc);
+        *out = kvrt::api::caches().add(std::move(cache), true);
+    });
+}
+
+KVRT_API void kvrt_cache_destroy(kvrt_cache* cache) {
+    guard("kvrt_cache_destroy", [&] { kvrt::api::caches().remove(cache); });
+}
+
+// ---- sequences ------------------------------------------------------------------
+
+KVRT_API kvrt_status kvrt_cache_keys_init(kvrt_cache_keys* keys, size_t struct_size) {
+    kvrt_cache_keys d{};
+    d.struct_size = sizeof d;
+    return kvrt::api::init_config(keys, struct_size, sizeof(kvrt_cache_keys), d, "kvrt_cache_keys_init");
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_create(uint64_t* out_seq, kvrt_cache* cache, const kvrt_cache_keys* keys) {
+    return guard("kvrt_cache_seq_create", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(out_seq, "out_seq");
+        *out_seq = c->create_sequence(kvrt::api::keys_from_c(keys));
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_release(kvrt_cache* cache, uint64_t seq) {
+    return guard("kvrt_cache_seq_release", [&] {
+        auto c = cache_from_handle(cache);
+        try {
+            c->release(seq);
+        } catch (const Error& e) {
+            // A pin id is "not a sequence": report it as not found, with the reason.
+            if (e.status() == KVRT_ERR_INVALID_ARGUMENT) throw Error(KVRT_ERR_NOT_FOUND, e.what());
+            throw;
+        }
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_fork(uint64_t* out_child, kvrt_cache* cache, uint64_t parent) {
+    return guard("kvrt_cache_seq_fork", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(out_child, "out_child");
+        *out_child = c->fork(parent);
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_truncate(kvrt_cache* cache, uint64_t seq, int64_t pos) {
+    return guard("kvrt_cache_seq_truncate", [&] { cache_from_handle(cache)->truncate(seq, pos); });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_append(kvrt_cache* cache, uint64_t seq, const int32_t* tokens, size_t n) {
+    return guard("kvrt_cache_seq_append", [&] {
+        auto c = cache_from_handle(cache);
+        if (n > static_cast<size_t>(INT32_MAX))
+            throw Error(KVRT_ERR_OVERFLOW, "n is " + std::to_string(n) + "; a sequence holds at most 2^31-1 positions");
+        c->append(seq, tokens, static_cast<int64_t>(n));
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_mark_computed(kvrt_cache* cache, uint64_t seq, int64_t n_positions) {
+    return guard("kvrt_cache_seq_mark_computed", [&] { cache_from_handle(cache)->mark_computed(seq, n_positions); });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_match_prefix(int64_t* out_hit, kvrt_cache* cache, uint64_t seq,
+                                                 const int32_t* tokens, size_t n) {
+    return guard("kvrt_cache_seq_match_prefix", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(out_hit, "out_hit");
+        *out_hit = c->match_prefix(seq, tokens, kvrt::api::count_from_size(n, "n"));
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_info_get(kvrt_cache_seq_info* out, const kvrt_cache* cache, uint64_t seq) {
+    return guard("kvrt_cache_seq_info_get", [&] {
+        auto c = cache_from_handle(cache);
+        SeqInfo i = c->seq_info(seq);
+        kvrt_cache_seq_info v{};
+        v.length = i.length;
+        v.computed = i.computed;
+        v.n_blocks = i.n_blocks;
+        v.bytes = i.bytes;
+        v.is_pin = i.is_pin ? 1 : 0;
+        kvrt::api::fill_out(out, v, sizeof(kvrt_cache_seq_info), "out");
+    });
+}
+
+// ---- prefix cache -------------------------------------------------------------------
+
+KVRT_API kvrt_status kvrt_cache_lookup_prefix(int64_t* out_hit, const kvrt_cache* cache, const kvrt_cache_keys* keys,
+                                              const int32_t* tokens, size_t n) {
+    return guard("kvrt_cache_lookup_prefix", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(out_hit, "out_hit");
+        *out_hit = c->lookup_prefix(kvrt::api::keys_from_c(keys), tokens, kvrt::api::count_from_size(n, "n"));
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_pin_prefix(uint64_t* out_pin, int64_t* out_pinned, kvrt_cache* cache,
+                                           const kvrt_cache_keys* keys, const int32_t* tokens, size_t n) {
+    return guard("kvrt_cache_pin_prefix", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(out_pin, "out_pin");
+        int64_t pinned = 0;
+        *out_pin = c->pin_prefix(kvrt::api::keys_from_c(keys), tokens, kvrt::api::count_from_size(n, "n"), &pinned);
+        if (out_pinned) *out_pinned = pinned;
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_unpin(kvrt_cache* cache, uint64_t pin) {
+    return guard("kvrt_cache_unpin", [&] {
+        auto c = cache_from_handle(cache);
+        try {
+            c->unpin(pin);
+        } catch (const Error& e) {
+            if (e.status() == KVRT_ERR_INVALID_ARGUMENT) throw Error(KVRT_ERR_NOT_FOUND, e.what());
+            throw;
+        }
+    });
+}
+
+// ---- rows -----------------------------------------------------------------------------
+
+KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info* out, const kvrt_cache* cache, int32_t layer) {
+    return guard("kvrt_cache_layer_info_get", [&] {
+        auto c = cache_from_handle(cache);
+        const LayerGeometry& g = c->geometry(layer);
+        kvrt_cache_layer_info v{};
+        v.kind = static_cast<int32_t>(g.kind);
+        v.row_layer = g.row_layer;
+        v.ratio = g.ratio;
+        v.rows_per_block = g.rows_per_block;
+        v.n_kv_heads = g.n_kv_heads;
+        v.head_dim = g.head_dim;
+        v.dtype = static_cast<int32_t>(g.dtype);
+        v.window = g.window;
+        v.row_bytes = g.row_bytes;
+        v.k_offset = g.k_offset;
+        v.v_offset = g.v_offset;
+        v.block_bytes = c->layout().managers[g.manager].block_bytes;
+        v.separate_v = g.separate_v ? 1 : 0;
+        v.manager = g.manager;
+        kvrt::api::fill_out(out, v, sizeof(kvrt_cache_layer_info), "out");
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_write_rows(kvrt_cache* cache, uint64_t seq, int32_t layer, int64_t first_row,
+                                           int64_t n_rows, const void* k, const void* v) {
+    return guard("kvrt_cache_write_rows",
+                 [&] { cache_from_handle(cache)->write_rows(seq, layer, first_row, n_rows, k, v); });
+}
+
+KVRT_API kvrt_status kvrt_cache_read_rows(void* k_dst, void* v_dst, const kvrt_cache* cache, uint64_t seq,
+                                          int32_t layer, int64_t first_row, int64_t n_rows) {
+    return guard("kvrt_cache_read_rows",
+                 [&] { cache_from_handle(cache)->read_rows(seq, layer, first_row, n_rows, k_dst, v_dst); });
+}
+
+KVRT_API kvrt_status kvrt_cache_block_table(const void** dst, size_t capacity, size_t* written,
+                                            const kvrt_cache* cache, uint64_t seq, int32_t layer) {
+    return guard("kvrt_cache_block_table", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(written, "written");
+        if (capacity > 0) require_non_null(dst, "dst");
+        std::vector<const uint8_t*> table = c->block_table(seq, layer);
+        *written = table.size();
+        if (capacity < table.size())
+            throw Error(KVRT_ERR_BUFFER_TOO_SMALL, "the block table has " + std::to_string(table.size()) +
+                                                       " entries; capacity is " + std::to_string(capacity));
+        for (size_t i = 0; i < table.size(); i++) dst[i] = table[i];
+    });
+}
+
+// ---- statistics -------------------------------------------------------------------------
+
+KVRT_API kvrt_status kvrt_cache_stats_get(kvrt_cache_stats* out, const kvrt_cache* cache) {
+    return guard("kvrt_cache_stats_get", [&] {
+        auto c = cache_from_handle(cache);
+        CacheStats s = c->stats();
+        kvrt_cache_stats v{};
+        v.budget_bytes = s.budget_bytes;
+        v.bytes_in_use = s.bytes_in_use;
+        v.bytes_cached = s.bytes_cached;
+        v.bytes_free = s.bytes_free;
+        v.blocks_in_use = s.blocks_in_use;
+        v.blocks_cached = s.blocks_cached;
+        v.blocks_free = s.blocks_free;
+        v.block_set_bytes = s.block_set_bytes;
+        for (const ManagerStats& m : s.managers) v.padding_bytes += m.padding_bytes;
+        v.n_sequences = s.n_sequences;
+        v.n_pins = s.n_pins;
+        v.queried_tokens = s.queried_tokens;
+        v.hit_tokens = s.hit_tokens;
+        v.evictions = s.evictions;
+        v.bytes_per_token = s.bytes_per_token;
+        v.arena_reserved_bytes = s.arena_reserved_bytes;
+        v.dedicated_arena = s.dedicated_arena ? 1 : 0;
+        v.large_pages = s.large_pages ? 1 : 0;
+        v.n_managers = static_cast<int32_t>(s.managers.size());
+        v.block_tokens = c->block_tokens();
+        for (int k = 0; k < kNumLayerKinds; k++) {
+            const KindStats& ks = s.kinds[k];
+            v.kinds[k].n_layers = ks.n_layers;
+            v.kinds[k].blocks_in_use = ks.blocks_in_use;
+            v.kinds[k].bytes_in_use = ks.bytes_in_use;
+            v.kinds[k].blocks_cached = ks.blocks_cached;
+            v.kinds[k].bytes_cached = ks.bytes_cached;
+            v.kinds[k].bytes_per_token = ks.bytes_per_token;
+        }
+        kvrt::api::fill_out(out, v, sizeof(kvrt_cache_stats), "out");
+    });
+}
+
+}  // extern "C"
