@@ -139,6 +139,14 @@ TEST_CASE("gguf round trip: every metadata value type") {
     CHECK(f.find("k.nested_s")->arrays()[0].strings()[0] == "x");
     CHECK(f.require_u32("k.replaced") == 2);
 
+    // The same bytes labelled version 2 (v2 and v3 share the little-endian layout) parse alike.
+    std::vector<uint8_t> v2 = bytes;
+    v2[4] = 2;
+    GgufFile f2 = GgufFile::from_buffer(v2.data(), v2.size(), "v2");
+    CHECK(f2.version() == 2);
+    CHECK(f2.metadata().size() == f.metadata().size());
+    CHECK(f2.require_u32("k.u32") == 4000000000u);
+
     // Conversions that do not fit, wrong types, absent keys.
     auto expect_bad = [&](auto fn, const char* key) {
         try {
