@@ -1,6 +1,7 @@
 // GGUF v3 writer; see gguf_writer.hpp.
 #include "model/gguf_writer.hpp"
 
+#include "model/tensor_type_quantize.hpp"
 #include "util/error.hpp"
 
 #include <cerrno>
@@ -129,6 +130,21 @@ void GgufWriter::add_tensor(std::string_view name, TensorType type, const std::v
     Tensor t{n, type, dims, {}};
     if (bytes) t.data.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
     tensors_.push_back(std::move(t));
+}
+
+void GgufWriter::add_tensor_quantized(std::string_view name, TensorType type, const std::vector<uint64_t>& dims,
+                                      const float* values) {
+    uint64_t n = 1;
+    for (uint64_t d : dims)
+        if (__builtin_mul_overflow(n, d, &n))
+            fail(KVRT_ERR_OVERFLOW, "GGUF writer: tensor '" + std::string(name) + "' shape overflows");
+    uint64_t bytes = 0;
+    if (!tensor_row_bytes_checked(type, n, &bytes) || (dims.empty() ? false : dims[0] % tensor_type_traits(type).block_elems != 0))
+        fail(KVRT_ERR_INVALID_ARGUMENT, "GGUF writer: tensor '" + std::string(name) + "' of type " + tensor_type_name(type) +
+                                            " cannot have a row of " + std::to_string(dims.empty() ? 0 : dims[0]) + " elements");
+    std::vector<uint8_t> q(static_cast<size_t>(bytes));
+    quantize(type, values, q.data(), n);
+    add_tensor(name, type, dims, q.data(), q.size());
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {

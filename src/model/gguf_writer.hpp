@@ -58,6 +58,11 @@ public:
     void add_tensor(std::string_view name, TensorType type, const std::vector<uint64_t>& dims, const void* data,
                     size_t bytes);
 
+    // Quantises `values` (the product of dims floats, row-major with ne[0] fastest) to
+    // `type` with quantize() (tensor_type_quantize.hpp) and adds the result.
+    void add_tensor_quantized(std::string_view name, TensorType type, const std::vector<uint64_t>& dims,
+                              const float* values);
+
     // The whole file.
     std::vector<uint8_t> to_bytes() const;
     // Writes the file to `path` via a temporary file and rename(); KVRT_ERR_IO naming the path on failure.
