@@ -89,6 +89,8 @@ typedef struct kvrt_cache_layer_config {
     int32_t window;     /* WINDOW: W > 0 positions (the query's own included) */
     int32_t ratio;      /* BANK_SOURCE: positions per row, > 0, divides block_tokens; default 1 */
     int32_t source;     /* BANK_READER, INDEXER_KEYS: index of an earlier BANK_SOURCE layer; default -1 */
+    int32_t shared_kv;  /* FULL, WINDOW: 1 = one row serves as both K and V (MQA with K = V, as
+                           CED windows); default 0. Banks and indexer keys always store one row. */
 } kvrt_cache_layer_config;
 
 /* Fills *cfg with the defaults (a full f16 layer with n_kv_heads = head_dim = 0,

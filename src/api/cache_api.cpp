@@ -104,6 +104,9 @@ LayerSpec layer_from_c(const kvrt_cache_layer_config* c) {
     s.window = c->window;
     s.ratio = c->ratio;
     s.source = c->source;
+    if (c->shared_kv != 0 && c->shared_kv != 1)
+        throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->shared_kv must be 0 or 1");
+    s.shared_kv = c->shared_kv != 0;
     return s;
 }
 

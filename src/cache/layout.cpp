@@ -81,7 +81,7 @@ ResolvedLayout resolve_layout(const CacheConfig& cfg) {
         g.head_dim = s.head_dim;
         g.dtype = s.dtype;
         g.window = s.kind == LayerKind::Window ? s.window : 0;
-        g.separate_v = s.kind == LayerKind::Full || s.kind == LayerKind::Window;
+        g.separate_v = (s.kind == LayerKind::Full || s.kind == LayerKind::Window) && !s.shared_kv;
         g.row_bytes = checked_mul(checked_mul(size_t(s.n_kv_heads), size_t(s.head_dim), L + "row width"),
                                   dtype_size(s.dtype), L + "row bytes");
     }

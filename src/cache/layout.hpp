@@ -40,6 +40,7 @@ struct LayerSpec {
     int32_t window = 0;  // Window: W > 0
     int32_t ratio = 1;   // BankSource: r > 0 (IndexerKeys inherit their source's)
     int32_t source = -1; // BankReader / IndexerKeys: index of a BankSource layer
+    bool shared_kv = false;  // Full / Window: one row serves as both K and V (CED windows)
 };
 
 struct CacheConfig {

@@ -380,7 +380,7 @@ static void test_ced_layout(void) {
     kvrt_cache_layer_config c;
     kvrt_cache_stats st;
     kvrt_cache_layer_info li;
-    int32_t win = -1, src = -1, rd = -1, ix = -1;
+    int32_t win = -1, src = -1, rd = -1, ix = -1, shw = -1;
     int32_t toks[64];
     uint64_t s = 0;
     float row[16], out[16];
@@ -403,11 +403,17 @@ static void test_ced_layout(void) {
     EXPECT_OK(kvrt_cache_layout_add_layers(&ix, l, &c, 1));
     c.source = win; /* not a bank */
     EXPECT_ERR(kvrt_cache_layout_add_layers(NULL, l, &c, 1), KVRT_ERR_INVALID_ARGUMENT);
+    c = layer(KVRT_LAYER_WINDOW, 1, 4);
+    c.window = 8;
+    c.shared_kv = 2;
+    EXPECT_ERR(kvrt_cache_layout_add_layers(NULL, l, &c, 1), KVRT_ERR_INVALID_ARGUMENT);
+    c.shared_kv = 1; /* a CED window: one row is K and V */
+    EXPECT_OK(kvrt_cache_layout_add_layers(&shw, l, &c, 1));
     EXPECT_OK(kvrt_cache_create(&cache, l, NULL));
     kvrt_cache_layout_destroy(l);
     st.struct_size = sizeof st;
     EXPECT_OK(kvrt_cache_stats_get(&st, cache));
-    EXPECT(st.kinds[KVRT_LAYER_WINDOW].bytes_per_token == 2.0 * 2 * 4 * 4);
+    EXPECT(st.kinds[KVRT_LAYER_WINDOW].bytes_per_token == 2.0 * 2 * 4 * 4 + 4 * 4);
     EXPECT(st.kinds[KVRT_LAYER_BANK_SOURCE].bytes_per_token == 16.0 * 4 / 2);
     EXPECT(st.kinds[KVRT_LAYER_INDEXER_KEYS].bytes_per_token == 8.0 * 4 / 2);
     EXPECT(st.kinds[KVRT_LAYER_BANK_READER].n_layers == 3);
@@ -428,6 +434,12 @@ static void test_ced_layout(void) {
     EXPECT(memcmp(row, out, sizeof row) == 0);
     EXPECT_ERR(kvrt_cache_read_rows(out, out, cache, s, src, 9, 1), KVRT_ERR_INVALID_ARGUMENT);
     EXPECT_OK(kvrt_cache_write_rows(cache, s, ix, 0, 1, row, NULL));
+    EXPECT_OK(kvrt_cache_layer_info_get(&li, cache, shw));
+    EXPECT(li.separate_v == 0 && li.k_offset == li.v_offset && li.row_bytes == 16);
+    EXPECT_OK(kvrt_cache_write_rows(cache, s, shw, 19, 1, row, NULL));
+    EXPECT_ERR(kvrt_cache_write_rows(cache, s, shw, 19, 1, row, row), KVRT_ERR_INVALID_ARGUMENT);
+    EXPECT_OK(kvrt_cache_read_rows(out, NULL, cache, s, shw, 19, 1));
+    EXPECT(memcmp(row, out, 16) == 0);
     EXPECT_OK(kvrt_cache_seq_mark_computed(cache, s, 20));
     EXPECT_OK(kvrt_cache_seq_append(cache, s, toks + 20, 20)); /* window 8: blocks before 13 dropped */
     EXPECT_OK(kvrt_cache_block_table(table, 8, &written, cache, s, win));

@@ -13,6 +13,10 @@ int cmd_version(int, char**) {
 }
 }  // namespace kvrt_cli
 
+namespace kvrt_cli {
+int cmd_cache_demo(int argc, char** argv);
+}
+
 namespace {
 struct Command {
     const char* name;
@@ -22,6 +26,7 @@ struct Command {
 
 const Command kCommands[] = {
     {"version", kvrt_cli::cmd_version, "print the library version"},
+    {"cache-demo", kvrt_cli::cmd_cache_demo, "the cache manager through the C API: prefix reuse, fork, eviction, bytes"},
 };
 
 void usage() {
