@@ -76,10 +76,14 @@ public:
     // Writes row n dequantised to k floats (e.g. an embedding lookup on a tied head).
     void dequantize_row(int64_t n, float* out) const;
 
-    // For the kernels: the packed panels and their geometry.
-    const uint8_t* data() const noexcept { return data_.get(); }
+    // For the kernels (layout in kernels/cpu/weight_matmul_layout.hpp): the
+    // number of panels (even: padded with a zero panel), the first step of
+    // panel p, and the distance between its consecutive steps (blocks or k).
     int64_t panels() const noexcept { return panels_; }
-    size_t panel_bytes() const noexcept { return panel_bytes_; }
+    const uint8_t* panel(int64_t p) const noexcept {
+        return data_.get() + static_cast<size_t>(p / 2) * group_bytes_ + static_cast<size_t>(p % 2) * (stride_ / 2);
+    }
+    size_t panel_stride() const noexcept { return stride_; }
 
 private:
     struct Free {
@@ -89,7 +93,8 @@ private:
     int64_t n_ = 0;
     int64_t k_ = 0;
     int64_t panels_ = 0;
-    size_t panel_bytes_ = 0;
+    size_t group_bytes_ = 0;  // two interleaved panels
+    size_t stride_ = 0;
     size_t bytes_ = 0;
     size_t row_bytes_ = 0;
     std::unique_ptr<uint8_t[], Free> data_;

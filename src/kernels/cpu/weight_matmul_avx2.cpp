@@ -22,7 +22,8 @@ namespace {
 constexpr int kMaxRows = 2;
 
 struct Tile {
-    const uint8_t* panel;
+    const uint8_t* panel;  // PackedWeight::panel(p)
+    size_t stride;         // PackedWeight::panel_stride()
     int64_t m0;
     float* y;
     int64_t ldy;
@@ -59,14 +60,13 @@ inline __m256i dot4(__m256i u, __m256i s) {
 
 template <bool Q41, int MR>
 void tile_q4(const Tile& t, const QuantizedRows& a) {
-    constexpr size_t step = Q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
     constexpr size_t qoff = Q41 ? 64 : 32;
     const int64_t nb = a.blocks;
     const __m256i lo = _mm256_set1_epi8(0x0F);
     __m256 acc[MR][2];
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t* pb = t.panel + b * step;
+        const uint8_t* pb = t.panel + b * t.stride;
         __m256i ia[MR][2];
         for (int r = 0; r < MR; r++) {
             const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
@@ -114,7 +114,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     __m256 acc[MR][2];
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t* pb = t.panel + b * kQ8_0PanelBlock;
+        const uint8_t* pb = t.panel + b * t.stride;
         __m256i ia[MR][2];
         for (int r = 0; r < MR; r++) ia[r][0] = ia[r][1] = _mm256_setzero_si256();
         for (int g = 0; g < 8; g++) {
@@ -162,8 +162,8 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     __m256 acc[MR][2];
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t k = 0; k < K; k++) {
-        const __m256 w0 = load_w<T>(t.panel + k * step);
-        const __m256 w1 = load_w<T>(t.panel + k * step + half);
+        const __m256 w0 = load_w<T>(t.panel + k * t.stride);
+        const __m256 w1 = load_w<T>(t.panel + k * t.stride + half);
         for (int r = 0; r < MR; r++) {
             const __m256 xv = _mm256_set1_ps(X[(t.m0 + r) * ldx + k]);
             acc[r][0] = _mm256_fmadd_ps(w0, xv, acc[r][0]);
@@ -192,9 +192,11 @@ void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
     for (int64_t p = p0; p < p1; p++) {
         Tile t;
-        t.panel = w.data() + static_cast<size_t>(p) * w.panel_bytes();
+        t.panel = w.panel(p);
+        t.stride = w.panel_stride();
         t.ldy = args.ldy;
         t.ncols = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
+        if (t.ncols <= 0) break;  // the zero padding panel
         for (int64_t m = 0; m < args.M; m += kMaxRows) {
             t.m0 = m;
             t.y = args.Y + m * args.ldy + p * kPanel;

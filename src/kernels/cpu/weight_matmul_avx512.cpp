@@ -22,9 +22,13 @@ namespace {
 
 constexpr int kMaxRows = 4;  // rows of X per tile (register blocking)
 
+// How far ahead of the block being computed the weight stream is prefetched:
+// the hardware prefetchers alone leave a decode GEMV at ~60% of the STREAM read.
+constexpr size_t kPrefetchBytes = 2048;
+
 struct Tile {
-    const uint8_t* panel;  // first panel of the tile
-    size_t panel_bytes;    // distance to the second panel
+    const uint8_t* panel;  // the panel pair (PackedWeight::panel(p), p even)
+    bool prefetch;         // prefetch the weight stream (first row tile of the pair)
     int64_t m0;            // first row of X / Y
     float* y;              // Y + m0 * ldy + first column
     int64_t ldy;
@@ -41,6 +45,7 @@ template <int MR, int NP>
 inline void store_tile(const Tile& t, __m512 (&acc)[MR][NP]) {
     for (int p = 0; p < NP; p++) {
         const int left = t.ncols - 16 * p;
+        if (left <= 0) break;
         const __mmask16 mask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
         for (int r = 0; r < MR; r++) _mm512_mask_storeu_ps(t.y + r * t.ldy + 16 * p, mask, acc[r][p]);
     }
@@ -58,7 +63,10 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     const int8_t* xq[MR];
     for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t* pb = t.panel + b * step;
+        const uint8_t* pb = t.panel + b * 2 * step;
+        if (t.prefetch)
+            for (size_t o = 0; o < 2 * step; o += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + o), _MM_HINT_T0);
         __m512i ia[MR][NP];
         for (int r = 0; r < MR; r++) {
             const __m512i init = Q41 ? _mm512_setzero_si512() : _mm512_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
@@ -67,7 +75,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         for (int c = 0; c < 4; c++) {
             __m512i wl[NP], wh[NP];
             for (int p = 0; p < NP; p++) {
-                const __m512i w = _mm512_loadu_si512(pb + p * t.panel_bytes + qoff + c * 64);
+                const __m512i w = _mm512_loadu_si512(pb + p * step + qoff + c * 64);
                 wl[p] = _mm512_and_si512(w, lo);
                 wh[p] = _mm512_and_si512(_mm512_srli_epi16(w, 4), lo);
             }
@@ -83,7 +91,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         }
         __m512 dw[NP], mw[NP];
         for (int p = 0; p < NP; p++) {
-            const uint8_t* pp = pb + p * t.panel_bytes;
+            const uint8_t* pp = pb + p * step;
             dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp)));
             if (Q41) mw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp + 32)));
         }
@@ -108,7 +116,10 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     const int8_t* xq[MR];
     for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t* pb = t.panel + b * kQ8_0PanelBlock;
+        const uint8_t* pb = t.panel + b * 2 * kQ8_0PanelBlock;
+        if (t.prefetch)
+            for (size_t o = 0; o < 2 * kQ8_0PanelBlock; o += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + o), _MM_HINT_T0);
         __m512i ia[MR][NP];
         for (int r = 0; r < MR; r++) {
             const __m512i init = _mm512_set1_epi32(-128 * a.sum[(t.m0 + r) * nb + b]);
@@ -116,7 +127,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
         }
         for (int g = 0; g < 8; g++) {
             __m512i w[NP];
-            for (int p = 0; p < NP; p++) w[p] = _mm512_loadu_si512(pb + p * t.panel_bytes + 32 + g * 64);
+            for (int p = 0; p < NP; p++) w[p] = _mm512_loadu_si512(pb + p * kQ8_0PanelBlock + 32 + g * 64);
             for (int r = 0; r < MR; r++) {
                 const __m512i x = _mm512_set1_epi32(load_i32(xq[r] + b * 32 + 4 * g));
                 for (int p = 0; p < NP; p++) ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], w[p], x);
@@ -124,7 +135,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
         }
         __m512 dw[NP];
         for (int p = 0; p < NP; p++)
-            dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + p * t.panel_bytes)));
+            dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + p * kQ8_0PanelBlock)));
         for (int r = 0; r < MR; r++) {
             const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
             for (int p = 0; p < NP; p++)
@@ -155,8 +166,11 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     const float* x[MR];
     for (int r = 0; r < MR; r++) x[r] = X + (t.m0 + r) * ldx;
     for (int64_t k = 0; k < K; k++) {
+        const uint8_t* pk = t.panel + k * 2 * step;
+        if (t.prefetch && (k & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(pk + kPrefetchBytes), _MM_HINT_T0);
+        if (t.prefetch && step == 64) _mm_prefetch(reinterpret_cast<const char*>(pk + kPrefetchBytes + 64), _MM_HINT_T0);
         __m512 w[NP];
-        for (int p = 0; p < NP; p++) w[p] = load_w<T>(t.panel + p * t.panel_bytes + k * step);
+        for (int p = 0; p < NP; p++) w[p] = load_w<T>(pk + p * step);
         for (int r = 0; r < MR; r++) {
             const __m512 xv = _mm512_set1_ps(x[r][k]);
             for (int p = 0; p < NP; p++) acc[r][p] = _mm512_fmadd_ps(w[p], xv, acc[r][p]);
@@ -193,19 +207,17 @@ void run_rows(const MatmulArgs& args, const Tile& t, int mr) {
 
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
-    for (int64_t p = p0; p < p1; p += 2) {
-        const int np = p + 1 < p1 ? 2 : 1;
+    for (int64_t p = p0; p < p1; p += 2) {  // p0 is even; panels come in pairs
         Tile t;
-        t.panel = w.data() + static_cast<size_t>(p) * w.panel_bytes();
-        t.panel_bytes = w.panel_bytes();
+        t.panel = w.panel(p);
         t.ldy = args.ldy;
-        t.ncols = static_cast<int>(std::min<int64_t>(16 * np, w.rows() - p * kPanel));
+        t.ncols = static_cast<int>(std::min<int64_t>(2 * kPanel, w.rows() - p * kPanel));
         for (int64_t m = 0; m < args.M; m += kMaxRows) {
             const int mr = static_cast<int>(std::min<int64_t>(kMaxRows, args.M - m));
             t.m0 = m;
+            t.prefetch = m == 0;
             t.y = args.Y + m * args.ldy + p * kPanel;
-            if (np == 2) run_rows<2>(args, t, mr);
-            else run_rows<1>(args, t, mr);
+            run_rows<2>(args, t, mr);
         }
     }
 }

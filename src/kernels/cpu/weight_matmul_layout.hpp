@@ -1,9 +1,13 @@
 // The packed layout of PackedWeight (src/kernels/weight_matmul.hpp): what the
 // kernels of every ISA path read. Internal to src/kernels/.
 //
-// W's rows are grouped in panels of 16 (the last panel is padded with zero
-// rows). A panel stores, for each 32-element block b along K in order, one
-// "panel block" covering the 16 rows x 32 elements of block b:
+// W's rows are grouped in panels of 16, and panels in pairs (32 rows; the
+// padding rows are zero). A panel has, for each 32-element block b along K in
+// order, one "panel block" (its step) covering its 16 rows x 32 elements of
+// block b. The two panels of a pair alternate step by step, so that a pair is
+// one sequential stream: step s of panel 2q+h is at
+//   pair q's base + s * 2 * step_bytes + h * step_bytes   (PackedWeight::panel()).
+//
 //
 //   Q4_1 (320 bytes): d[16] f16 | m[16] f16 | 4 chunks of 64 bytes
 //   Q4_0 (288 bytes): d[16] f16 |             4 chunks of 64 bytes
@@ -20,7 +24,7 @@
 // activations; the kernels subtract 128 * sum(activation block)).
 //
 // Float types (F32, F16, BF16): for each k, the 16 rows' elements of column k
-// (64 or 32 bytes); a panel is K such groups.
+// (64 or 32 bytes); a panel has K such steps.
 #pragma once
 
 #include "model/tensor_type.hpp"

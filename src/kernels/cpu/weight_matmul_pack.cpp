@@ -20,13 +20,13 @@ void PackedWeight::Free::operator()(uint8_t* p) const noexcept { std::free(p); }
 namespace {
 
 // Packs one row (GGUF layout) into lane r of a panel.
-void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel) {
+void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel, size_t stride) {
     const int64_t nb = k / 32;
     switch (t) {
         case TensorType::Q4_1: {
             const auto* blk = reinterpret_cast<const BlockQ4_1*>(src);
             for (int64_t b = 0; b < nb; b++) {
-                uint8_t* pb = panel + b * kQ4_1PanelBlock;
+                uint8_t* pb = panel + b * stride;
                 std::memcpy(pb + 2 * r, &blk[b].d, 2);
                 std::memcpy(pb + 32 + 2 * r, &blk[b].m, 2);
                 for (int c = 0; c < 4; c++)
@@ -41,7 +41,7 @@ void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel
         case TensorType::Q4_0: {
             const auto* blk = reinterpret_cast<const BlockQ4_0*>(src);
             for (int64_t b = 0; b < nb; b++) {
-                uint8_t* pb = panel + b * kQ4_0PanelBlock;
+                uint8_t* pb = panel + b * stride;
                 std::memcpy(pb + 2 * r, &blk[b].d, 2);
                 for (int c = 0; c < 4; c++)
                     for (int j = 0; j < 4; j++) {
@@ -54,7 +54,7 @@ void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel
         case TensorType::Q8_0: {
             const auto* blk = reinterpret_cast<const BlockQ8_0*>(src);
             for (int64_t b = 0; b < nb; b++) {
-                uint8_t* pb = panel + b * kQ8_0PanelBlock;
+                uint8_t* pb = panel + b * stride;
                 std::memcpy(pb + 2 * r, &blk[b].d, 2);
                 for (int g = 0; g < 8; g++)
                     for (int j = 0; j < 4; j++)
@@ -63,26 +63,25 @@ void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel
             break;
         }
         case TensorType::F32:
-            for (int64_t i = 0; i < k; i++) std::memcpy(panel + i * 64 + 4 * r, src + i * 4, 4);
+            for (int64_t i = 0; i < k; i++) std::memcpy(panel + i * stride + 4 * r, src + i * 4, 4);
             break;
         default:  // F16, BF16
-            for (int64_t i = 0; i < k; i++) std::memcpy(panel + i * 32 + 2 * r, src + i * 2, 2);
+            for (int64_t i = 0; i < k; i++) std::memcpy(panel + i * stride + 2 * r, src + i * 2, 2);
             break;
     }
 }
 
 // Inverse of pack_row.
-void unpack_row_impl(TensorType t, const uint8_t* panel, int64_t k, int r, uint8_t* dst) {
+void unpack_row_impl(TensorType t, const uint8_t* panel, size_t stride, int64_t k, int r, uint8_t* dst) {
     const int64_t nb = k / 32;
     switch (t) {
         case TensorType::Q4_1:
         case TensorType::Q4_0: {
             const bool q41 = t == TensorType::Q4_1;
-            const size_t step = q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
             const size_t qoff = q41 ? 64 : 32;
             const size_t bsz = q41 ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
             for (int64_t b = 0; b < nb; b++) {
-                const uint8_t* pb = panel + b * step;
+                const uint8_t* pb = panel + b * stride;
                 uint8_t* out = dst + b * bsz;
                 std::memcpy(out, pb + 2 * r, 2);
                 if (q41) std::memcpy(out + 2, pb + 32 + 2 * r, 2);
@@ -100,7 +99,7 @@ void unpack_row_impl(TensorType t, const uint8_t* panel, int64_t k, int r, uint8
         }
         case TensorType::Q8_0:
             for (int64_t b = 0; b < nb; b++) {
-                const uint8_t* pb = panel + b * kQ8_0PanelBlock;
+                const uint8_t* pb = panel + b * stride;
                 uint8_t* out = dst + b * sizeof(BlockQ8_0);
                 std::memcpy(out, pb + 2 * r, 2);
                 for (int g = 0; g < 8; g++)
@@ -108,10 +107,10 @@ void unpack_row_impl(TensorType t, const uint8_t* panel, int64_t k, int r, uint8
             }
             break;
         case TensorType::F32:
-            for (int64_t i = 0; i < k; i++) std::memcpy(dst + i * 4, panel + i * 64 + 4 * r, 4);
+            for (int64_t i = 0; i < k; i++) std::memcpy(dst + i * 4, panel + i * stride + 4 * r, 4);
             break;
         default:
-            for (int64_t i = 0; i < k; i++) std::memcpy(dst + i * 2, panel + i * 32 + 2 * r, 2);
+            for (int64_t i = 0; i < k; i++) std::memcpy(dst + i * 2, panel + i * stride + 2 * r, 2);
             break;
     }
 }
@@ -134,10 +133,11 @@ PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, in
                KVRT_ERR_OVERFLOW, "weight matmul: weight shape too large");
     n_ = n_rows;
     k_ = k;
-    panels_ = (n_rows + kPanel - 1) / kPanel;
+    panels_ = (n_rows + 2 * kPanel - 1) / (2 * kPanel) * 2;
     const size_t step = panel_step_bytes(type);
-    panel_bytes_ = (quant ? static_cast<size_t>(k / 32) : static_cast<size_t>(k)) * step;
-    bytes_ = panel_bytes_ * static_cast<size_t>(panels_);
+    stride_ = 2 * step;
+    group_bytes_ = (quant ? static_cast<size_t>(k / 32) : static_cast<size_t>(k)) * stride_;
+    bytes_ = group_bytes_ * static_cast<size_t>(panels_ / 2);
     row_bytes_ = static_cast<size_t>(tensor_row_bytes(type, static_cast<uint64_t>(k)));
     const size_t alloc = (bytes_ + 63) & ~size_t{63};
     void* p = std::aligned_alloc(64, alloc);
@@ -147,15 +147,14 @@ PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, in
     const auto* src = static_cast<const uint8_t*>(data);
     for (int64_t n = 0; n < n_rows; n++)
         pack_row(type, src + static_cast<size_t>(n) * row_bytes_, k, static_cast<int>(n % kPanel),
-                 data_.get() + static_cast<size_t>(n / kPanel) * panel_bytes_);
+                 const_cast<uint8_t*>(panel(n / kPanel)), stride_);
 }
 
 void PackedWeight::unpack_row(int64_t n, void* out) const {
     KVRT_CHECK(n >= 0 && n < n_, KVRT_ERR_OUT_OF_RANGE,
                "weight matmul: row " + std::to_string(n) + " is outside [0, " + std::to_string(n_) + ")");
     KVRT_CHECK(out != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: output is NULL");
-    unpack_row_impl(type_, data_.get() + static_cast<size_t>(n / kPanel) * panel_bytes_, k_, static_cast<int>(n % kPanel),
-                    static_cast<uint8_t*>(out));
+    unpack_row_impl(type_, panel(n / kPanel), stride_, k_, static_cast<int>(n % kPanel), static_cast<uint8_t*>(out));
 }
 
 void PackedWeight::dequantize_row(int64_t n, float* out) const {

@@ -19,12 +19,11 @@ inline float half_at(const uint8_t* p, int r) {
     return f16_to_f32(h);
 }
 
-float dot_q4(const uint8_t* panel, int r, bool q41, int64_t nb, const QuantizedRows& a, int64_t m) {
+float dot_q4(const uint8_t* panel, size_t step, int r, bool q41, int64_t nb, const QuantizedRows& a, int64_t m) {
     const int8_t* x = a.row_qs(m);
     const float* da = a.d + m * nb;
     const int32_t* sa = a.sum + m * nb;
     const float* ss = a.s + m * nb;
-    const size_t step = q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
     const size_t qoff = q41 ? 64 : 32;
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
@@ -44,13 +43,13 @@ float dot_q4(const uint8_t* panel, int r, bool q41, int64_t nb, const QuantizedR
     return acc;
 }
 
-float dot_q8(const uint8_t* panel, int r, int64_t nb, const QuantizedRows& a, int64_t m) {
+float dot_q8(const uint8_t* panel, size_t step, int r, int64_t nb, const QuantizedRows& a, int64_t m) {
     const int8_t* x = a.row_qs(m);
     const float* da = a.d + m * nb;
     const int32_t* sa = a.sum + m * nb;
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t* pb = panel + b * kQ8_0PanelBlock;
+        const uint8_t* pb = panel + b * step;
         const int8_t* xb = x + b * 32;
         int32_t isum = -128 * sa[b];
         for (int g = 0; g < 8; g++)
@@ -61,15 +60,15 @@ float dot_q8(const uint8_t* panel, int r, int64_t nb, const QuantizedRows& a, in
     return acc;
 }
 
-float dot_float(TensorType t, const uint8_t* panel, int r, int64_t k, const float* x) {
+float dot_float(TensorType t, const uint8_t* panel, size_t step, int r, int64_t k, const float* x) {
     float acc = 0.0f;
     for (int64_t i = 0; i < k; i++) {
         float w;
         if (t == TensorType::F32) {
-            std::memcpy(&w, panel + i * 64 + 4 * r, 4);
+            std::memcpy(&w, panel + i * step + 4 * r, 4);
         } else {
             uint16_t h;
-            std::memcpy(&h, panel + i * 32 + 2 * r, 2);
+            std::memcpy(&h, panel + i * step + 2 * r, 2);
             w = t == TensorType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
         }
         acc = std::fma(w, x[i], acc);
@@ -84,16 +83,18 @@ void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const TensorType t = w.type();
     const int64_t nb = w.cols() / 32;
     for (int64_t p = p0; p < p1; p++) {
-        const uint8_t* panel = w.data() + static_cast<size_t>(p) * w.panel_bytes();
+        const uint8_t* panel = w.panel(p);
+        const size_t step = w.panel_stride();
         const int nr = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
+        if (nr <= 0) break;  // the zero padding panel
         for (int64_t m = 0; m < args.M; m++) {
             float* y = args.Y + m * args.ldy + p * kPanel;
             for (int r = 0; r < nr; r++) {
                 switch (t) {
-                    case TensorType::Q4_1: y[r] = dot_q4(panel, r, true, nb, *args.a, m); break;
-                    case TensorType::Q4_0: y[r] = dot_q4(panel, r, false, nb, *args.a, m); break;
-                    case TensorType::Q8_0: y[r] = dot_q8(panel, r, nb, *args.a, m); break;
-                    default: y[r] = dot_float(t, panel, r, w.cols(), args.X + m * args.ldx); break;
+                    case TensorType::Q4_1: y[r] = dot_q4(panel, step, r, true, nb, *args.a, m); break;
+                    case TensorType::Q4_0: y[r] = dot_q4(panel, step, r, false, nb, *args.a, m); break;
+                    case TensorType::Q8_0: y[r] = dot_q8(panel, step, r, nb, *args.a, m); break;
+                    default: y[r] = dot_float(t, panel, step, r, w.cols(), args.X + m * args.ldx); break;
                 }
             }
         }
