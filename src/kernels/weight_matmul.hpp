@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 namespace kvrt {
 
@@ -40,6 +41,12 @@ KernelIsa kernel_isa_detected() noexcept;
 // True when the CPU can run `isa` (Auto and Scalar always).
 bool kernel_isa_supported(KernelIsa isa) noexcept;
 const char* kernel_isa_name(KernelIsa isa) noexcept;
+
+// Rows of one source tensor (GGUF layout) for a stacked PackedWeight.
+struct WeightRows {
+    const void* data = nullptr;
+    int64_t rows = 0;
+};
 
 // A weight matrix repacked once (at model load) into the layout the kernels
 // stream: panels of 16 consecutive rows of W, interleaved so that one 64-byte
@@ -57,6 +64,13 @@ public:
     // quantised types); KVRT_ERR_OVERFLOW when the size overflows.
     // Cost: one pass over the data (O(n_rows * k)).
     PackedWeight(TensorType type, const void* data, int64_t n_rows, int64_t k);
+
+    // Several tensors of the same type and row length stacked along N, in
+    // order (e.g. Q, K and V projections, or FFN gate and up): one matmul then
+    // writes their outputs side by side in each Y row, with the same bits as
+    // separate calls (each output element only depends on its own W row).
+    // Same errors as above (every part needs data and rows >= 1).
+    PackedWeight(TensorType type, std::span<const WeightRows> parts, int64_t k);
 
     PackedWeight(PackedWeight&&) noexcept = default;
     PackedWeight& operator=(PackedWeight&&) noexcept = default;

@@ -281,6 +281,23 @@ TEST_CASE("weight_matmul: quantisation error of the chain against f32 math") {
     }
 }
 
+TEST_CASE("weight_matmul: stacked tensors give the bits of separate calls") {
+    const int64_t K = 96, M = 6;
+    Weight a = make_weight(TensorType::Q4_1, 40, K, 31), b = make_weight(TensorType::Q4_1, 9, K, 32);
+    const WeightRows parts[] = {{a.raw.data(), a.n}, {b.raw.data(), b.n}};
+    PackedWeight ab(TensorType::Q4_1, parts, K);
+    REQUIRE(ab.rows() == 49);
+    auto X = randn(static_cast<size_t>(M * K), 33);
+    std::vector<float> Y(M * 49), Ya(M * 40), Yb(M * 9);
+    matmul(ab, X.data(), M, K, Y.data(), 49);
+    matmul(a.packed, X.data(), M, K, Ya.data(), 40);
+    matmul(b.packed, X.data(), M, K, Yb.data(), 9);
+    for (int64_t m = 0; m < M; m++) {
+        CHECK(same_bits(&Y[m * 49], &Ya[m * 40], 40));
+        CHECK(same_bits(&Y[m * 49 + 40], &Yb[m * 9], 9));
+    }
+}
+
 TEST_CASE("weight_matmul: bad input is rejected with a status") {
     std::vector<uint8_t> data(1024);
     auto status_of = [](auto&& f) {
@@ -295,6 +312,9 @@ TEST_CASE("weight_matmul: bad input is rejected with a status") {
     CHECK(status_of([&] { PackedWeight(TensorType::Q4_1, data.data(), 1, 33); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { PackedWeight(TensorType::Q4_1, nullptr, 1, 32); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { PackedWeight(TensorType::F32, data.data(), 0, 32); }) == KVRT_ERR_INVALID_ARGUMENT);
+    const WeightRows bad_parts[] = {{data.data(), 2}, {nullptr, 1}};
+    CHECK(status_of([&] { PackedWeight(TensorType::F32, bad_parts, 32); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { PackedWeight(TensorType::F32, std::span<const WeightRows>(), 32); }) == KVRT_ERR_INVALID_ARGUMENT);
     PackedWeight w(TensorType::F32, data.data(), 4, 7);  // float types take any K
     float x[16] = {}, y[8] = {};
     CHECK(status_of([&] { matmul(w, x, 1, 6, y, 4); }) == KVRT_ERR_INVALID_ARGUMENT);

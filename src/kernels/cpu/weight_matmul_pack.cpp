@@ -5,6 +5,7 @@
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -117,12 +118,22 @@ void unpack_row_impl(TensorType t, const uint8_t* panel, size_t stride, int64_t 
 
 }  // namespace
 
-PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, int64_t k) : type_(type) {
+PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, int64_t k)
+    : PackedWeight(type, std::span<const WeightRows>(std::array<WeightRows, 1>{WeightRows{data, n_rows}}), k) {}
+
+PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, int64_t k) : type_(type) {
     if (panel_step_bytes(type) == 0) {
         fail(KVRT_ERR_UNSUPPORTED, std::string("weight matmul: tensor type ") + std::to_string(static_cast<uint32_t>(type)) +
                                        " is not supported (F32, F16, BF16, Q4_0, Q4_1, Q8_0 are)");
     }
-    KVRT_CHECK(data != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: weight data is NULL");
+    KVRT_CHECK(!parts.empty(), KVRT_ERR_INVALID_ARGUMENT, "weight matmul: no weight tensor given");
+    int64_t n_rows = 0;
+    for (const WeightRows& part : parts) {
+        KVRT_CHECK(part.data != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: weight data is NULL");
+        KVRT_CHECK(part.rows >= 1 && part.rows < (int64_t{1} << 40), KVRT_ERR_INVALID_ARGUMENT,
+                   "weight matmul: a weight part has " + std::to_string(part.rows) + " rows");
+        n_rows += part.rows;
+    }
     KVRT_CHECK(n_rows >= 1 && k >= 1, KVRT_ERR_INVALID_ARGUMENT,
                "weight matmul: weight shape " + std::to_string(n_rows) + " x " + std::to_string(k) + " is empty or negative");
     const bool quant = is_quantized_weight(type);
@@ -144,10 +155,13 @@ PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, in
     if (!p) throw std::bad_alloc();
     data_.reset(static_cast<uint8_t*>(p));
     std::memset(data_.get(), 0, alloc);  // padding rows: zero scales, zero values
-    const auto* src = static_cast<const uint8_t*>(data);
-    for (int64_t n = 0; n < n_rows; n++)
-        pack_row(type, src + static_cast<size_t>(n) * row_bytes_, k, static_cast<int>(n % kPanel),
-                 const_cast<uint8_t*>(panel(n / kPanel)), stride_);
+    int64_t n = 0;
+    for (const WeightRows& part : parts) {
+        const auto* src = static_cast<const uint8_t*>(part.data);
+        for (int64_t i = 0; i < part.rows; i++, n++)
+            pack_row(type, src + static_cast<size_t>(i) * row_bytes_, k, static_cast<int>(n % kPanel),
+                     const_cast<uint8_t*>(panel(n / kPanel)), stride_);
+    }
 }
 
 void PackedWeight::unpack_row(int64_t n, void* out) const {
