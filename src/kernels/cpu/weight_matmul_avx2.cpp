@@ -20,10 +20,17 @@ namespace kvrt::kernels {
 namespace {
 
 constexpr int kMaxRows = 2;
+constexpr size_t kPrefetchBytes = 2048;  // as the AVX-512 path
+
+// Prefetches `bytes` of the weight stream kPrefetchBytes ahead of p.
+inline void prefetch_step(const uint8_t* p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
+}
 
 struct Tile {
     const uint8_t* panel;  // PackedWeight::panel(p)
     size_t stride;         // PackedWeight::panel_stride()
+    bool prefetch;         // prefetch the pair's stream (first panel of the pair, first row tile)
     int64_t m0;
     float* y;
     int64_t ldy;
@@ -67,6 +74,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
+        if (t.prefetch) prefetch_step(pb, t.stride);
         __m256i ia[MR][2];
         for (int r = 0; r < MR; r++) {
             const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
@@ -115,6 +123,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
+        if (t.prefetch) prefetch_step(pb, t.stride);
         __m256i ia[MR][2];
         for (int r = 0; r < MR; r++) ia[r][0] = ia[r][1] = _mm256_setzero_si256();
         for (int g = 0; g < 8; g++) {
@@ -162,6 +171,7 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     __m256 acc[MR][2];
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t k = 0; k < K; k++) {
+        if (t.prefetch && (k & 1) == 0) prefetch_step(t.panel + k * t.stride, 2 * t.stride);
         const __m256 w0 = load_w<T>(t.panel + k * t.stride);
         const __m256 w1 = load_w<T>(t.panel + k * t.stride + half);
         for (int r = 0; r < MR; r++) {
@@ -199,6 +209,7 @@ void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1) {
         if (t.ncols <= 0) break;  // the zero padding panel
         for (int64_t m = 0; m < args.M; m += kMaxRows) {
             t.m0 = m;
+            t.prefetch = m == 0 && p % 2 == 0;
             t.y = args.Y + m * args.ldy + p * kPanel;
             if (args.M - m >= 2) run_tile<2>(args, t);
             else run_tile<1>(args, t);

@@ -167,8 +167,9 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     for (int r = 0; r < MR; r++) x[r] = X + (t.m0 + r) * ldx;
     for (int64_t k = 0; k < K; k++) {
         const uint8_t* pk = t.panel + k * 2 * step;
-        if (t.prefetch && (k & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(pk + kPrefetchBytes), _MM_HINT_T0);
-        if (t.prefetch && step == 64) _mm_prefetch(reinterpret_cast<const char*>(pk + kPrefetchBytes + 64), _MM_HINT_T0);
+        if (t.prefetch)
+            for (size_t o = 0; o < 2 * step; o += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(pk + kPrefetchBytes + o), _MM_HINT_T0);
         __m512 w[NP];
         for (int p = 0; p < NP; p++) w[p] = load_w<T>(pk + p * step);
         for (int r = 0; r < MR; r++) {
