@@ -9,9 +9,8 @@
 //     add, never fused; halves convert as dequant_f16 (signalling NaNs made
 //     quiet); bf16 output is the f32 value rounded to nearest even
 //     (NaN kept quiet), exactly util/dtype.hpp's f32_to_bf16.
-// Supported types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1 (vectorised)
-// and Q4_K, Q6_K (scalar on every path). Others throw KVRT_ERR_UNSUPPORTED naming
-// the type.
+// Supported types (all vectorised): F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q8_1, Q4_K, Q6_K. Others throw KVRT_ERR_UNSUPPORTED naming the type.
 //
 // Thread safety: pure functions; call from any thread. Cost: O(n), memory bound.
 #pragma once

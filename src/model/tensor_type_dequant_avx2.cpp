@@ -1,4 +1,4 @@
-// AVX2 dequantisation, bit-identical to the scalar reference
+// AVX2 dequantisation (every dequantisable type), bit-identical to the scalar reference
 // (tensor_type_dequant.cpp): same f32 multiply then add per element (no FMA),
 // bf16 by integer round-to-nearest-even. Compiled with a target attribute;
 // called only when the CPU has AVX2, FMA and F16C (dequant_isa_available).
@@ -83,6 +83,86 @@ KVRT_AVX2 inline void put_scaled(Out out, uint64_t base, const __m256i q[4], __m
 template <class Out>
 KVRT_AVX2 inline void put_scaled_min(Out out, uint64_t base, const __m256i q[4], __m256 d, __m256 m) {
     for (int g = 0; g < 4; ++g) out.put(base + 8 * g, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q[g]), d), m));
+}
+
+// 6-bit scale and min j of a Q4_K block (ggml's get_scale_min_k4).
+inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
+
+template <class Out>
+KVRT_AVX2 void q4_k(const uint8_t* src, Out out, uint64_t n) {
+    const __m256i mask = _mm256_set1_epi32(0x0F);
+    for (uint64_t b = 0; b < n / kQK_K; ++b) {
+        const uint8_t* p = src + b * sizeof(BlockQ4_K);
+        const float d = h2f(p + offsetof(BlockQ4_K, d));
+        const float dmin = h2f(p + offsetof(BlockQ4_K, dmin));
+        const uint8_t* scales = p + offsetof(BlockQ4_K, scales);
+        const uint8_t* q = p + offsetof(BlockQ4_K, qs);
+        for (int k = 0; k < 4; ++k) {
+            uint8_t sc, m;
+            scale_min_k4(2 * k, scales, &sc, &m);
+            const __m256 d1 = _mm256_set1_ps(d * static_cast<float>(sc));
+            const __m256 m1 = _mm256_set1_ps(dmin * static_cast<float>(m));
+            scale_min_k4(2 * k + 1, scales, &sc, &m);
+            const __m256 d2 = _mm256_set1_ps(d * static_cast<float>(sc));
+            const __m256 m2 = _mm256_set1_ps(dmin * static_cast<float>(m));
+            const uint64_t base = b * kQK_K + 64 * k;
+            for (int g = 0; g < 4; ++g) {
+                const __m256i bytes = u8x8(q + 32 * k + 8 * g);
+                const __m256i lo = _mm256_and_si256(bytes, mask);
+                const __m256i hi = _mm256_srli_epi32(bytes, 4);
+                out.put(base + 8 * g, _mm256_sub_ps(_mm256_mul_ps(d1, _mm256_cvtepi32_ps(lo)), m1));
+                out.put(base + 32 + 8 * g, _mm256_sub_ps(_mm256_mul_ps(d2, _mm256_cvtepi32_ps(hi)), m2));
+            }
+        }
+    }
+}
+
+template <class Out>
+KVRT_AVX2 void q6_k(const uint8_t* src, Out out, uint64_t n) {
+    const __m256i m4 = _mm256_set1_epi32(0x0F), m2 = _mm256_set1_epi32(3), k32 = _mm256_set1_epi32(32);
+    for (uint64_t b = 0; b < n / kQK_K; ++b) {
+        const uint8_t* p = src + b * sizeof(BlockQ6_K);
+        const float d = h2f(p + offsetof(BlockQ6_K, d));
+        const uint8_t* ql = p + offsetof(BlockQ6_K, ql);
+        const uint8_t* qh = p + offsetof(BlockQ6_K, qh);
+        const int8_t* sc = reinterpret_cast<const int8_t*>(p + offsetof(BlockQ6_K, scales));
+        for (int half = 0; half < 2; ++half) {
+            for (int c = 0; c < 4; ++c) {  // l in [8c, 8c + 8): scale index is = c / 2
+                const int l0 = 8 * c, is = c / 2;
+                const __m256i a = u8x8(ql + l0), bb = u8x8(ql + 32 + l0), h = u8x8(qh + l0);
+                const __m256i q1 = _mm256_sub_epi32(
+                    _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi32(_mm256_and_si256(h, m2), 4)), k32);
+                const __m256i q2 = _mm256_sub_epi32(
+                    _mm256_or_si256(_mm256_and_si256(bb, m4),
+                                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2), m2), 4)),
+                    k32);
+                const __m256i q3 = _mm256_sub_epi32(
+                    _mm256_or_si256(_mm256_srli_epi32(a, 4),
+                                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 4), m2), 4)),
+                    k32);
+                const __m256i q4 = _mm256_sub_epi32(
+                    _mm256_or_si256(_mm256_srli_epi32(bb, 4),
+                                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 6), m2), 4)),
+                    k32);
+                const uint64_t base = b * kQK_K + 128 * half + l0;
+                out.put(base + 0, _mm256_mul_ps(_mm256_set1_ps(d * static_cast<float>(sc[is + 0])), _mm256_cvtepi32_ps(q1)));
+                out.put(base + 32, _mm256_mul_ps(_mm256_set1_ps(d * static_cast<float>(sc[is + 2])), _mm256_cvtepi32_ps(q2)));
+                out.put(base + 64, _mm256_mul_ps(_mm256_set1_ps(d * static_cast<float>(sc[is + 4])), _mm256_cvtepi32_ps(q3)));
+                out.put(base + 96, _mm256_mul_ps(_mm256_set1_ps(d * static_cast<float>(sc[is + 6])), _mm256_cvtepi32_ps(q4)));
+            }
+            ql += 64;
+            qh += 32;
+            sc += 8;
+        }
+    }
 }
 
 template <class Out>
@@ -171,6 +251,12 @@ KVRT_AVX2 void run(TensorType t, const uint8_t* src, Out out, uint64_t n) {
             }
             return;
         }
+        case TensorType::Q4_K:
+            q4_k(src, out, n);
+            return;
+        case TensorType::Q6_K:
+            q6_k(src, out, n);
+            return;
         default:
             return;
     }
@@ -180,7 +266,7 @@ bool vectorised(TensorType t) {
     switch (t) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q4_0:
         case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1: case TensorType::Q8_0:
-        case TensorType::Q8_1:
+        case TensorType::Q8_1: case TensorType::Q4_K: case TensorType::Q6_K:
             return true;
         default:
             return false;

@@ -1,4 +1,4 @@
-// AVX-512 dequantisation, bit-identical to the scalar reference
+// AVX-512 dequantisation (every dequantisable type), bit-identical to the scalar reference
 // (tensor_type_dequant.cpp): same f32 multiply then add per element (no FMA),
 // bf16 by integer round-to-nearest-even (not VCVTNEPS2BF16, which flushes
 // denormals). Compiled with a target attribute; called only when the CPU has
@@ -59,6 +59,88 @@ KVRT_AVX512 inline __m512i fifth_bits(uint32_t qh, int base) {
                                          _mm512_set1_epi32(base));
     const __m512i bit = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(qh)), idx), _mm512_set1_epi32(1));
     return _mm512_slli_epi32(bit, 4);
+}
+
+KVRT_AVX512 inline __m512i u8x16(const uint8_t* x) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+}
+
+// 6-bit scale and min j of a Q4_K block (ggml's get_scale_min_k4).
+inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
+
+template <class Out>
+KVRT_AVX512 void q4_k(const uint8_t* src, Out out, uint64_t n) {
+    for (uint64_t b = 0; b < n / kQK_K; ++b) {
+        const uint8_t* p = src + b * sizeof(BlockQ4_K);
+        const float d = h2f(p + offsetof(BlockQ4_K, d));
+        const float dmin = h2f(p + offsetof(BlockQ4_K, dmin));
+        const uint8_t* scales = p + offsetof(BlockQ4_K, scales);
+        const uint8_t* q = p + offsetof(BlockQ4_K, qs);
+        for (int k = 0; k < 4; ++k) {
+            uint8_t sc, m;
+            scale_min_k4(2 * k, scales, &sc, &m);
+            const __m512 d1 = _mm512_set1_ps(d * static_cast<float>(sc));
+            const __m512 m1 = _mm512_set1_ps(dmin * static_cast<float>(m));
+            scale_min_k4(2 * k + 1, scales, &sc, &m);
+            const __m512 d2 = _mm512_set1_ps(d * static_cast<float>(sc));
+            const __m512 m2 = _mm512_set1_ps(dmin * static_cast<float>(m));
+            const uint64_t base = b * kQK_K + 64 * k;
+            for (int h = 0; h < 2; ++h) {
+                __m512i lo, hi;
+                nibbles(q + 32 * k + 16 * h, &lo, &hi);
+                out.put(base + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(lo)), m1));
+                out.put(base + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, _mm512_cvtepi32_ps(hi)), m2));
+            }
+        }
+    }
+}
+
+template <class Out>
+KVRT_AVX512 void q6_k(const uint8_t* src, Out out, uint64_t n) {
+    const __m512i m4 = _mm512_set1_epi32(0x0F), m2 = _mm512_set1_epi32(3), k32 = _mm512_set1_epi32(32);
+    for (uint64_t b = 0; b < n / kQK_K; ++b) {
+        const uint8_t* p = src + b * sizeof(BlockQ6_K);
+        const float d = h2f(p + offsetof(BlockQ6_K, d));
+        const uint8_t* ql = p + offsetof(BlockQ6_K, ql);
+        const uint8_t* qh = p + offsetof(BlockQ6_K, qh);
+        const int8_t* sc = reinterpret_cast<const int8_t*>(p + offsetof(BlockQ6_K, scales));
+        for (int half = 0; half < 2; ++half) {
+            for (int c = 0; c < 2; ++c) {  // l in [16c, 16c + 16): scale index is = c
+                const int l0 = 16 * c;
+                const __m512i a = u8x16(ql + l0), bb = u8x16(ql + 32 + l0), h = u8x16(qh + l0);
+                const __m512i q1 = _mm512_sub_epi32(
+                    _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_slli_epi32(_mm512_and_si512(h, m2), 4)), k32);
+                const __m512i q2 = _mm512_sub_epi32(
+                    _mm512_or_si512(_mm512_and_si512(bb, m4),
+                                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), m2), 4)),
+                    k32);
+                const __m512i q3 = _mm512_sub_epi32(
+                    _mm512_or_si512(_mm512_srli_epi32(a, 4),
+                                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), m2), 4)),
+                    k32);
+                const __m512i q4 = _mm512_sub_epi32(
+                    _mm512_or_si512(_mm512_srli_epi32(bb, 4),
+                                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 6), m2), 4)),
+                    k32);
+                const uint64_t base = b * kQK_K + 128 * half + l0;
+                out.put(base + 0, _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc[c + 0])), _mm512_cvtepi32_ps(q1)));
+                out.put(base + 32, _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc[c + 2])), _mm512_cvtepi32_ps(q2)));
+                out.put(base + 64, _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc[c + 4])), _mm512_cvtepi32_ps(q3)));
+                out.put(base + 96, _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc[c + 6])), _mm512_cvtepi32_ps(q4)));
+            }
+            ql += 64;
+            qh += 32;
+            sc += 8;
+        }
+    }
 }
 
 template <class Out>
@@ -160,6 +242,12 @@ KVRT_AVX512 void run(TensorType t, const uint8_t* src, Out out, uint64_t n) {
             }
             return;
         }
+        case TensorType::Q4_K:
+            q4_k(src, out, n);
+            return;
+        case TensorType::Q6_K:
+            q6_k(src, out, n);
+            return;
         default:
             return;
     }
@@ -169,7 +257,7 @@ bool vectorised(TensorType t) {
     switch (t) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q4_0:
         case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1: case TensorType::Q8_0:
-        case TensorType::Q8_1:
+        case TensorType::Q8_1: case TensorType::Q4_K: case TensorType::Q6_K:
             return true;
         default:
             return false;
