@@ -46,6 +46,7 @@ inline int32_t load_i32(const int8_t* p) {
 template <int MR>
 inline void store_tile(const Tile& t, __m256 (&acc)[MR][2]) {
     if (t.ncols == 16) {
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             _mm256_storeu_ps(t.y + r * t.ldy, acc[r][0]);
             _mm256_storeu_ps(t.y + r * t.ldy + 8, acc[r][1]);
@@ -53,6 +54,7 @@ inline void store_tile(const Tile& t, __m256 (&acc)[MR][2]) {
         return;
     }
     alignas(32) float tmp[16];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
         _mm256_store_ps(tmp, acc[r][0]);
         _mm256_store_ps(tmp + 8, acc[r][1]);
@@ -71,26 +73,32 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     const int64_t nb = a.blocks;
     const __m256i lo = _mm256_set1_epi8(0x0F);
     __m256 acc[MR][2];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
         if (t.prefetch) prefetch_step(pb, t.stride);
         __m256i ia[MR][2];
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
             ia[r][0] = ia[r][1] = init;
         }
+        #pragma GCC unroll 8
         for (int c = 0; c < 4; c++) {
             __m256i wl[2], wh[2];
+            #pragma GCC unroll 8
             for (int h = 0; h < 2; h++) {
                 const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + qoff + c * 64 + 32 * h));
                 wl[h] = _mm256_and_si256(w, lo);
                 wh[h] = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo);
             }
+            #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
                 const int8_t* xb = a.row_qs(t.m0 + r) + b * 32 + 8 * c;
                 const __m256i x0 = _mm256_set1_epi32(load_i32(xb));
                 const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
+                #pragma GCC unroll 8
                 for (int h = 0; h < 2; h++) {
                     ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wl[h], x0));
                     ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wh[h], x1));
@@ -98,14 +106,17 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
             }
         }
         __m256 dw[2], mw[2];
+        #pragma GCC unroll 8
         for (int h = 0; h < 2; h++) {
             dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
             mw[h] = Q41 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 32 + 16 * h)))
                         : _mm256_setzero_ps();
         }
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
             const __m256 sa = Q41 ? _mm256_set1_ps(a.s[(t.m0 + r) * nb + b]) : _mm256_setzero_ps();
+            #pragma GCC unroll 8
             for (int h = 0; h < 2; h++) {
                 acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(ia[r][h]), acc[r][h]);
                 if (Q41) acc[r][h] = _mm256_fmadd_ps(mw[h], sa, acc[r][h]);
@@ -120,31 +131,40 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     const int64_t nb = a.blocks;
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     __m256 acc[MR][2];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
         if (t.prefetch) prefetch_step(pb, t.stride);
         __m256i ia[MR][2];
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) ia[r][0] = ia[r][1] = _mm256_setzero_si256();
+        #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
             __m256i ws[2], wa[2];
+            #pragma GCC unroll 8
             for (int h = 0; h < 2; h++) {
                 // stored q + 128 -> signed q; |q| as unsigned, its sign moved onto x
                 ws[h] = _mm256_xor_si256(
                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 32 + g * 64 + 32 * h)), flip);
                 wa[h] = _mm256_sign_epi8(ws[h], ws[h]);
             }
+            #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
                 const __m256i x = _mm256_set1_epi32(load_i32(a.row_qs(t.m0 + r) + b * 32 + 4 * g));
+                #pragma GCC unroll 8
                 for (int h = 0; h < 2; h++)
                     ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wa[h], _mm256_sign_epi8(x, ws[h])));
             }
         }
         __m256 dw[2];
+        #pragma GCC unroll 8
         for (int h = 0; h < 2; h++)
             dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            #pragma GCC unroll 8
             for (int h = 0; h < 2; h++)
                 acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(ia[r][h]), acc[r][h]);
         }
@@ -169,11 +189,13 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     constexpr size_t step = panel_step_bytes(T);
     constexpr size_t half = step / 2;
     __m256 acc[MR][2];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t k = 0; k < K; k++) {
         if (t.prefetch && (k & 1) == 0) prefetch_step(t.panel + k * t.stride, 2 * t.stride);
         const __m256 w0 = load_w<T>(t.panel + k * t.stride);
         const __m256 w1 = load_w<T>(t.panel + k * t.stride + half);
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m256 xv = _mm256_set1_ps(X[(t.m0 + r) * ldx + k]);
             acc[r][0] = _mm256_fmadd_ps(w0, xv, acc[r][0]);

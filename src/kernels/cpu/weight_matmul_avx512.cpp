@@ -20,7 +20,10 @@ namespace kvrt::kernels {
 
 namespace {
 
-constexpr int kMaxRows = 4;  // rows of X per tile (register blocking)
+#ifndef KVRT_WM_MR
+#define KVRT_WM_MR 4
+#endif
+constexpr int kMaxRows = KVRT_WM_MR;  // rows of X per tile (register blocking)
 
 // How far ahead of the block being computed the weight stream is prefetched:
 // the hardware prefetchers alone leave a decode GEMV at ~60% of the STREAM read.
@@ -43,10 +46,12 @@ inline int32_t load_i32(const int8_t* p) {
 
 template <int MR, int NP>
 inline void store_tile(const Tile& t, __m512 (&acc)[MR][NP]) {
+    #pragma GCC unroll 8
     for (int p = 0; p < NP; p++) {
         const int left = t.ncols - 16 * p;
         if (left <= 0) break;
         const __mmask16 mask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) _mm512_mask_storeu_ps(t.y + r * t.ldy + 16 * p, mask, acc[r][p]);
     }
 }
@@ -58,9 +63,12 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     const int64_t nb = a.blocks;
     const __m512i lo = _mm512_set1_epi8(0x0F);
     __m512 acc[MR][NP];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
+        #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
     const int8_t* xq[MR];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * 2 * step;
@@ -68,21 +76,27 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
             for (size_t o = 0; o < 2 * step; o += 64)
                 _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + o), _MM_HINT_T0);
         __m512i ia[MR][NP];
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512i init = Q41 ? _mm512_setzero_si512() : _mm512_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
+            #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) ia[r][p] = init;
         }
+        #pragma GCC unroll 8
         for (int c = 0; c < 4; c++) {
             __m512i wl[NP], wh[NP];
+            #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) {
                 const __m512i w = _mm512_loadu_si512(pb + p * step + qoff + c * 64);
                 wl[p] = _mm512_and_si512(w, lo);
                 wh[p] = _mm512_and_si512(_mm512_srli_epi16(w, 4), lo);
             }
+            #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
                 const int8_t* xb = xq[r] + b * 32 + 8 * c;
                 const __m512i x0 = _mm512_set1_epi32(load_i32(xb));
                 const __m512i x1 = _mm512_set1_epi32(load_i32(xb + 4));
+                #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
                     ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wl[p], x0);
                     ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wh[p], x1);
@@ -90,14 +104,17 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
             }
         }
         __m512 dw[NP], mw[NP];
+        #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) {
             const uint8_t* pp = pb + p * step;
             dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp)));
             if (Q41) mw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp + 32)));
         }
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
             const __m512 sa = Q41 ? _mm512_set1_ps(a.s[(t.m0 + r) * nb + b]) : _mm512_setzero_ps();
+            #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) {
                 acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(ia[r][p]), acc[r][p]);
                 if (Q41) acc[r][p] = _mm512_fmadd_ps(mw[p], sa, acc[r][p]);
@@ -111,9 +128,12 @@ template <int MR, int NP>
 void tile_q8(const Tile& t, const QuantizedRows& a) {
     const int64_t nb = a.blocks;
     __m512 acc[MR][NP];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
+        #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
     const int8_t* xq[MR];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * 2 * kQ8_0PanelBlock;
@@ -121,23 +141,32 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
             for (size_t o = 0; o < 2 * kQ8_0PanelBlock; o += 64)
                 _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + o), _MM_HINT_T0);
         __m512i ia[MR][NP];
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512i init = _mm512_set1_epi32(-128 * a.sum[(t.m0 + r) * nb + b]);
+            #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) ia[r][p] = init;
         }
+        #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
             __m512i w[NP];
+            #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) w[p] = _mm512_loadu_si512(pb + p * kQ8_0PanelBlock + 32 + g * 64);
+            #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
                 const __m512i x = _mm512_set1_epi32(load_i32(xq[r] + b * 32 + 4 * g));
+                #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], w[p], x);
             }
         }
         __m512 dw[NP];
+        #pragma GCC unroll 8
         for (int p = 0; p < NP; p++)
             dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + p * kQ8_0PanelBlock)));
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            #pragma GCC unroll 8
             for (int p = 0; p < NP; p++)
                 acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(ia[r][p]), acc[r][p]);
         }
@@ -161,9 +190,12 @@ template <TensorType T, int MR, int NP>
 void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     constexpr size_t step = panel_step_bytes(T);
     __m512 acc[MR][NP];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
+        #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
     const float* x[MR];
+    #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) x[r] = X + (t.m0 + r) * ldx;
     for (int64_t k = 0; k < K; k++) {
         const uint8_t* pk = t.panel + k * 2 * step;
@@ -171,9 +203,12 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
             for (size_t o = 0; o < 2 * step; o += 64)
                 _mm_prefetch(reinterpret_cast<const char*>(pk + kPrefetchBytes + o), _MM_HINT_T0);
         __m512 w[NP];
+        #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) w[p] = load_w<T>(pk + p * step);
+        #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512 xv = _mm512_set1_ps(x[r][k]);
+            #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) acc[r][p] = _mm512_fmadd_ps(w[p], xv, acc[r][p]);
         }
     }
@@ -195,12 +230,14 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
 
 template <int NP>
 void run_rows(const MatmulArgs& args, const Tile& t, int mr) {
-    static_assert(kMaxRows == 4, "update the dispatch");
+    static_assert(kMaxRows >= 1 && kMaxRows <= 6, "update the dispatch");
     switch (mr) {
         case 1: run_tile<1, NP>(args, t); break;
-        case 2: run_tile<2, NP>(args, t); break;
-        case 3: run_tile<3, NP>(args, t); break;
-        default: run_tile<4, NP>(args, t); break;
+        case 2: if constexpr (kMaxRows >= 2) run_tile<2, NP>(args, t); break;
+        case 3: if constexpr (kMaxRows >= 3) run_tile<3, NP>(args, t); break;
+        case 4: if constexpr (kMaxRows >= 4) run_tile<4, NP>(args, t); break;
+        case 5: if constexpr (kMaxRows >= 5) run_tile<5, NP>(args, t); break;
+        default: if constexpr (kMaxRows >= 6) run_tile<6, NP>(args, t); break;
     }
 }
 
