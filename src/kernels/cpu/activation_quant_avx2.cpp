@@ -1,6 +1,7 @@
 // AVX2 twin of quantize_row_scalar (activation_quant.hpp): same bytes.
 #include "kernels/cpu/activation_quant.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #pragma GCC push_options
@@ -50,3 +51,13 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t
 }  // namespace kvrt::kernels
 
 #pragma GCC pop_options
+
+#else  // not x86: never selected; keeps the link whole.
+
+namespace kvrt::kernels {
+void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
+    quantize_row_scalar(x, nb, qs, d, sum, s);
+}
+}  // namespace kvrt::kernels
+
+#endif

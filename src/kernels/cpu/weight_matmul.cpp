@@ -20,6 +20,7 @@ using namespace kernels;
 
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
 bool cpu_has_avx512() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -31,6 +32,10 @@ bool cpu_has_avx2() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
+#else
+bool cpu_has_avx512() { return false; }
+bool cpu_has_avx2() { return false; }
+#endif
 
 // The best path, capped by $KVRT_ISA (scalar | avx2 | avx512) when set.
 KernelIsa detect() {

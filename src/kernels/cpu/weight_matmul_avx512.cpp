@@ -6,6 +6,7 @@
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -263,3 +264,11 @@ void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) {
 }  // namespace kvrt::kernels
 
 #pragma GCC pop_options
+
+#else  // not x86: never selected (kernel_isa_supported() is false); keeps the link whole.
+
+namespace kvrt::kernels {
+void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { matmul_panels_scalar(args, p0, p1); }
+}  // namespace kvrt::kernels
+
+#endif
