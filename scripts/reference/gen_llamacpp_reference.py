@@ -49,9 +49,10 @@ llamacpp_last_logits.bin (little-endian):
              u32      position (0-based, = n_prompt_tokens - 1)
              f32[n_vocab] the logits at that position, exactly as llama.cpp returned them
 
---check-variance re-runs every prompt with n_threads=1 and with flash attention on and
-prints how far llama.cpp moves against itself (max |delta| of top-1 logits, continuation
-mismatches): the noise floor that kvrt's tolerances must sit above. It writes nothing.
+--check-variance re-runs every prompt with n_threads=1, with flash attention on, and with
+the prompt fed one token per batch (pure decode steps), and prints how far llama.cpp
+moves against itself (max |delta| of top-1 logits, continuation mismatches): the noise
+floor that kvrt's tolerances must sit above. It writes nothing.
 """
 
 from __future__ import annotations
@@ -168,12 +169,17 @@ def check_template(llm) -> None:
             raise SystemExit(f"kvrt_prompts.chatml disagrees with the GGUF template:\n{want!r}\n{got!r}")
 
 
-def run_prompt(llm, text: str, add_bos: bool) -> Dict:
+def run_prompt(llm, text: str, add_bos: bool, chunk: int = 0) -> Dict:
+    """chunk = 0: the prompt in one batch; chunk = c > 0: in batches of c tokens."""
     tokens = llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
     if len(tokens) + N_STEPS + 1 > N_CTX:
         raise SystemExit(f"prompt too long for n_ctx={N_CTX}: {len(tokens)} tokens")
     llm.reset()
-    llm.eval(tokens)
+    if chunk <= 0:
+        llm.eval(tokens)
+    else:
+        for i in range(0, len(tokens), chunk):
+            llm.eval(tokens[i:i + chunk])
     n = len(tokens)
     scores = llm.scores  # [n_ctx, n_vocab], rows 0..n_tokens-1 are valid (logits_all)
     prompt_top1 = [[int(np.argmax(scores[i])), r5(np.max(scores[i]))] for i in range(n)]
@@ -210,12 +216,14 @@ def sha256_file(path: str) -> str:
 
 
 def check_variance(model: str, base: List[Dict], add_bos: bool) -> None:
-    for label, threads, fa in (("n_threads=1", 1, False), ("flash_attn=on", N_THREADS, True)):
+    variants = (("n_threads=1", 1, False, 0), ("flash_attn=on", N_THREADS, True, 0),
+                ("prompt 1 token/batch", N_THREADS, False, 1))
+    for label, threads, fa, chunk in variants:
         llm = make_llama(model, threads, fa)
         worst = 0.0
         mism = 0
         for (name, _, text), ref in zip(PROMPTS, base):
-            got = run_prompt(llm, text, add_bos)
+            got = run_prompt(llm, text, add_bos, chunk)
             d = max(abs(a["top1"][1] - b["top1"][1]) for a, b in zip(ref["steps"], got["steps"])
                     if a["top1"][0] == b["top1"][0]) if got["continuation"] == ref["continuation"] else float("nan")
             dp = max(abs(a[1] - b[1]) for a, b in zip(ref["prompt_top1"], got["prompt_top1"]))
