@@ -327,6 +327,50 @@ KVRT_API kvrt_status kvrt_cache_read_rows(void *k_dst, void *v_dst, const kvrt_c
 KVRT_API kvrt_status kvrt_cache_block_table(const void **dst, size_t capacity, size_t *written,
                                             const kvrt_cache *cache, uint64_t seq, int32_t layer);
 
+/* ---- State files ------------------------------------------------------------ */
+/* Versioned binary files (magic, version, layout hash, model fingerprint,
+ * XXH3 checksum), written to "<path>.tmp.<pid>", fsync'ed and renamed over
+ * path, so a reader never sees a torn file. A file that does not match this
+ * cache's layout or the given fingerprint, or is truncated or corrupted,
+ * loads as a clean miss: an error naming the problem, the cache unchanged. */
+
+/* Saves every block of the prefix index (in use or cached) with its hash.
+ *   out_blocks  receives how many blocks were written (may be NULL);
+ *   fingerprint the model's 128-bit fingerprint, checked on load.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL path),
+ * KVRT_ERR_IO, KVRT_ERR_OUT_OF_MEMORY. Thread-safe (copies the blocks under
+ * the cache's lock, writes outside it). O(cached bytes). */
+KVRT_API kvrt_status kvrt_cache_save_prefixes(uint64_t *out_blocks, const kvrt_cache *cache, const char *path,
+                                              uint64_t fingerprint_lo, uint64_t fingerprint_hi);
+
+/* Loads a prefix file: its blocks become cached (evictable) prefix blocks,
+ * in free budget bytes only (it never evicts; it stops when the budget is
+ * full). Blocks already cached are skipped.
+ *   out_blocks  receives how many blocks were added (may be NULL).
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL path),
+ * KVRT_ERR_NOT_FOUND (no such file), KVRT_ERR_IO, KVRT_ERR_MISMATCH (another
+ * layout, fingerprint, state kind or version), KVRT_ERR_BAD_FORMAT
+ * (malformed, truncated, checksum). Thread-safe. O(file size). */
+KVRT_API kvrt_status kvrt_cache_load_prefixes(uint64_t *out_blocks, kvrt_cache *cache, const char *path,
+                                              uint64_t fingerprint_lo, uint64_t fingerprint_hi);
+
+/* Saves one sequence: its keys, tokens, computed count and all its rows.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND (unknown id or a
+ * pin), KVRT_ERR_INVALID_ARGUMENT (NULL path), KVRT_ERR_IO. Thread-safe.
+ * O(the sequence's bytes). */
+KVRT_API kvrt_status kvrt_cache_seq_save(const kvrt_cache *cache, uint64_t seq, const char *path);
+
+/* Recreates a saved sequence under a new id (its rows copied into new
+ * blocks; its computed full blocks enter the prefix index).
+ *   fingerprint  must equal the saved sequence's model fingerprint.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL
+ * out_seq or path), KVRT_ERR_NOT_FOUND (no such file), KVRT_ERR_IO,
+ * KVRT_ERR_MISMATCH, KVRT_ERR_BAD_FORMAT, KVRT_ERR_CACHE_FULL (does not fit
+ * even after evicting every cached block; nothing changed). Thread-safe.
+ * O(file size). */
+KVRT_API kvrt_status kvrt_cache_seq_load(uint64_t *out_seq, kvrt_cache *cache, const char *path,
+                                         uint64_t fingerprint_lo, uint64_t fingerprint_hi);
+
 /* ---- Statistics ------------------------------------------------------------ */
 
 typedef struct kvrt_cache_kind_stats {

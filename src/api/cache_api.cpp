@@ -405,6 +405,51 @@ KVRT_API kvrt_status kvrt_cache_block_table(const void** dst, size_t capacity, s
     });
 }
 
+// ---- state files --------------------------------------------------------------------------
+
+KVRT_API kvrt_status kvrt_cache_save_prefixes(uint64_t* out_blocks, const kvrt_cache* cache, const char* path,
+                                              uint64_t fingerprint_lo, uint64_t fingerprint_hi) {
+    return guard("kvrt_cache_save_prefixes", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(path, "path");
+        uint64_t n = c->save_prefixes(path, fingerprint_lo, fingerprint_hi);
+        if (out_blocks) *out_blocks = n;
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_load_prefixes(uint64_t* out_blocks, kvrt_cache* cache, const char* path,
+                                              uint64_t fingerprint_lo, uint64_t fingerprint_hi) {
+    return guard("kvrt_cache_load_prefixes", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(path, "path");
+        uint64_t n = c->load_prefixes(path, fingerprint_lo, fingerprint_hi);
+        if (out_blocks) *out_blocks = n;
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_save(const kvrt_cache* cache, uint64_t seq, const char* path) {
+    return guard("kvrt_cache_seq_save", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(path, "path");
+        try {
+            c->save_sequence(seq, path);
+        } catch (const Error& e) {
+            if (e.status() == KVRT_ERR_INVALID_ARGUMENT) throw Error(KVRT_ERR_NOT_FOUND, e.what());
+            throw;
+        }
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_seq_load(uint64_t* out_seq, kvrt_cache* cache, const char* path,
+                                         uint64_t fingerprint_lo, uint64_t fingerprint_hi) {
+    return guard("kvrt_cache_seq_load", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(out_seq, "out_seq");
+        require_non_null(path, "path");
+        *out_seq = c->load_sequence(path, fingerprint_lo, fingerprint_hi);
+    });
+}
+
 // ---- statistics -------------------------------------------------------------------------
 
 KVRT_API kvrt_status kvrt_cache_stats_get(kvrt_cache_stats* out, const kvrt_cache* cache) {

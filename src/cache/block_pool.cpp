@@ -106,6 +106,27 @@ BlockId BlockPool::allocate(int32_t m) {
     }
 }
 
+BlockId BlockPool::allocate_if_free(int32_t m) {
+    if (used_bytes_ + block_bytes_[m] > budget_) return kNullBlock;
+    void* p = arena_.allocate(block_bytes_[m]);
+    if (!p) return kNullBlock;
+    BlockId id;
+    try {
+        id = new_slot();
+    } catch (...) {
+        arena_.release(p);
+        throw;
+    }
+    Block& b = blocks_[id];
+    b = Block{};
+    b.mem = static_cast<uint8_t*>(p);
+    b.ref = 1;
+    b.manager = m;
+    used_bytes_ += block_bytes_[m];
+    in_use_[m]++;
+    return id;
+}
+
 void BlockPool::acquire(BlockId id) {
     Block& b = blocks_[id];
     if (b.ref == 0) {

@@ -54,6 +54,14 @@ public:
     // Evicts LRU heads when the budget requires. Throws CACHE_FULL when even
     // evicting everything cannot make room, OUT_OF_MEMORY when the arena fails.
     BlockId allocate(int32_t m);
+    // Like allocate() but only from free bytes (never evicts); kNullBlock when full.
+    BlockId allocate_if_free(int32_t m);
+    // Calls f(manager, hash, block) for every indexed block.
+    template <class F>
+    void for_each_indexed(F&& f) const {
+        for (size_t m = 0; m < index_.size(); m++)
+            for (const auto& [h, id] : index_[m]) f(static_cast<int32_t>(m), h, id);
+    }
     // ref + 1; takes a cached block out of the LRU queue.
     void acquire(BlockId id);
     // ref - 1; at 0 a hashed block goes to the LRU tail, another is freed.

@@ -1,4 +1,5 @@
 #include "cache/cache.hpp"
+#include "cache/sequence.hpp"
 
 #include "util/error.hpp"
 
@@ -21,18 +22,6 @@ std::string seq_name(SeqId id) { return "sequence " + std::to_string(id); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-struct Cache::Sequence {
-    SeqId id = 0;
-    SeqKeys keys;
-    Hash128 extra;
-    bool pin = false;
-    std::vector<int32_t> tokens;  // length = tokens.size()
-    int64_t computed = 0;
-    std::vector<Hash128> hashes;                      // chained hashes of blocks [0, hashes.size()) (full, computed)
-    std::vector<std::vector<BlockId>> tables;         // per manager: logical block -> block id (0 = null)
-    std::vector<std::vector<const uint8_t*>> ptrs;    // per manager: same table as memory addresses
-    int64_t length() const { return static_cast<int64_t>(tokens.size()); }
-};
 
 Cache::Cache(const CacheConfig& cfg)
     : layout_(resolve_layout(cfg)), pool_(block_sizes(layout_), cfg.budget_bytes, cfg.large_pages) {}
@@ -383,6 +372,10 @@ void Cache::mark_computed(SeqId id, int64_t n_positions) {
                    "] of " + seq_name(id));
     if (n_positions <= s.computed) return;
     s.computed = n_positions;
+    publish_computed_locked(s);
+}
+
+void Cache::publish_computed_locked(Sequence& s) {
     const int64_t bt = layout_.block_tokens;
     const int64_t full = s.computed / bt;
     s.hashes.reserve(full);

@@ -149,6 +149,22 @@ public:
     // changes this sequence (append, truncate, release, mark_computed does not).
     PagedKV paged_view(SeqId seq, int32_t layer);
 
+    // ---- state files (src/cache/cache_state.cpp; versioned, checksummed, atomic) ----
+    // Saves every indexed block (in use or cached) with its hash; returns how
+    // many. fingerprint: the model's (checked on load). IO on failure.
+    uint64_t save_prefixes(const std::string& path, uint64_t fingerprint_lo, uint64_t fingerprint_hi) const;
+    // Loads a prefix file's blocks as cached blocks into FREE budget bytes
+    // only (never evicts; stops when full); returns how many were added
+    // (blocks already indexed are skipped). MISMATCH: another layout or
+    // fingerprint; BAD_FORMAT: malformed/corrupted; the cache is unchanged then.
+    uint64_t load_prefixes(const std::string& path, uint64_t fingerprint_lo, uint64_t fingerprint_hi);
+    // Saves a sequence: keys, tokens, computed count and every row.
+    void save_sequence(SeqId seq, const std::string& path) const;
+    // Recreates a saved sequence (new id; its computed full blocks are
+    // published). MISMATCH: another layout or fingerprint; CACHE_FULL: does
+    // not fit even after eviction (nothing changed).
+    SeqId load_sequence(const std::string& path, uint64_t fingerprint_lo, uint64_t fingerprint_hi);
+
     // ---- inspection ----------------------------------------------------------
     SeqInfo seq_info(SeqId seq) const;
     CacheStats stats() const;
@@ -169,6 +185,7 @@ private:
     void attach(Sequence& s, const int32_t* tokens, int64_t hit, std::vector<Hash128>&& hashes);
     void release_blocks(Sequence& s, int64_t from_block);
     void set_entry(Sequence& s, int32_t m, int64_t b, BlockId id);
+    void publish_computed_locked(Sequence& s);
     uint8_t* row_ptr_locked(const Sequence& s, int32_t layer, int64_t row, bool value, bool writable) const;
 
     ResolvedLayout layout_;

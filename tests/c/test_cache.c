@@ -453,8 +453,85 @@ static void test_ced_layout(void) {
     kvrt_cache_destroy(cache);
 }
 
+/* State files: save/load of the prefix cache and of one sequence. */
+static void test_state(void) {
+    const char *ppath = "kvrt_c_test_prefixes.kvrt";
+    const char *spath = "kvrt_c_test_seq.kvrt";
+    kvrt_cache *a = make_cache(), *b = make_cache();
+    int32_t toks[12];
+    uint64_t s = 0, t = 0, n = 0;
+    int64_t hit = 0;
+    kvrt_cache_keys keys;
+    kvrt_cache_seq_info info;
+    float k[8], v[8], k2[8];
+    int i;
+    FILE *f;
+    for (i = 0; i < 12; i++) toks[i] = 7 * i;
+    kvrt_cache_keys_init(&keys, sizeof keys);
+    keys.fingerprint_lo = 5;
+    keys.fingerprint_hi = 6;
+    EXPECT_OK(kvrt_cache_seq_create(&s, a, &keys));
+    EXPECT_OK(kvrt_cache_seq_append(a, s, toks, 10));
+    for (i = 0; i < 10; i++) {
+        fill_rows(k, v, 1, (float)i);
+        EXPECT_OK(kvrt_cache_write_rows(a, s, 0, i, 1, k, v));
+        EXPECT_OK(kvrt_cache_write_rows(a, s, 1, i, 1, k, v));
+    }
+    EXPECT_OK(kvrt_cache_seq_mark_computed(a, s, 10));
+
+    /* prefixes */
+    EXPECT_OK(kvrt_cache_save_prefixes(&n, a, ppath, 5, 6));
+    EXPECT(n == 2);
+    EXPECT_OK(kvrt_cache_save_prefixes(NULL, a, ppath, 5, 6));
+    EXPECT_ERR(kvrt_cache_save_prefixes(&n, a, NULL, 5, 6), KVRT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(kvrt_cache_save_prefixes(&n, FOREIGN_CACHE, ppath, 5, 6), KVRT_ERR_BAD_HANDLE);
+    EXPECT_ERR(kvrt_cache_save_prefixes(&n, a, "/nonexistent-dir/p.kvrt", 5, 6), KVRT_ERR_IO);
+    EXPECT_ERR(kvrt_cache_load_prefixes(&n, b, ppath, 5, 7), KVRT_ERR_MISMATCH);
+    EXPECT_ERR(kvrt_cache_load_prefixes(&n, b, "no-such-file.kvrt", 5, 6), KVRT_ERR_NOT_FOUND);
+    EXPECT_ERR(kvrt_cache_load_prefixes(&n, b, NULL, 5, 6), KVRT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(kvrt_cache_load_prefixes(&n, NULL, ppath, 5, 6), KVRT_ERR_BAD_HANDLE);
+    EXPECT_OK(kvrt_cache_lookup_prefix(&hit, b, &keys, toks, 12));
+    EXPECT(hit == 0);
+    EXPECT_OK(kvrt_cache_load_prefixes(&n, b, ppath, 5, 6));
+    EXPECT(n == 2);
+    EXPECT_OK(kvrt_cache_lookup_prefix(&hit, b, &keys, toks, 12));
+    EXPECT(hit == 8);
+
+    /* sequences */
+    EXPECT_OK(kvrt_cache_seq_save(a, s, spath));
+    EXPECT_ERR(kvrt_cache_seq_save(a, 999, spath), KVRT_ERR_NOT_FOUND);
+    EXPECT_ERR(kvrt_cache_seq_save(a, s, NULL), KVRT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(kvrt_cache_seq_save(NULL, s, spath), KVRT_ERR_BAD_HANDLE);
+    EXPECT_ERR(kvrt_cache_seq_load(&t, b, spath, 5, 5), KVRT_ERR_MISMATCH);
+    EXPECT_ERR(kvrt_cache_seq_load(&t, b, ppath, 5, 6), KVRT_ERR_MISMATCH); /* a prefix file */
+    EXPECT_ERR(kvrt_cache_seq_load(NULL, b, spath, 5, 6), KVRT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(kvrt_cache_seq_load(&t, b, NULL, 5, 6), KVRT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(kvrt_cache_seq_load(&t, FOREIGN_CACHE, spath, 5, 6), KVRT_ERR_BAD_HANDLE);
+    EXPECT_OK(kvrt_cache_seq_load(&t, b, spath, 5, 6));
+    info.struct_size = sizeof info;
+    EXPECT_OK(kvrt_cache_seq_info_get(&info, b, t));
+    EXPECT(info.length == 10 && info.computed == 10);
+    EXPECT_OK(kvrt_cache_read_rows(k2, NULL, b, t, 1, 9, 1));
+    fill_rows(k, v, 1, 9.0f);
+    EXPECT(memcmp(k, k2, sizeof k) == 0);
+    /* A corrupted file is a clean miss. */
+    f = fopen(spath, "r+b");
+    EXPECT(f != NULL);
+    if (f) {
+        fseek(f, 60, SEEK_SET);
+        fputc(0xAB, f);
+        fclose(f);
+    }
+    EXPECT_ERR(kvrt_cache_seq_load(&t, b, spath, 5, 6), KVRT_ERR_BAD_FORMAT);
+    remove(ppath);
+    remove(spath);
+    kvrt_cache_destroy(a);
+    kvrt_cache_destroy(b);
+}
+
 int main(void) {
     test_configs();
+    test_state();
     test_layouts();
     test_sequences();
     test_ced_layout();
