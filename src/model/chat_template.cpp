@@ -1,5 +1,6 @@
 #include "model/chat_template.hpp"
 
+#include "model/tokenizer.hpp"
 #include "util/error.hpp"
 
 namespace kvrt {
@@ -191,6 +192,12 @@ std::string ChatTemplate::render(std::span<const ChatMessage> msgs, bool add_gen
         }
     }
     return out;
+}
+
+ChatTemplate chat_template_of(const Tokenizer& tok) {
+    const std::string_view bos = tok.bos_id() >= 0 ? tok.token_text(tok.bos_id()) : std::string_view("<s>");
+    const std::string_view eos = tok.eos_id() >= 0 ? tok.token_text(tok.eos_id()) : std::string_view("</s>");
+    return ChatTemplate::detect(tok.chat_template(), bos, eos);
 }
 
 }  // namespace kvrt

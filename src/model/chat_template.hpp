@@ -38,6 +38,8 @@ struct ChatMessage {
     std::string_view content;
 };
 
+class Tokenizer;
+
 class ChatTemplate {
 public:
     // Recognises the family of a Jinja template. bos_text / eos_text are the
@@ -73,5 +75,9 @@ private:
     std::string default_system_;
     std::string bos_, eos_;
 };
+
+// ChatTemplate::detect on the tokenizer's chat_template with its BOS / EOS
+// token strings ("<s>" / "</s>" when the vocabulary has none). Throws as detect.
+ChatTemplate chat_template_of(const Tokenizer& tok);
 
 }  // namespace kvrt

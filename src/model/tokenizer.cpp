@@ -235,6 +235,9 @@ void Tokenizer::Impl::encode_bpe(std::string_view s, std::vector<int32_t>& out) 
 
 void Tokenizer::encode(std::string_view text, const EncodeOptions& opt, std::vector<int32_t>& out) const {
     const Impl& m = *impl_;
+    // Offsets inside the pre-tokenizer are 32-bit.
+    if (text.size() >= std::numeric_limits<uint32_t>::max())
+        fail(KVRT_ERR_OVERFLOW, "text of " + std::to_string(text.size()) + " bytes is too long to tokenize at once (max 4 GiB)");
     if (opt.add_special && m.add_bos && m.bos >= 0) out.push_back(m.bos);
 
     // Split out special tokens (llama.cpp's order: longest token first, each

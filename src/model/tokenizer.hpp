@@ -87,7 +87,8 @@ public:
     // Cost: O(vocabulary + merges).
     explicit Tokenizer(const TokenizerData& data);
 
-    // Appends the ids of text to out. Never fails on any byte string.
+    // Appends the ids of text to out. Any byte string is accepted; only a text
+    // of 4 GiB or more is refused (KVRT_ERR_OVERFLOW).
     // Cost: O(text) plus the merges of each distinct word.
     void encode(std::string_view text, const EncodeOptions& opt, std::vector<int32_t>& out) const;
     std::vector<int32_t> encode(std::string_view text, const EncodeOptions& opt = {}) const;
@@ -100,7 +101,8 @@ public:
     std::string decode(std::span<const int32_t> ids, bool render_special = false) const;
 
     // The bytes one token stands for (as decode renders it, without the
-    // leading-space removal). Throws KVRT_ERR_OUT_OF_RANGE.
+    // leading-space removal); the view stays valid while any copy of this
+    // Tokenizer lives. Throws KVRT_ERR_OUT_OF_RANGE.
     std::string_view piece(int32_t id, bool render_special = false) const;
 
     // The token's vocabulary string (byte-level / U+2581-escaped form).

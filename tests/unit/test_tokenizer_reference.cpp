@@ -261,9 +261,9 @@ TEST_CASE("tokenizer.reference: a long document round-trips and reuses its word 
 
 TEST_CASE("tokenizer.reference: SmolLM2's own chat template renders and tokenizes as llama.cpp does") {
     const kvrt::Tokenizer& tok = smollm_tokenizer();
-    const kvrt::ChatTemplate t = kvrt::ChatTemplate::detect(tok.chat_template(), tok.token_text(tok.bos_id()),
-                                                            tok.token_text(tok.eos_id()));
+    const kvrt::ChatTemplate t = kvrt::chat_template_of(tok);
     CHECK(t.family() == kvrt::ChatFamily::chatml);
+    CHECK(t.default_system() == "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
     const std::vector<kvrt::ChatMessage> msgs{{"user", "What is 2+2?"}};
     const std::string prompt = t.render(msgs, true);
     // The last reference case is this very prompt, tokenized by llama.cpp with parse_special.
