@@ -3,6 +3,9 @@
 #include "model/tokenizer.hpp"
 #include "util/error.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace kvrt {
 
 namespace {
@@ -111,7 +114,8 @@ ChatTemplate ChatTemplate::detect(std::string_view j, std::string_view bos_text,
     fail(KVRT_ERR_UNSUPPORTED, std::string("chat template not recognised") + known);
 }
 
-std::string ChatTemplate::render(std::span<const ChatMessage> msgs, bool add_generation_prompt) const {
+std::string ChatTemplate::render(std::span<const ChatMessage> msgs, bool add_generation_prompt,
+                                 std::vector<ByteRange>* content_ranges) const {
     for (size_t i = 0; i < msgs.size(); ++i)
         if (msgs[i].role.empty())
             fail(KVRT_ERR_INVALID_ARGUMENT,
@@ -120,28 +124,47 @@ std::string ChatTemplate::render(std::span<const ChatMessage> msgs, bool add_gen
     for (const ChatMessage& m : msgs) bytes += m.role.size() + m.content.size() + 32;
     std::string out;
     out.reserve(bytes);
+    if (content_ranges) content_ranges->clear();
+    // Appends caller-supplied text (a role or a content) and records where it went.
+    auto user_text = [&](std::string_view t) {
+        const size_t b = out.size();
+        out.append(t);
+        if (content_ranges && out.size() > b) content_ranges->push_back({b, out.size()});
+    };
 
     switch (family_) {
         case ChatFamily::chatml: {
             if (!msgs.empty() && msgs[0].role != "system" && !default_system_.empty())
                 out.append("<|im_start|>system\n").append(default_system_).append("<|im_end|>\n");
-            for (const ChatMessage& m : msgs)
-                out.append("<|im_start|>").append(m.role).append("\n").append(m.content).append("<|im_end|>\n");
+            for (const ChatMessage& m : msgs) {
+                out.append("<|im_start|>");
+                user_text(m.role);
+                out.append("\n");
+                user_text(m.content);
+                out.append("<|im_end|>\n");
+            }
             if (add_generation_prompt) out.append("<|im_start|>assistant\n");
             break;
         }
         case ChatFamily::llama3: {
-            for (size_t i = 0; i < msgs.size(); ++i) {
-                const ChatMessage& m = msgs[i];
-                out.append("<|start_header_id|>").append(m.role).append("<|end_header_id|>\n\n");
-                out.append(trim(m.content)).append("<|eot_id|>");
+            for (const ChatMessage& m : msgs) {
+                out.append("<|start_header_id|>");
+                user_text(m.role);
+                out.append("<|end_header_id|>\n\n");
+                user_text(trim(m.content));
+                out.append("<|eot_id|>");
             }
             if (add_generation_prompt) out.append("<|start_header_id|>assistant<|end_header_id|>\n\n");
             break;
         }
         case ChatFamily::zephyr: {
-            for (const ChatMessage& m : msgs)
-                out.append("<|").append(m.role).append("|>\n").append(m.content).append(eos_).append("\n");
+            for (const ChatMessage& m : msgs) {
+                out.append("<|");
+                user_text(m.role);
+                out.append("|>\n");
+                user_text(m.content);
+                out.append(eos_).append("\n");
+            }
             if (add_generation_prompt) out.append("<|assistant|>\n");
             break;
         }
@@ -171,20 +194,42 @@ std::string ChatTemplate::render(std::span<const ChatMessage> msgs, bool add_gen
                         if (!is_first) out.append(bos_);
                         out.append("[INST] ");
                         if (is_first && !system.empty()) {
-                            // The template strips the whole content, system block included.
-                            std::string content = "<<SYS>>\n" + std::string(system) + "\n<</SYS>>\n\n" + std::string(m.content);
-                            out.append(trim(content));
+                            // The template strips the whole "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content:
+                            // only the content's trailing whitespace (or, if it is blank, the block's) goes.
+                            const size_t start = out.size();
+                            out.append("<<SYS>>\n");
+                            const size_t sys_b = out.size();
+                            out.append(system);
+                            const size_t sys_e = out.size();
+                            out.append("\n<</SYS>>\n\n");
+                            const size_t usr_b = out.size();
+                            out.append(m.content);
+                            const size_t usr_e = out.size();
+                            const size_t kept = trim(std::string_view(out).substr(start)).size();
+                            out.resize(start + kept);
+                            if (content_ranges) {
+                                for (auto [b, e] : {std::pair{sys_b, sys_e}, std::pair{usr_b, usr_e}}) {
+                                    e = std::min(e, out.size());
+                                    if (b < e) content_ranges->push_back({b, e});
+                                }
+                            }
                         } else {
-                            out.append(trim(m.content));
+                            user_text(trim(m.content));
                         }
                         out.append(" [/INST]");
                     } else {
-                        out.append(" ").append(trim(m.content)).append(" ").append(eos_);
+                        out.append(" ");
+                        user_text(trim(m.content));
+                        out.append(" ").append(eos_);
                     }
                 } else {  // gemma
                     out.append("<start_of_turn>").append(m.role == "assistant" ? "model" : "user").append("\n");
-                    if (is_first && !system.empty()) out.append(trim(system)).append("\n\n");
-                    out.append(trim(m.content)).append("<end_of_turn>\n");
+                    if (is_first && !system.empty()) {
+                        user_text(trim(system));
+                        out.append("\n\n");
+                    }
+                    user_text(trim(m.content));
+                    out.append("<end_of_turn>\n");
                 }
             }
             if (add_generation_prompt && family_ == ChatFamily::gemma) out.append("<start_of_turn>model\n");

@@ -9,6 +9,12 @@
 // with KVRT_ERR_UNSUPPORTED; ChatTemplate::chatml() is a plain ChatML
 // fallback a caller can choose explicitly.
 //
+// Untrusted content: message text could contain control-token text such as
+// "<|im_end|>". render() can report the byte ranges of caller-supplied text
+// (roles and contents); pass them as EncodeOptions::plain_ranges with
+// parse_special and only the template's own markers become control tokens,
+// while the tokenization is otherwise that of the whole string.
+//
 // BOS: the rendered text never starts with the BOS token's text; tokenize it
 // with add_special (the tokenizer adds BOS when the model wants one) and
 // parse_special (so "<|im_start|>" etc. become their tokens). Families whose
@@ -17,11 +23,14 @@
 // A ChatTemplate is immutable; render() is thread-safe.
 #pragma once
 
+#include "model/tokenizer.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kvrt {
 
@@ -37,8 +46,6 @@ struct ChatMessage {
     std::string_view role;     // "system", "user", "assistant" (ChatML and Zephyr accept any role)
     std::string_view content;
 };
-
-class Tokenizer;
 
 class ChatTemplate {
 public:
@@ -64,10 +71,13 @@ public:
     const std::string& default_system() const noexcept { return default_system_; }
 
     // Renders messages; add_generation_prompt appends the opening of the
-    // assistant's turn. Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) for an
+    // assistant's turn. When content_ranges is given it receives the byte
+    // ranges of the rendered text that came from the messages (roles and
+    // contents), in order. Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) for an
     // empty role, a role the family has no place for, or (Llama 2, Gemma)
     // turns that do not alternate user/assistant as their templates require.
-    std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+    std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                       std::vector<ByteRange>* content_ranges = nullptr) const;
 
 private:
     ChatTemplate() = default;

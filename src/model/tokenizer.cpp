@@ -245,6 +245,11 @@ void Tokenizer::encode(std::string_view text, const EncodeOptions& opt, std::vec
     std::vector<Fragment> frags;
     if (!text.empty()) frags.push_back({-1, 0, text.size()});
     std::vector<Fragment> next;
+    auto in_plain = [&](size_t b, size_t e) {
+        for (const ByteRange& r : opt.plain_ranges)
+            if (b < r.end && r.begin < e) return true;
+        return false;
+    };
     for (int32_t id : m.specials) {
         const TokenType t = m.type[size_t(id)];
         if (!opt.parse_special && (t == TokenType::control || t == TokenType::unknown)) continue;
@@ -256,14 +261,18 @@ void Tokenizer::encode(std::string_view text, const EncodeOptions& opt, std::vec
                 next.push_back(f);
                 continue;
             }
-            size_t pos = f.off;
+            size_t pos = f.off, search = f.off;
             const size_t end = f.off + f.len;
-            while (pos < end) {
-                size_t hit = text.substr(0, end).find(st, pos);
+            while (search < end) {
+                const size_t hit = text.substr(0, end).find(st, search);
                 if (hit == std::string_view::npos) break;
+                if (in_plain(hit, hit + st.size())) {  // caller's text: not a token here
+                    search = hit + 1;
+                    continue;
+                }
                 if (hit > pos) next.push_back({-1, pos, hit - pos});
                 next.push_back({id, hit, st.size()});
-                pos = hit + st.size();
+                pos = search = hit + st.size();
             }
             if (pos < end) next.push_back({-1, pos, end - pos});
         }

@@ -70,12 +70,23 @@ struct TokenizerData {
     std::string chat_template;             // tokenizer.chat_template
 };
 
+// A byte range [begin, end) of a text.
+struct ByteRange {
+    size_t begin = 0;
+    size_t end = 0;
+};
+
 struct EncodeOptions {
     // Add BOS / EOS as the vocabulary's add_bos / add_eos say.
     bool add_special = true;
     // Recognise control-token text (e.g. "<|im_start|>") as those tokens.
     // Leave false for untrusted text: it then cannot forge control tokens.
     bool parse_special = false;
+    // Ranges of the text where no special token (control or user-defined) is
+    // recognised: a match overlapping one stays ordinary text. E.g.
+    // the message contents of a rendered chat (ChatTemplate::render reports
+    // them). The view must stay valid for the call.
+    std::span<const ByteRange> plain_ranges = {};
 };
 
 class Tokenizer {

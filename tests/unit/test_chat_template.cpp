@@ -143,3 +143,29 @@ TEST_CASE("chat_template: unknown templates and bad messages are refused") {
     CHECK_FALSE(ChatTemplate::family_from_name("jinja").has_value());
     CHECK(std::string(ChatTemplate::family_name(ChatFamily::llama3)) == "llama3");
 }
+
+TEST_CASE("chat_template: content ranges cover exactly the caller's text") {
+    const std::vector<ChatMessage> m{{"system", "Be kind."}, {"user", " Hi "}, {"assistant", "Yo"}, {"user", "Q"}};
+    for (ChatFamily f : {ChatFamily::chatml, ChatFamily::llama2, ChatFamily::llama3, ChatFamily::gemma, ChatFamily::zephyr}) {
+        CAPTURE(ChatTemplate::family_name(f));
+        const ChatTemplate t = ChatTemplate::of_family(f);
+        std::vector<kvrt::ByteRange> ranges;
+        const std::string out = t.render(m, true, &ranges);
+        CHECK(out == t.render(m, true));
+        std::string joined;
+        size_t last_end = 0;
+        for (const kvrt::ByteRange& r : ranges) {
+            CHECK(r.begin >= last_end);
+            CHECK(r.begin < r.end);
+            CHECK(r.end <= out.size());
+            joined += out.substr(r.begin, r.end - r.begin) + "|";
+            last_end = r.end;
+        }
+        // Every content appears (trimmed where the family trims); no template marker does.
+        CHECK(joined.find("Be kind.") != std::string::npos);
+        CHECK(joined.find("Hi") != std::string::npos);
+        CHECK(joined.find("Yo") != std::string::npos);
+        CHECK(joined.find("<") == std::string::npos);
+        CHECK(joined.find("[INST]") == std::string::npos);
+    }
+}
