@@ -6,6 +6,7 @@
 #include "model/gguf.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/tensor_type_dequant.hpp"
+#include "test_support.hpp"
 #include "util/error.hpp"
 
 #include <cstring>
@@ -298,4 +299,34 @@ TEST_CASE("gguf hostile: files on disk (empty, truncated model header)") {
         CHECK(std::string(e.what()).find("cut.gguf") != std::string::npos);
     }
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("gguf hostile: the real model's header, truncated and flipped") {
+    const std::string path = kvrt::test::model_path();
+    REQUIRE_MESSAGE(std::filesystem::exists(path), "model missing: " << path);
+    GgufFile model = GgufFile::open(path);
+    const uint64_t header = model.data_offset();  // header + metadata + tensor infos (~1.7 MB)
+    REQUIRE(header < model.file_size());
+    std::mt19937 rng(4);
+    // Truncated anywhere in the header (a dense sample, near the start and at random): BAD_FORMAT.
+    std::vector<uint64_t> cuts = {0, 1, 4, 8, 23, 24, header - 1};
+    for (int i = 0; i < 40; ++i) cuts.push_back(rng() % header);
+    for (uint64_t n : cuts) {
+        CAPTURE(n);
+        std::string msg;
+        CHECK(parse_and_use(model.base(), n, &msg) == KVRT_ERR_BAD_FORMAT);
+    }
+    // Flips in the header of a full-size copy: a status, never a crash. The copy is the
+    // header plus the tensor data of the first tensor only (the file's tail is irrelevant
+    // to parsing, and tensors past the copy must then be rejected as outside the file).
+    std::vector<uint8_t> head(model.base(), model.base() + header + 4096);
+    for (int iter = 0; iter < 60; ++iter) {
+        std::vector<uint8_t> m = head;
+        for (int k = 0; k < 3; ++k) m[rng() % header] = static_cast<uint8_t>(rng());
+        std::string msg;
+        kvrt_status st = parse_and_use(m.data(), m.size(), &msg);
+        CAPTURE(msg);
+        // Never OK: every tensor but the first lies past the copy's end.
+        CHECK((st == KVRT_ERR_BAD_FORMAT || st == KVRT_ERR_UNSUPPORTED));
+    }
 }
