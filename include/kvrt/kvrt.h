@@ -8,5 +8,6 @@
 #include "kvrt/cache.h"
 #include "kvrt/model.h"
 #include "kvrt/context.h"
+#include "kvrt/ced.h"
 
 #endif /* KVRT_KVRT_H */

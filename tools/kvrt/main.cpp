@@ -15,6 +15,7 @@ int cmd_version(int, char**) {
 
 namespace kvrt_cli {
 int cmd_cache_demo(int argc, char** argv);
+int cmd_ced_init(int argc, char** argv);
 }
 
 namespace {
@@ -27,6 +28,7 @@ struct Command {
 const Command kCommands[] = {
     {"version", kvrt_cli::cmd_version, "print the library version"},
     {"cache-demo", kvrt_cli::cmd_cache_demo, "the cache manager through the C API: prefix reuse, fork, eviction, bytes"},
+    {"ced-init", kvrt_cli::cmd_ced_init, "write a CED model of deterministic random weights (--preset tiny|base)"},
 };
 
 void usage() {
