@@ -73,15 +73,19 @@ void dequantize_row(TensorType type, const void* w, int64_t n, int64_t k, float*
     }
 }
 
-void weight_matmul(TensorType type, const void* w, int64_t n_rows, int64_t k, const float* X, int64_t M, int64_t ldx,
-                   float* Y, int64_t ldy) {
-    const size_t rb = row_bytes(type, k);
-    const auto* W = static_cast<const uint8_t*>(w);
+namespace {
+
+// The ref matmul over rows fetched one at a time: row(n) returns W row n in GGUF layout.
+// Naive loops: each W row is decoded once into integer codes and block scales, then
+// dotted with every quantised X row; block partials are accumulated in double.
+template <class RowFn>
+void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k, const float* X, int64_t M,
+                        int64_t ldx, float* Y, int64_t ldy) {
     const bool quant = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q8_0;
     if (!quant) {
         std::vector<float> wr(static_cast<size_t>(k));
         for (int64_t n = 0; n < n_rows; n++) {
-            dequantize_row(type, w, n, k, wr.data());
+            dequantize_row(type, row(n), 0, k, wr.data());
             for (int64_t m = 0; m < M; m++) {
                 double acc = 0.0;
                 for (int64_t i = 0; i < k; i++) acc += static_cast<double>(wr[i]) * X[m * ldx + i];
@@ -91,41 +95,59 @@ void weight_matmul(TensorType type, const void* w, int64_t n_rows, int64_t k, co
         return;
     }
     const int64_t nb = k / 32;
-    std::vector<int8_t> qs(static_cast<size_t>(nb * 32));
-    std::vector<float> d(static_cast<size_t>(nb));
-    std::vector<int32_t> sum(static_cast<size_t>(nb));
-    for (int64_t m = 0; m < M; m++) {
-        quantize_row_q8(X + m * ldx, nb, qs.data(), d.data(), sum.data());
-        for (int64_t n = 0; n < n_rows; n++) {
-            const uint8_t* row = W + static_cast<size_t>(n) * rb;
+    std::vector<int8_t> qs(static_cast<size_t>(M * nb * 32));
+    std::vector<float> d(static_cast<size_t>(M * nb));
+    std::vector<int32_t> sum(static_cast<size_t>(M * nb));
+    for (int64_t m = 0; m < M; m++)
+        quantize_row_q8(X + m * ldx, nb, qs.data() + m * nb * 32, d.data() + m * nb, sum.data() + m * nb);
+    std::vector<int32_t> q(static_cast<size_t>(k));  // W row codes: nibble (Q4_1), nibble - 8 (Q4_0), int8 (Q8_0)
+    std::vector<float> dw(static_cast<size_t>(nb)), mw(static_cast<size_t>(nb), 0.0f);
+    for (int64_t n = 0; n < n_rows; n++) {
+        const uint8_t* r = row(n);
+        for (int64_t b = 0; b < nb; b++) {
+            if (type == TensorType::Q4_1) {
+                BlockQ4_1 blk;
+                std::memcpy(&blk, r + b * sizeof blk, sizeof blk);
+                for (int e = 0; e < 32; e++) q[b * 32 + e] = nibble(blk.qs, e);
+                dw[b] = f16_to_f32(blk.d);
+                mw[b] = f16_to_f32(blk.m);
+            } else if (type == TensorType::Q4_0) {
+                BlockQ4_0 blk;
+                std::memcpy(&blk, r + b * sizeof blk, sizeof blk);
+                for (int e = 0; e < 32; e++) q[b * 32 + e] = nibble(blk.qs, e) - 8;
+                dw[b] = f16_to_f32(blk.d);
+            } else {
+                BlockQ8_0 blk;
+                std::memcpy(&blk, r + b * sizeof blk, sizeof blk);
+                for (int e = 0; e < 32; e++) q[b * 32 + e] = blk.qs[e];
+                dw[b] = f16_to_f32(blk.d);
+            }
+        }
+        for (int64_t m = 0; m < M; m++) {
+            const int8_t* a = qs.data() + m * nb * 32;
             double acc = 0.0;
             for (int64_t b = 0; b < nb; b++) {
-                const int8_t* a = qs.data() + b * 32;
                 int64_t isum = 0;
-                double part = 0.0;
-                if (type == TensorType::Q4_1) {
-                    BlockQ4_1 blk;
-                    std::memcpy(&blk, row + b * sizeof blk, sizeof blk);
-                    for (int e = 0; e < 32; e++) isum += nibble(blk.qs, e) * a[e];
-                    // w = q*dw + mw  ->  sum w*x = dw*da*sum(q*a) + mw*da*sum(a)
-                    part = static_cast<double>(f16_to_f32(blk.d)) * d[b] * static_cast<double>(isum) +
-                           static_cast<double>(f16_to_f32(blk.m)) * static_cast<double>(d[b] * static_cast<float>(sum[b]));
-                } else if (type == TensorType::Q4_0) {
-                    BlockQ4_0 blk;
-                    std::memcpy(&blk, row + b * sizeof blk, sizeof blk);
-                    for (int e = 0; e < 32; e++) isum += (nibble(blk.qs, e) - 8) * a[e];
-                    part = static_cast<double>(f16_to_f32(blk.d)) * d[b] * static_cast<double>(isum);
-                } else {
-                    BlockQ8_0 blk;
-                    std::memcpy(&blk, row + b * sizeof blk, sizeof blk);
-                    for (int e = 0; e < 32; e++) isum += static_cast<int64_t>(blk.qs[e]) * a[e];
-                    part = static_cast<double>(f16_to_f32(blk.d)) * d[b] * static_cast<double>(isum);
-                }
+                for (int e = 0; e < 32; e++) isum += static_cast<int64_t>(q[b * 32 + e]) * a[b * 32 + e];
+                const float da = d[m * nb + b];
+                // w = q*dw (+ mw)  ->  sum w*x ~ dw*da*sum(q*a) (+ mw * (da*sum(a)), the fast path's s)
+                double part = static_cast<double>(dw[b]) * da * static_cast<double>(isum);
+                if (type == TensorType::Q4_1)
+                    part += static_cast<double>(mw[b]) * static_cast<double>(da * static_cast<float>(sum[m * nb + b]));
                 acc += part;
             }
             Y[m * ldy + n] = static_cast<float>(acc);
         }
     }
+}
+
+}  // namespace
+
+void weight_matmul(TensorType type, const void* w, int64_t n_rows, int64_t k, const float* X, int64_t M, int64_t ldx,
+                   float* Y, int64_t ldy) {
+    const size_t rb = row_bytes(type, k);
+    const auto* W = static_cast<const uint8_t*>(w);
+    weight_matmul_rows(type, [&](int64_t n) { return W + static_cast<size_t>(n) * rb; }, n_rows, k, X, M, ldx, Y, ldy);
 }
 
 void weight_matmul_dequant_f32(TensorType type, const void* w, int64_t n_rows, int64_t k, const float* X, int64_t M,
@@ -150,9 +172,14 @@ void matmul_ref(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, f
     if (M == 0) return;
     KVRT_CHECK(X != nullptr && Y != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: X or Y is NULL");
     KVRT_CHECK(ldx >= w.cols() && ldy >= w.rows(), KVRT_ERR_INVALID_ARGUMENT, "weight matmul: stride too small");
-    std::vector<uint8_t> raw(w.row_bytes() * static_cast<size_t>(w.rows()));
-    for (int64_t n = 0; n < w.rows(); n++) w.unpack_row(n, raw.data() + static_cast<size_t>(n) * w.row_bytes());
-    ref::weight_matmul(w.type(), raw.data(), w.rows(), w.cols(), X, M, ldx, Y, ldy);
+    std::vector<uint8_t> row(w.row_bytes());
+    ref::weight_matmul_rows(
+        w.type(),
+        [&](int64_t n) {
+            w.unpack_row(n, row.data());
+            return static_cast<const uint8_t*>(row.data());
+        },
+        w.rows(), w.cols(), X, M, ldx, Y, ldy);
 }
 
 }  // namespace kvrt
