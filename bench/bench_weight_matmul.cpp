@@ -14,6 +14,7 @@
 #include "kernels/weight_matmul.hpp"
 #include "model/gguf.hpp"
 
+#include <array>
 #include <cstring>
 #include <random>
 #include <string>
@@ -85,19 +86,45 @@ int main(int argc, char** argv) {
             linear_bytes += layers.back().w.bytes();
         }
     }
+    // The same weights stacked as a runtime may load them: QKV and gate+up as one matrix each.
+    std::vector<Layer> stacked;
+    for (int b = 0;; b++) {
+        const std::string p = "blk." + std::to_string(b) + ".";
+        if (!f.find_tensor(p + "attn_q.weight")) break;
+        auto part = [&](const char* n) {
+            const GgufTensor& t = f.require_tensor(p + n + ".weight");
+            return WeightRows{t.data, static_cast<int64_t>(t.n_rows())};
+        };
+        auto type_k = [&](const char* n) {
+            const GgufTensor& t = f.require_tensor(p + n + ".weight");
+            return std::make_pair(t.type, static_cast<int64_t>(t.row_elems()));
+        };
+        const WeightRows qkv[] = {part("attn_q"), part("attn_k"), part("attn_v")};
+        const WeightRows gu[] = {part("ffn_gate"), part("ffn_up")};
+        stacked.push_back({p + "qkv", PackedWeight(type_k("attn_q").first, qkv, type_k("attn_q").second)});
+        stacked.push_back({p + "attn_output", PackedWeight(type_k("attn_output").first,
+                                                           std::span<const WeightRows>(std::array{part("attn_output")}),
+                                                           type_k("attn_output").second)});
+        stacked.push_back({p + "gate_up", PackedWeight(type_k("ffn_gate").first, gu, type_k("ffn_gate").second)});
+        stacked.push_back({p + "ffn_down", PackedWeight(type_k("ffn_down").first,
+                                                        std::span<const WeightRows>(std::array{part("ffn_down")}),
+                                                        type_k("ffn_down").second)});
+    }
     const GgufTensor* ht = f.find_tensor("output.weight");
     if (!ht) ht = &f.require_tensor("token_embd.weight");
     PackedWeight head(ht->type, ht->data, static_cast<int64_t>(ht->n_rows()), static_cast<int64_t>(ht->row_elems()));
     const int64_t D = head.cols(), V = head.rows();
-    int64_t max_n = V, max_k = D;
-    for (auto& l : layers) max_n = std::max(max_n, l.w.rows()), max_k = std::max(max_k, l.w.cols());
+    int64_t max_n = 0, max_k = D;  // over the linear layers (prefill does not run the head)
+    for (auto* set : {&layers, &stacked})
+        for (auto& l : *set) max_n = std::max(max_n, l.w.rows()), max_k = std::max(max_k, l.w.cols());
 
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const int64_t max_m = 2048;
     std::vector<float> X(static_cast<size_t>(max_m * max_k));
     for (auto& x : X) x = nd(rng);
-    std::vector<float> Y(static_cast<size_t>(max_m) * static_cast<size_t>(std::max<int64_t>(max_n, 1536)));
+    // decode writes up to 8 x V (the head), prefill max_m x max_n
+    std::vector<float> Y(std::max<size_t>(8 * static_cast<size_t>(V), static_cast<size_t>(max_m * max_n)));
 
     const int max_t = std::max(1, omp_get_max_threads());
     for (int threads = 1; threads <= max_t; threads++) {
@@ -106,14 +133,15 @@ int main(int argc, char** argv) {
 
         // ---- decode: a whole step's weights, larger than the LLC. The machine may be
         // shared: STREAM and the step are measured alternately, best of each.
-        for (int64_t M : {1, 4, 8}) {
+        for (int64_t M : {1, 4, 8})
+            for (const std::vector<Layer>* set : {&layers, &stacked}) {
             const size_t bytes = linear_bytes + head.bytes();
             double t = 1e30, s_best = 0;
             for (int r = 0; r < 2 * reps; r++) {
                 s_best = std::max(s_best, stream_read(threads, 0, 1));
                 t = std::min(t, best_seconds(
                                     [&] {
-                                        for (auto& l : layers)
+                                        for (auto& l : *set)
                                             matmul(l.w, X.data(), M, l.w.cols(), Y.data(), l.w.rows(), threads);
                                         matmul(head, X.data(), M, D, Y.data(), V, threads);
                                     },
@@ -122,7 +150,7 @@ int main(int argc, char** argv) {
             emit_vs("weight_matmul", "decode_step_weight_bandwidth", bytes / t / 1e9, "GB/s", "stream_read",
                     s_best / 1e9,
                     "\"threads\":" + std::to_string(threads) + ",\"M\":" + std::to_string(M) + ",\"matmuls\":" +
-                        std::to_string(layers.size() + 1) + ",\"weight_mib\":" + std::to_string(bytes >> 20) +
+                        std::to_string(set->size() + 1) + ",\"weight_mib\":" + std::to_string(bytes >> 20) +
                         ",\"step_ms\":" + std::to_string(t * 1e3) + ",\"isa\":\"" +
                         kernel_isa_name(kernel_isa_detected()) + "\"");
         }
@@ -150,14 +178,16 @@ int main(int argc, char** argv) {
             }
             // every linear layer of the model for M tokens (the head excluded: prefill
             // needs logits of the last position only)
-            const double t = best_seconds(
-                [&] {
-                    for (auto& l : layers) matmul(l.w, X.data(), M, l.w.cols(), Y.data(), l.w.rows(), threads);
-                },
-                1, min_s);
-            emit("weight_matmul", "prefill_linear_tokens_per_s", M / t, "tokens/s",
-                 "\"threads\":" + std::to_string(threads) + ",\"M\":" + std::to_string(M) + ",\"isa\":\"" +
-                     kernel_isa_name(kernel_isa_detected()) + "\"");
+            for (const std::vector<Layer>* set : {&layers, &stacked}) {
+                const double t = best_seconds(
+                    [&] {
+                        for (auto& l : *set) matmul(l.w, X.data(), M, l.w.cols(), Y.data(), l.w.rows(), threads);
+                    },
+                    1, min_s);
+                emit("weight_matmul", "prefill_linear_tokens_per_s", M / t, "tokens/s",
+                     "\"threads\":" + std::to_string(threads) + ",\"M\":" + std::to_string(M) + ",\"matmuls\":" +
+                         std::to_string(set->size()) + ",\"isa\":\"" + kernel_isa_name(kernel_isa_detected()) + "\"");
+            }
         }
     }
     return 0;
