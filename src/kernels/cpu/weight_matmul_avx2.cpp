@@ -79,12 +79,11 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
         if (t.prefetch) prefetch_step(pb, t.stride);
-        __m256i ia[MR][2];
+        // Pair sums of vpmaddubsw are at most 2 * 15 * 128 = 3840 in magnitude, so the
+        // block's 8 of them add up exactly in int16 (<= 30720) before one vpmaddwd.
+        __m256i s16[MR][2];
         #pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
-            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
-            ia[r][0] = ia[r][1] = init;
-        }
+        for (int r = 0; r < MR; r++) s16[r][0] = s16[r][1] = _mm256_setzero_si256();
         #pragma GCC unroll 8
         for (int c = 0; c < 4; c++) {
             __m256i wl[2], wh[2];
@@ -101,10 +100,18 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
                 const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
                 #pragma GCC unroll 8
                 for (int h = 0; h < 2; h++) {
-                    ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wl[h], x0));
-                    ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wh[h], x1));
+                    s16[r][h] = _mm256_add_epi16(s16[r][h], _mm256_maddubs_epi16(wl[h], x0));
+                    s16[r][h] = _mm256_add_epi16(s16[r][h], _mm256_maddubs_epi16(wh[h], x1));
                 }
             }
+        }
+        __m256i ia[MR][2];
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++)
+                ia[r][h] = _mm256_add_epi32(init, _mm256_madd_epi16(s16[r][h], _mm256_set1_epi16(1)));
         }
         __m256 dw[2], mw[2];
         #pragma GCC unroll 8
