@@ -1,0 +1,66 @@
+// cpu:: attention entry points: argument checks, then the implementation of the active ISA.
+#include "kernels/attention.hpp"
+#include "kernels/cpu/attention_isa.hpp"
+#include "kernels/kv_checks.hpp"
+#include "util/error.hpp"
+
+#include <string>
+
+namespace kvrt::cpu {
+
+const AttentionImpl& attention_impl() {
+    switch (isa_active()) {
+        case Isa::Avx512: return attention_impl_avx512();
+        case Isa::Avx2: return attention_impl_avx2();
+        case Isa::Scalar: break;
+    }
+    return attention_impl_scalar();
+}
+
+void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,
+                       float* out, float* lse) {
+    const char* what = "attention_prefill";
+    kernels::check_attn_params(kv, p, what);
+    KVRT_CHECK(n_q >= 0 && q_pos0 >= 0, KVRT_ERR_INVALID_ARGUMENT, "attention_prefill: negative n_q or q_pos0");
+    if (n_q == 0) return;
+    KVRT_CHECK(q && out, KVRT_ERR_INVALID_ARGUMENT, "attention_prefill: null q or out");
+    kernels::check_rows_present(kv, attn_first_key(p, q_pos0), int64_t(q_pos0) + n_q - 1, what);
+    attention_impl().prefill(kv, p, q, n_q, q_pos0, out, lse);
+}
+
+void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
+    const char* what = "attention_decode";
+    KVRT_CHECK(n_seqs >= 0 && (n_seqs == 0 || seqs), KVRT_ERR_INVALID_ARGUMENT, "attention_decode: null seqs");
+    for (int32_t i = 0; i < n_seqs; ++i) {
+        const DecodeSeq& s = seqs[i];
+        KVRT_CHECK(s.kv && s.q && s.out, KVRT_ERR_INVALID_ARGUMENT,
+                   "attention_decode: sequence " + std::to_string(i) + " has a null kv, q or out");
+        kernels::check_attn_params(*s.kv, p, what);
+        KVRT_CHECK(s.pos >= 0, KVRT_ERR_INVALID_ARGUMENT, "attention_decode: negative pos");
+        kernels::check_rows_present(*s.kv, attn_first_key(p, s.pos), s.pos, what);
+    }
+    if (n_seqs == 0) return;
+    attention_impl().decode(seqs, n_seqs, p);
+}
+
+void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries) {
+    const char* what = "attention_sparse";
+    kernels::check_attn_params(bank, p, what);
+    KVRT_CHECK(bank.n_kv_heads == 1, KVRT_ERR_INVALID_ARGUMENT, "attention_sparse: the bank must have one KV head");
+    KVRT_CHECK(n_queries >= 0 && (n_queries == 0 || queries), KVRT_ERR_INVALID_ARGUMENT,
+               "attention_sparse: null queries");
+    for (int32_t i = 0; i < n_queries; ++i) {
+        const SparseQuery& sq = queries[i];
+        KVRT_CHECK(sq.q && sq.out && sq.lse && sq.n_rows >= 0 && (sq.n_rows == 0 || sq.rows),
+                   KVRT_ERR_INVALID_ARGUMENT, "attention_sparse: null q, out, lse or rows");
+        for (int32_t j = 0; j < sq.n_rows; ++j) {
+            const int32_t r = sq.rows[j];
+            KVRT_CHECK(r >= 0 && r < bank.n_tokens && bank.blocks[r / bank.block_tokens], KVRT_ERR_INVALID_ARGUMENT,
+                       "attention_sparse: selected row " + std::to_string(r) + " is not in the bank");
+        }
+    }
+    if (n_queries == 0) return;
+    attention_impl().sparse(bank, p, queries, n_queries);
+}
+
+}  // namespace kvrt::cpu

@@ -1,0 +1,31 @@
+// The attention core compiled for the avx2 path (see attention_core.inl).
+#include "kernels/cpu/attention_isa.hpp"
+#include "kernels/cpu/scratch.hpp"
+#include "util/dtype.hpp"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#pragma GCC optimize("fp-contract=off")
+
+namespace kvrt::cpu::avx2 {
+#define KVRT_ISA_AVX2
+#include "kernels/cpu/simd_avx2.hpp"
+#include "kernels/cpu/attention_core.inl"
+#undef KVRT_ISA_AVX2
+}  // namespace kvrt::cpu::avx2
+
+#pragma GCC pop_options
+
+namespace kvrt::cpu {
+const AttentionImpl& attention_impl_avx2() {
+    static const AttentionImpl impl{&avx2::prefill, &avx2::decode, &avx2::sparse, &avx2::indexer};
+    return impl;
+}
+}  // namespace kvrt::cpu

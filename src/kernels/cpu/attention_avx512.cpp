@@ -1,0 +1,34 @@
+// The attention core compiled for the avx512 path (see attention_core.inl).
+#include "kernels/cpu/attention_isa.hpp"
+#include "kernels/cpu/scratch.hpp"
+#include "util/dtype.hpp"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#pragma GCC optimize("fp-contract=off")
+// GCC 12 warns about _mm512_undefined_* inside its own intrinsics headers (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace kvrt::cpu::avx512 {
+#define KVRT_ISA_AVX512
+#include "kernels/cpu/simd_avx512.hpp"
+#include "kernels/cpu/attention_core.inl"
+#undef KVRT_ISA_AVX512
+}  // namespace kvrt::cpu::avx512
+
+#pragma GCC pop_options
+
+namespace kvrt::cpu {
+const AttentionImpl& attention_impl_avx512() {
+    static const AttentionImpl impl{&avx512::prefill, &avx512::decode, &avx512::sparse, &avx512::indexer};
+    return impl;
+}
+}  // namespace kvrt::cpu

@@ -1,0 +1,27 @@
+// The per-ISA attention implementations (one translation unit per ISA, each compiling
+// attention_core.inl for its vector width) and the table the dispatcher picks from.
+// Arguments are already validated by the callers in attention.cpp / indexer.cpp.
+#pragma once
+
+#include "kernels/attention.hpp"
+#include "kernels/indexer.hpp"
+#include "kernels/isa.hpp"
+
+namespace kvrt::cpu {
+
+struct AttentionImpl {
+    void (*prefill)(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0, float* out,
+                    float* lse);
+    void (*decode)(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p);
+    void (*sparse)(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries);
+    // ids == nullptr: positions 0..n-1.
+    void (*indexer)(const PagedKV& keys, const IndexerQuery& q, const int32_t* ids, int32_t n, float* scores);
+};
+
+const AttentionImpl& attention_impl_scalar();
+const AttentionImpl& attention_impl_avx2();
+const AttentionImpl& attention_impl_avx512();
+// The implementation for isa_active().
+const AttentionImpl& attention_impl();
+
+}  // namespace kvrt::cpu

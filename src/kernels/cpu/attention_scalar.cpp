@@ -1,0 +1,31 @@
+// The attention core compiled for the scalar path (see attention_core.inl).
+#include "kernels/cpu/attention_isa.hpp"
+#include "kernels/cpu/scratch.hpp"
+#include "util/dtype.hpp"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#pragma GCC push_options
+// baseline ISA: no target pragma
+#pragma GCC optimize("fp-contract=off")
+
+namespace kvrt::cpu::scalar {
+#define KVRT_ISA_SCALAR
+#include "kernels/cpu/simd_scalar.hpp"
+#include "kernels/cpu/attention_core.inl"
+#undef KVRT_ISA_SCALAR
+}  // namespace kvrt::cpu::scalar
+
+#pragma GCC pop_options
+
+namespace kvrt::cpu {
+const AttentionImpl& attention_impl_scalar() {
+    static const AttentionImpl impl{&scalar::prefill, &scalar::decode, &scalar::sparse, &scalar::indexer};
+    return impl;
+}
+}  // namespace kvrt::cpu

@@ -1,0 +1,32 @@
+#include "kernels/cpu/scratch.hpp"
+
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+namespace kvrt::cpu {
+
+namespace {
+struct Slot {
+    void* p = nullptr;
+    size_t size = 0;
+    ~Slot() { std::free(p); }
+};
+}  // namespace
+
+void* thread_scratch(int slot, size_t bytes) {
+    thread_local Slot slots[8];
+    Slot& s = slots[slot & 7];
+    if (s.size < bytes) {
+        size_t n = (bytes + 63) & ~size_t(63);
+        if (n < 4096) n = 4096;
+        void* p = std::aligned_alloc(64, n);
+        if (!p) throw std::bad_alloc();
+        std::free(s.p);
+        s.p = p;
+        s.size = n;
+    }
+    return s.p;
+}
+
+}  // namespace kvrt::cpu

@@ -1,0 +1,14 @@
+// Per-thread scratch memory for the cpu kernels.
+#pragma once
+
+#include <cstddef>
+
+namespace kvrt::cpu {
+
+// Slot `slot` (0..7) of the calling thread: at least `bytes` bytes, 64-byte aligned, grown on
+// demand and kept for the thread's life (contents unspecified). A call may invalidate earlier
+// pointers of the same slot on the same thread. Defined in a translation unit compiled for the
+// baseline ISA so the per-ISA kernels instantiate no shared templates.
+void* thread_scratch(int slot, size_t bytes);
+
+}  // namespace kvrt::cpu

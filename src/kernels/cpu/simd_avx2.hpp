@@ -1,0 +1,91 @@
+// AVX2 + FMA + F16C vector operations for the attention core (attention_core.inl).
+// Include only from attention_avx2.cpp, inside its ISA namespace, after the standard headers.
+
+struct Ops {
+    static constexpr int W = 8;
+    using V = __m256;
+    static V zero() { return _mm256_setzero_ps(); }
+    static V load(const float* p) { return _mm256_loadu_ps(p); }
+    static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+    static V set1(float x) { return _mm256_set1_ps(x); }
+    static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    static V fma_if(bool on, V a, V b, V c) { return on ? _mm256_fmadd_ps(a, b, c) : c; }
+    static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+    static V add(V a, V b) { return _mm256_add_ps(a, b); }
+    static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+    static V max(V a, V b) { return _mm256_max_ps(a, b); }
+    static float fmas(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+    static float hsum(V v) {
+        __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+        __m128 d = _mm_add_ss(c, _mm_shuffle_ps(c, c, 1));
+        return _mm_cvtss_f32(d);
+    }
+    static float hmax(V v) {
+        __m128 b = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        __m128 c = _mm_max_ps(b, _mm_movehl_ps(b, b));
+        __m128 d = _mm_max_ss(c, _mm_shuffle_ps(c, c, 1));
+        return _mm_cvtss_f32(d);
+    }
+    static V exp2(V x) {
+        x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
+        V xi = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        V f = _mm256_sub_ps(x, xi);
+        V p = _mm256_set1_ps(1.5403530393381609e-4f);
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-3f));
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076284772e-3f));
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108664821580e-2f));
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650695910071e-1f));
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718055994531e-1f));
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+        __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(xi), _mm256_set1_epi32(127)), 23);
+        return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    }
+    static float exp2s(float x) { return _mm256_cvtss_f32(exp2(_mm256_set1_ps(x))); }
+    static V keep_range(V v, int lane0, int a, int b, float fill) {
+        __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(lane0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(a), idx);  // idx < a
+        __m256i hi = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(b));  // idx > b
+        __m256 out = _mm256_castsi256_ps(_mm256_or_si256(lo, hi));
+        return _mm256_blendv_ps(v, _mm256_set1_ps(fill), out);
+    }
+    static void cvt_row(const uint8_t* src, DType t, int n, float* dst) {
+        int i = 0;
+        if (t == DType::F32) {
+            const float* s = reinterpret_cast<const float*>(src);
+            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_loadu_ps(s + i));
+            for (; i < n; ++i) dst[i] = s[i];
+        } else if (t == DType::BF16) {
+            const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+            for (; i + 8 <= n; i += 8) {
+                __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+                _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+            }
+            for (; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+        } else {
+            const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+            for (; i + 8 <= n; i += 8)
+                _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+            for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+        }
+    }
+    static void transpose(const float* const* rows, int c, float* out, int ld) {
+        __m256 r[8], t[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(rows[i] + c);
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+            t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 8; i += 4) {
+            r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+            r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+            r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+            r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+        }
+        for (int k = 0; k < 4; ++k) {
+            t[k] = _mm256_permute2f128_ps(r[k], r[4 + k], 0x20);
+            t[4 + k] = _mm256_permute2f128_ps(r[k], r[4 + k], 0x31);
+        }
+        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + size_t(i) * ld, t[i]);
+    }
+};

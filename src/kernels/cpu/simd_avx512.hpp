@@ -1,0 +1,98 @@
+// AVX-512 vector operations for the attention core (attention_core.inl).
+// Include only from a translation unit compiled for AVX-512 (attention_avx512.cpp),
+// inside its ISA namespace, after the standard headers.
+
+struct Ops {
+    static constexpr int W = 16;
+    using V = __m512;
+    static V zero() { return _mm512_setzero_ps(); }
+    static V load(const float* p) { return _mm512_loadu_ps(p); }
+    static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+    static V set1(float x) { return _mm512_set1_ps(x); }
+    static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    static V fma_if(bool on, V a, V b, V c) { return _mm512_mask3_fmadd_ps(a, b, c, on ? 0xFFFF : 0); }
+    static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+    static V add(V a, V b) { return _mm512_add_ps(a, b); }
+    static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+    static V max(V a, V b) { return _mm512_max_ps(a, b); }
+    static float fmas(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+    // Fixed tree: lanes (l, l+8), then (l, l+4), (l, l+2), (l, l+1).
+    static float hsum(V v) {
+        __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+        __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+        __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+        __m128 d = _mm_add_ss(c, _mm_shuffle_ps(c, c, 1));
+        return _mm_cvtss_f32(d);
+    }
+    static float hmax(V v) { return _mm512_reduce_max_ps(v); }
+    static V exp2(V x) {
+        x = _mm512_max_ps(x, _mm512_set1_ps(-127.0f));
+        V xi = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        V f = _mm512_sub_ps(x, xi);
+        V p = _mm512_set1_ps(1.5403530393381609e-4f);
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-3f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-3f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+        return _mm512_scalef_ps(p, xi);
+    }
+    static float exp2s(float x) { return _mm512_cvtss_f32(exp2(_mm512_set1_ps(x))); }
+    // Lanes whose index (lane0 + lane) lies outside [a, b] are replaced by `fill`.
+    static V keep_range(V v, int lane0, int a, int b, float fill) {
+        __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(lane0),
+                                       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        __mmask16 in = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(a)) &
+                       _mm512_cmple_epi32_mask(idx, _mm512_set1_epi32(b));
+        return _mm512_mask_blend_ps(in, _mm512_set1_ps(fill), v);
+    }
+    // n elements of dtype t at src -> f32 dst.
+    static void cvt_row(const uint8_t* src, DType t, int n, float* dst) {
+        int i = 0;
+        if (t == DType::F32) {
+            const float* s = reinterpret_cast<const float*>(src);
+            for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(s + i));
+            for (; i < n; ++i) dst[i] = s[i];
+        } else if (t == DType::BF16) {
+            const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+            for (; i + 16 <= n; i += 16) {
+                __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+                _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+            }
+            for (; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+        } else {
+            const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+            for (; i + 16 <= n; i += 16)
+                _mm512_storeu_ps(dst + i,
+                                 _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
+            for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+        }
+    }
+    // 16 rows (pointers) x 16 columns starting at column c -> out[i * ld + j] = rows[j][c + i].
+    static void transpose(const float* const* rows, int c, float* out, int ld) {
+        __m512 r[16], t[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(rows[i] + c);
+        for (int i = 0; i < 16; i += 2) {
+            t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+            t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 16; i += 4) {
+            r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+            r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+            r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+            r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+        }
+        for (int i = 0; i < 16; i += 8) {
+            for (int k = 0; k < 4; ++k) {
+                t[i + k] = _mm512_shuffle_f32x4(r[i + k], r[i + 4 + k], 0x88);
+                t[i + 4 + k] = _mm512_shuffle_f32x4(r[i + k], r[i + 4 + k], 0xDD);
+            }
+        }
+        for (int k = 0; k < 8; ++k) {
+            r[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);
+            r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xDD);
+        }
+        for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + size_t(i) * ld, r[i]);
+    }
+};

@@ -1,0 +1,32 @@
+// Portable one-lane "vector" operations for the attention core (attention_core.inl):
+// the fallback for CPUs without AVX2. Include from attention_scalar.cpp only.
+
+struct Ops {
+    static constexpr int W = 1;
+    using V = float;
+    static V zero() { return 0.0f; }
+    static V load(const float* p) { return *p; }
+    static void store(float* p, V v) { *p = v; }
+    static V set1(float x) { return x; }
+    static V fma(V a, V b, V c) { return a * b + c; }  // contraction is off in this file
+    static V fma_if(bool on, V a, V b, V c) { return on ? a * b + c : c; }
+    static V mul(V a, V b) { return a * b; }
+    static V add(V a, V b) { return a + b; }
+    static V sub(V a, V b) { return a - b; }
+    static V max(V a, V b) { return a > b ? a : b; }
+    static float fmas(float a, float b, float c) { return a * b + c; }
+    static void transpose(const float* const* rows, int c, float* out, int) { out[0] = rows[0][c]; }
+    static float hsum(V v) { return v; }
+    static float hmax(V v) { return v; }
+    static V exp2(V x) { return std::exp2(x); }
+    static float exp2s(float x) { return std::exp2(x); }
+    static V keep_range(V v, int lane0, int a, int b, float fill) { return (lane0 < a || lane0 > b) ? fill : v; }
+    static void cvt_row(const uint8_t* src, DType t, int n, float* dst) {
+        if (t == DType::F32) {
+            std::memcpy(dst, src, size_t(n) * 4);
+        } else {
+            const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+            for (int i = 0; i < n; ++i) dst[i] = t == DType::BF16 ? bf16_to_f32(s[i]) : f16_to_f32(s[i]);
+        }
+    }
+};

@@ -1,0 +1,117 @@
+// Reference attention: naive loops in double precision. The oracle the fast
+// kernels are tested against; never on a hot path.
+#include "kernels/attention.hpp"
+#include "kernels/kv_checks.hpp"
+#include "kernels/ref/elem.hpp"
+#include "util/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace kvrt::ref {
+
+namespace {
+
+// One query row against the keys given by key(i) for i in [0, n): softmax(scale q.k) . v.
+template <class KeyRow, class ValRow>
+void attend(const PagedKV& kv, int32_t kv_head, const float* q, int64_t n, KeyRow key, ValRow val, double scale,
+            const float* sink, float* out, float* lse) {
+    const int32_t d = kv.head_dim;
+    const size_t off = static_cast<size_t>(kv_head) * d * dtype_size(kv.dtype);
+    std::vector<double> s(static_cast<size_t>(n));
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < n; ++i) {
+        const uint8_t* k = key(i) + off;
+        double acc = 0;
+        for (int32_t c = 0; c < d; ++c) acc += double(q[c]) * load_elem(k, kv.dtype, c);
+        s[i] = acc * scale;
+        m = std::max(m, s[i]);
+    }
+    if (sink) m = std::max(m, double(*sink));
+    std::vector<double> o(d, 0.0);
+    double l = 0;
+    if (n > 0 || sink) {
+        for (int64_t i = 0; i < n; ++i) {
+            double p = std::exp(s[i] - m);
+            l += p;
+            const uint8_t* v = val(i) + off;
+            for (int32_t c = 0; c < d; ++c) o[c] += p * load_elem(v, kv.dtype, c);
+        }
+        if (sink) l += std::exp(double(*sink) - m);
+    }
+    for (int32_t c = 0; c < d; ++c) out[c] = l > 0 ? float(o[c] / l) : 0.0f;
+    if (lse) *lse = l > 0 ? float(m + std::log(l)) : -std::numeric_limits<float>::infinity();
+}
+
+}  // namespace
+
+void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,
+                       float* out, float* lse) {
+    const char* what = "attention_prefill";
+    kernels::check_attn_params(kv, p, what);
+    KVRT_CHECK(n_q >= 0 && q_pos0 >= 0, KVRT_ERR_INVALID_ARGUMENT, "attention_prefill: negative n_q or q_pos0");
+    if (n_q == 0) return;
+    KVRT_CHECK(q && out, KVRT_ERR_INVALID_ARGUMENT, "attention_prefill: null q or out");
+    kernels::check_rows_present(kv, attn_first_key(p, q_pos0), int64_t(q_pos0) + n_q - 1, what);
+    const int32_t group = p.n_heads / kv.n_kv_heads, d = p.head_dim;
+    for (int32_t t = 0; t < n_q; ++t) {
+        const int64_t pos = int64_t(q_pos0) + t, lo = attn_first_key(p, pos);
+        for (int32_t h = 0; h < p.n_heads; ++h) {
+            size_t row = (size_t(t) * p.n_heads + h) * d;
+            attend(
+                kv, h / group, q + row, std::max<int64_t>(0, pos - lo + 1), [&](int64_t i) { return kv.k_row(lo + i); },
+                [&](int64_t i) { return kv.v_row(lo + i); }, p.scale, p.sinks ? p.sinks + h : nullptr, out + row,
+                lse ? lse + size_t(t) * p.n_heads + h : nullptr);
+        }
+    }
+}
+
+void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
+    const char* what = "attention_decode";
+    KVRT_CHECK(n_seqs >= 0 && (n_seqs == 0 || seqs), KVRT_ERR_INVALID_ARGUMENT, "attention_decode: null seqs");
+    for (int32_t i = 0; i < n_seqs; ++i) {
+        const DecodeSeq& s = seqs[i];
+        KVRT_CHECK(s.kv && s.q && s.out, KVRT_ERR_INVALID_ARGUMENT, "attention_decode: null kv, q or out");
+        kernels::check_attn_params(*s.kv, p, what);
+        KVRT_CHECK(s.pos >= 0, KVRT_ERR_INVALID_ARGUMENT, "attention_decode: negative pos");
+        kernels::check_rows_present(*s.kv, attn_first_key(p, s.pos), s.pos, what);
+    }
+    for (int32_t i = 0; i < n_seqs; ++i) {
+        const DecodeSeq& s = seqs[i];
+        const PagedKV& kv = *s.kv;
+        const int32_t group = p.n_heads / kv.n_kv_heads, d = p.head_dim;
+        const int64_t lo = attn_first_key(p, s.pos);
+        for (int32_t h = 0; h < p.n_heads; ++h)
+            attend(
+                kv, h / group, s.q + size_t(h) * d, std::max<int64_t>(0, s.pos - lo + 1), [&](int64_t j) { return kv.k_row(lo + j); },
+                [&](int64_t j) { return kv.v_row(lo + j); }, p.scale, p.sinks ? p.sinks + h : nullptr,
+                s.out + size_t(h) * d, s.lse ? s.lse + h : nullptr);
+    }
+}
+
+void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries) {
+    const char* what = "attention_sparse";
+    kernels::check_attn_params(bank, p, what);
+    KVRT_CHECK(bank.n_kv_heads == 1, KVRT_ERR_INVALID_ARGUMENT, "attention_sparse: the bank must have one KV head");
+    KVRT_CHECK(n_queries >= 0 && (n_queries == 0 || queries), KVRT_ERR_INVALID_ARGUMENT,
+               "attention_sparse: null queries");
+    for (int32_t i = 0; i < n_queries; ++i) {
+        const SparseQuery& sq = queries[i];
+        KVRT_CHECK(sq.q && sq.out && sq.lse && sq.n_rows >= 0 && (sq.n_rows == 0 || sq.rows),
+                   KVRT_ERR_INVALID_ARGUMENT, "attention_sparse: null q, out, lse or rows");
+        for (int32_t j = 0; j < sq.n_rows; ++j) kernels::check_rows_present(bank, sq.rows[j], sq.rows[j], what);
+    }
+    const int32_t d = p.head_dim;
+    for (int32_t i = 0; i < n_queries; ++i) {
+        const SparseQuery& sq = queries[i];
+        for (int32_t h = 0; h < p.n_heads; ++h) {
+            auto row = [&](int64_t j) { return bank.k_row(sq.rows[j]); };
+            attend(bank, 0, sq.q + size_t(h) * d, sq.n_rows, row, row, p.scale, p.sinks ? p.sinks + h : nullptr,
+                   sq.out + size_t(h) * d, sq.lse + h);
+        }
+    }
+}
+
+}  // namespace kvrt::ref

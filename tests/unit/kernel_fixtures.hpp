@@ -1,0 +1,110 @@
+// Test fixtures for the kernel tests: a PagedKV over the test's own blocks filled
+// with random values, and helpers to compare fast kernels with their ref twins.
+#pragma once
+
+#include "kernels/isa.hpp"
+#include "kernels/paged_kv.hpp"
+#include "util/dtype.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace kvrt::test {
+
+// Owns blocks of `block_tokens` rows; K rows at k_offset, V rows after them (or the same
+// rows when kv_shared), with `pad` spare bytes per row to catch stride mistakes.
+struct TestKV {
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<const uint8_t*> ptrs;
+    PagedKV kv;
+
+    TestKV(int32_t n_tokens, int32_t n_kv_heads, int32_t head_dim, DType dt, int32_t block_tokens, uint32_t seed,
+           bool kv_shared = false, size_t pad = 16) {
+        const size_t es = dtype_size(dt);
+        kv.block_tokens = block_tokens;
+        kv.n_kv_heads = n_kv_heads;
+        kv.head_dim = head_dim;
+        kv.dtype = dt;
+        kv.row_bytes = size_t(n_kv_heads) * head_dim * es + pad;
+        kv.k_offset = 64;
+        kv.v_offset = kv_shared ? kv.k_offset : kv.k_offset + kv.row_bytes * block_tokens;
+        kv.n_tokens = n_tokens;
+        kv.n_blocks = (n_tokens + block_tokens - 1) / block_tokens;
+        const size_t block_bytes = kv.v_offset + kv.row_bytes * block_tokens + 64;
+        std::mt19937 rng(seed);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        storage.resize(kv.n_blocks);
+        ptrs.resize(kv.n_blocks);
+        for (int32_t b = 0; b < kv.n_blocks; ++b) {
+            storage[b].assign(block_bytes, 0xFF);  // padding = NaN patterns: must never be read
+            ptrs[b] = storage[b].data();
+        }
+        for (int32_t pos = 0; pos < n_tokens; ++pos)
+            for (int which = 0; which < (kv_shared ? 1 : 2); ++which) {
+                uint8_t* row = const_cast<uint8_t*>(which == 0 ? kv_k(pos) : kv_v(pos));
+                for (int32_t i = 0; i < n_kv_heads * head_dim; ++i) store(row, i, u(rng));
+            }
+        kv.blocks = ptrs.data();
+    }
+    const uint8_t* kv_k(int64_t pos) { return storage[pos / kv.block_tokens].data() + kv.k_offset + (pos % kv.block_tokens) * kv.row_bytes; }
+    const uint8_t* kv_v(int64_t pos) { return storage[pos / kv.block_tokens].data() + kv.v_offset + (pos % kv.block_tokens) * kv.row_bytes; }
+    void store(uint8_t* row, int32_t i, float v) {
+        switch (kv.dtype) {
+            case DType::F32: std::memcpy(row + size_t(i) * 4, &v, 4); break;
+            case DType::BF16: { uint16_t h = f32_to_bf16(v); std::memcpy(row + size_t(i) * 2, &h, 2); break; }
+            case DType::F16: { uint16_t h = f32_to_f16(v); std::memcpy(row + size_t(i) * 2, &h, 2); break; }
+        }
+    }
+    // Drops (nulls) every block wholly before position `pos`, as a sliding window would.
+    void drop_before(int64_t pos) {
+        for (int64_t b = 0; (b + 1) * kv.block_tokens <= pos; ++b) ptrs[b] = nullptr;
+    }
+    // A view of the first n_tokens rows.
+    PagedKV prefix(int32_t n_tokens) const {
+        PagedKV p = kv;
+        p.n_tokens = n_tokens;
+        return p;
+    }
+};
+
+inline std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+}
+
+inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    float m = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i] == b[i]) continue;  // also equal infinities
+        float d = std::fabs(a[i] - b[i]);
+        if (std::isnan(d)) return INFINITY;
+        m = d > m ? d : m;
+    }
+    return m;
+}
+
+inline bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Every ISA path this machine can run, lowest first.
+inline std::vector<Isa> available_isas() {
+    std::vector<Isa> v;
+    for (int i = 0; i <= static_cast<int>(isa_detected()); ++i) v.push_back(static_cast<Isa>(i));
+    return v;
+}
+
+// Forces an ISA path for the scope.
+struct IsaScope {
+    Isa prev;
+    explicit IsaScope(Isa isa) : prev(isa_set_limit(isa)) {}
+    ~IsaScope() { isa_set_limit(prev); }
+};
+
+}  // namespace kvrt::test

@@ -1,0 +1,275 @@
+// Attention kernels: cpu:: against ref:: on random shapes and edges, on every ISA path,
+// and bit-for-bit determinism (chunked prefill, decode == prefill row, batch order, threads).
+#include "kernel_fixtures.hpp"
+#include "kernels/attention.hpp"
+#include "util/error.hpp"
+
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+using namespace kvrt;
+using kvrt::test::TestKV;
+
+namespace {
+
+struct Shape {
+    int32_t h, hkv, d;
+};
+
+AttnParams params(const Shape& s, int32_t window = 0, int32_t floor = 0) {
+    AttnParams p;
+    p.n_heads = s.h;
+    p.head_dim = s.d;
+    p.scale = 1.0f / std::sqrt(float(s.d));
+    p.window = window;
+    p.window_floor = floor;
+    return p;
+}
+
+// cpu prefill of the whole [q_pos0, q_pos0 + n_q) in chunks of `chunk` tokens.
+void prefill_chunked(const TestKV& t, const AttnParams& p, const std::vector<float>& q, int32_t n_q, int32_t q_pos0,
+                     int32_t chunk, std::vector<float>& out, std::vector<float>& lse) {
+    const size_t row = size_t(p.n_heads) * p.head_dim;
+    out.assign(size_t(n_q) * row, 0.0f);
+    lse.assign(size_t(n_q) * p.n_heads, 0.0f);
+    for (int32_t a = 0; a < n_q; a += chunk) {
+        int32_t n = std::min(chunk, n_q - a);
+        PagedKV view = t.prefix(q_pos0 + a + n);  // the runtime has written rows up to the chunk's end
+        cpu::attention_prefill(view, p, q.data() + a * row, n, q_pos0 + a, out.data() + a * row,
+                               lse.data() + size_t(a) * p.n_heads);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kernels.attention.prefill_matches_ref") {
+    const Shape shapes[] = {{9, 3, 64}, {4, 1, 128}, {2, 2, 256}, {2, 1, 512}, {3, 3, 40}};
+    const DType dts[] = {DType::F32, DType::BF16, DType::F16};
+    uint32_t seed = 1;
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (const Shape& s : shapes)
+            for (DType dt : dts) {
+                for (int32_t n_tok : {1, 45, 530}) {
+                    // keep the suite fast: one shape crosses a chunk (512) boundary per dtype
+                    if (n_tok > 100 && !(s.d == 64 || (s.d == 128 && dt == DType::BF16))) continue;
+                    for (int32_t window : {0, 16, 1000}) {
+                        for (int32_t bt : {16, 7}) {
+                            if (bt == 7 && n_tok > 100) continue;
+                            CAPTURE(std::string(isa_name(isa)));
+                            CAPTURE(s.h);
+                            CAPTURE(s.d);
+                            CAPTURE(std::string(dtype_name(dt)));
+                            CAPTURE(n_tok);
+                            CAPTURE(window);
+                            CAPTURE(bt);
+                            TestKV t(n_tok, s.hkv, s.d, dt, bt, seed++);
+                            AttnParams p = params(s, window, window ? 3 : 0);
+                            const int32_t n_q = std::min(n_tok, 37), q0 = n_tok - n_q;
+                            if (window) t.drop_before(attn_first_key(p, q0));  // never read
+                            auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
+                            std::vector<float> o_ref(q.size()), o_cpu(q.size()), l_ref(size_t(n_q) * s.h),
+                                l_cpu(size_t(n_q) * s.h);
+                            ref::attention_prefill(t.kv, p, q.data(), n_q, q0, o_ref.data(), l_ref.data());
+                            cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o_cpu.data(), l_cpu.data());
+                            CHECK(test::max_abs_diff(o_ref, o_cpu) < 2e-5f);
+                            CHECK(test::max_abs_diff(l_ref, l_cpu) < 2e-5f);
+                        }
+                    }
+                }
+            }
+    }
+}
+
+TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {
+    const Shape shapes[] = {{9, 3, 64}, {8, 2, 128}, {4, 4, 64}, {2, 1, 512}};
+    uint32_t seed = 100;
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (const Shape& s : shapes)
+            for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+                CAPTURE(std::string(isa_name(isa)));
+                CAPTURE(s.h);
+                CAPTURE(s.d);
+                CAPTURE(std::string(dtype_name(dt)));
+                const int32_t n_tok = s.d >= 256 ? 300 : 600;  // crosses a chunk (512) boundary
+                TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
+                for (int32_t window : {0, 100}) {
+                    AttnParams p = params(s, window);
+                    // The prefill rows of the last 40 positions, one shot.
+                    const int32_t n_q = 24, q0 = n_tok - n_q;
+                    auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
+                    std::vector<float> o_pre(q.size()), l_pre(size_t(n_q) * s.h);
+                    cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o_pre.data(), l_pre.data());
+                    // Decode of each of those positions, batched in a shuffled order.
+                    std::vector<DecodeSeq> seqs(n_q);
+                    std::vector<PagedKV> views(n_q);
+                    std::vector<float> o_dec(q.size()), l_dec(l_pre.size()), o_ref(q.size()), l_ref(l_pre.size());
+                    std::vector<int32_t> order(n_q);
+                    for (int32_t i = 0; i < n_q; ++i) order[i] = (i * 17) % n_q;
+                    for (int32_t k = 0; k < n_q; ++k) {
+                        int32_t i = order[k];
+                        views[k] = t.prefix(q0 + i + 1);
+                        const size_t off = size_t(i) * s.h * s.d;
+                        seqs[k] = DecodeSeq{&views[k], q.data() + off, o_dec.data() + off, l_dec.data() + size_t(i) * s.h,
+                                            q0 + i};
+                    }
+                    cpu::attention_decode(seqs.data(), n_q, p);
+                    CHECK(test::bit_equal(o_pre, o_dec));
+                    CHECK(test::bit_equal(l_pre, l_dec));
+                    for (auto& sq : seqs) {
+                        size_t off = size_t(sq.q - q.data());
+                        sq.out = o_ref.data() + off;
+                        sq.lse = l_ref.data() + off / s.d;
+                    }
+                    ref::attention_decode(seqs.data(), n_q, p);
+                    CHECK(test::max_abs_diff(o_ref, o_dec) < 2e-5f);
+                    CHECK(test::max_abs_diff(l_ref, l_dec) < 2e-5f);
+                }
+            }
+    }
+}
+
+TEST_CASE("kernels.attention.prefill_chunking_is_bit_exact") {
+    const Shape shapes[] = {{9, 3, 64}, {4, 2, 128}};
+    uint32_t seed = 200;
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (const Shape& s : shapes)
+            for (DType dt : {DType::F32, DType::BF16}) {
+                for (int32_t window : {0, 50}) {
+                    CAPTURE(std::string(isa_name(isa)));
+                    CAPTURE(s.d);
+                    CAPTURE(window);
+                    const int32_t n_tok = 600;
+                    TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
+                    AttnParams p = params(s, window);
+                    auto q = test::random_vec(size_t(n_tok) * s.h * s.d, seed++);
+                    std::vector<float> o_all, l_all, o_1, l_1, o_7, l_7;
+                    prefill_chunked(t, p, q, n_tok, 0, n_tok, o_all, l_all);
+                    prefill_chunked(t, p, q, n_tok, 0, 7, o_7, l_7);
+                    CHECK(test::bit_equal(o_all, o_7));
+                    CHECK(test::bit_equal(l_all, l_7));
+                    if (s.d == 64) {
+                        prefill_chunked(t, p, q, n_tok, 0, 1, o_1, l_1);
+                        CHECK(test::bit_equal(o_all, o_1));
+                        CHECK(test::bit_equal(l_all, l_1));
+                    }
+                }
+            }
+    }
+}
+
+TEST_CASE("kernels.attention.threads_and_batch_do_not_change_bits") {
+    const Shape s{9, 3, 64};
+    TestKV a(700, s.hkv, s.d, DType::BF16, 16, 301), b(90, s.hkv, s.d, DType::BF16, 32, 302),
+        c(1, s.hkv, s.d, DType::BF16, 16, 303);
+    AttnParams p = params(s);
+    const size_t row = size_t(s.h) * s.d;
+    auto q = test::random_vec(3 * row, 304);
+    auto run = [&](std::vector<int> order, int threads) {
+        std::vector<float> out(3 * row), lse(3 * s.h);
+        const TestKV* kvs[3] = {&a, &b, &c};
+        std::vector<DecodeSeq> seqs;
+        for (int i : order)
+            seqs.push_back(DecodeSeq{&kvs[i]->kv, q.data() + i * row, out.data() + i * row, lse.data() + i * s.h,
+                                     kvs[i]->kv.n_tokens - 1});
+        int saved = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        cpu::attention_decode(seqs.data(), int32_t(seqs.size()), p);
+        omp_set_num_threads(saved);
+        return out;
+    };
+    auto base = run({0, 1, 2}, 2);
+    CHECK(test::bit_equal(base, run({2, 0, 1}, 2)));
+    CHECK(test::bit_equal(base, run({1, 2, 0}, 1)));
+    // Alone in its batch: the same bits for its rows.
+    auto alone = run({0}, 1);
+    CHECK(std::memcmp(alone.data(), base.data(), row * sizeof(float)) == 0);
+    // Prefill with 1 and 2 threads.
+    auto qp = test::random_vec(64 * row, 305);
+    std::vector<float> o1(qp.size()), o2(qp.size());
+    omp_set_num_threads(1);
+    cpu::attention_prefill(a.kv, p, qp.data(), 64, 700 - 64, o1.data());
+    omp_set_num_threads(2);
+    cpu::attention_prefill(a.kv, p, qp.data(), 64, 700 - 64, o2.data());
+    CHECK(test::bit_equal(o1, o2));
+}
+
+TEST_CASE("kernels.attention.edges") {
+    const Shape s{9, 3, 64};
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        CAPTURE(std::string(isa_name(isa)));
+        // One key.
+        TestKV one(1, s.hkv, s.d, DType::F32, 16, 401);
+        AttnParams p = params(s);
+        auto q = test::random_vec(size_t(s.h) * s.d, 402);
+        std::vector<float> o(q.size()), r(q.size());
+        cpu::attention_prefill(one.kv, p, q.data(), 1, 0, o.data());
+        ref::attention_prefill(one.kv, p, q.data(), 1, 0, r.data());
+        CHECK(test::max_abs_diff(o, r) < 1e-6f);
+        // With one key the output is that key's value row, exactly.
+        for (int32_t h = 0; h < s.h; ++h)
+            for (int32_t c = 0; c < s.d; ++c) {
+                float v;
+                std::memcpy(&v, one.kv_v(0) + (size_t(h / 3) * s.d + c) * 4, 4);
+                CHECK(o[size_t(h) * s.d + c] == v);
+            }
+        // Window floor past the query: no keys, output 0, lse -inf; with a sink: lse = sink.
+        TestKV t(40, s.hkv, s.d, DType::F32, 16, 403);
+        AttnParams pf = params(s, 0, 39);
+        std::vector<float> lse(s.h);
+        DecodeSeq d{&t.kv, q.data(), o.data(), lse.data(), 20};
+        cpu::attention_decode(&d, 1, pf);
+        CHECK(std::all_of(o.begin(), o.end(), [](float x) { return x == 0.0f; }));
+        CHECK(std::isinf(lse[0]));
+        // Sinks agree with ref.
+        auto sinks = test::random_vec(s.h, 404, -2.0f, 2.0f);
+        AttnParams ps = params(s, 8);
+        ps.sinks = sinks.data();
+        std::vector<float> l2(s.h);
+        DecodeSeq d2{&t.kv, q.data(), r.data(), l2.data(), 39};
+        ref::attention_decode(&d2, 1, ps);
+        d2.out = o.data();
+        d2.lse = lse.data();
+        cpu::attention_decode(&d2, 1, ps);
+        CHECK(test::max_abs_diff(o, r) < 2e-5f);
+        CHECK(test::max_abs_diff(lse, l2) < 2e-5f);
+    }
+}
+
+TEST_CASE("kernels.attention.bad_input_throws") {
+    const Shape s{9, 3, 64};
+    TestKV t(40, s.hkv, s.d, DType::F32, 16, 501);
+    AttnParams p = params(s);
+    auto q = test::random_vec(size_t(s.h) * s.d * 4, 502);
+    std::vector<float> o(q.size());
+    CHECK_THROWS_AS(cpu::attention_prefill(t.kv, p, q.data(), 4, 38, o.data()), Error);  // past n_tokens
+    AttnParams bad = p;
+    bad.head_dim = 32;
+    CHECK_THROWS_AS(cpu::attention_prefill(t.kv, bad, q.data(), 1, 0, o.data()), Error);
+    bad = p;
+    bad.n_heads = 10;
+    CHECK_THROWS_AS(cpu::attention_prefill(t.kv, bad, q.data(), 1, 0, o.data()), Error);
+    CHECK_THROWS_AS(cpu::attention_prefill(t.kv, p, nullptr, 1, 0, o.data()), Error);
+    t.drop_before(32);
+    CHECK_THROWS_AS(cpu::attention_prefill(t.kv, p, q.data(), 1, 35, o.data()), Error);  // needs a dropped block
+    CHECK_THROWS_AS(ref::attention_prefill(t.kv, p, q.data(), 1, 35, o.data()), Error);
+    DecodeSeq d{&t.kv, q.data(), o.data(), nullptr, 39};
+    CHECK_THROWS_AS(cpu::attention_decode(&d, 1, p), Error);
+    AttnParams pw = params(s, 8);
+    CHECK_NOTHROW(cpu::attention_decode(&d, 1, pw));  // the window never reaches the dropped block
+    d.pos = 40;
+    CHECK_THROWS_AS(cpu::attention_decode(&d, 1, pw), Error);
+    // merge_attention: -inf partials.
+    std::vector<float> oa = {1, 2}, ob = {3, 4};
+    float la = -INFINITY, lb = 0.5f;
+    merge_attention(oa.data(), &la, ob.data(), &lb, 1, 2);
+    CHECK(oa[0] == 3.0f);
+    CHECK(la == 0.5f);
+}
