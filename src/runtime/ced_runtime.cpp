@@ -1,0 +1,551 @@
+#include "runtime/ced_runtime.hpp"
+
+#include "kernels/attention.hpp"
+#include "kernels/indexer.hpp"
+#include "kernels/rms_norm.hpp"
+#include "kernels/rope.hpp"
+#include "util/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace kvrt::ced {
+
+struct CedRuntime::Seq {
+    cache::SeqId bank = 0, win = 0;
+    std::vector<int32_t> tokens;
+    int64_t dec_start = 0;  // the decoder runs for positions >= dec_start
+    int64_t dec_next = 0;   // first position the decoder has not run yet
+    int64_t enc_floor = 0, dec_floor = 0;
+    std::vector<int64_t> fixed;                   // per source: cached groups never rewritten
+    std::vector<std::vector<float>> tail_kv;      // per source: raw rows of the open group
+    std::vector<std::vector<float>> tail_gate;
+};
+
+namespace {
+constexpr const char* kSaltExact = "ced/exact";
+constexpr const char* kSaltCed = "ced/ced-prefill";
+}  // namespace
+
+cache::CacheConfig CedRuntime::bank_layout(const CedConfig& c, int32_t block_tokens, DType dtype) {
+    cache::CacheConfig cc;
+    cc.block_tokens = block_tokens;
+    for (int32_t s = 0; s < c.n_sources(); s++) {
+        cache::LayerSpec b;
+        b.kind = cache::LayerKind::BankSource;
+        b.n_kv_heads = 1;
+        b.head_dim = c.entry_dim;
+        b.dtype = dtype;
+        b.ratio = c.source_ratios[s];
+        cc.layers.push_back(b);
+        cache::LayerSpec k;
+        k.kind = cache::LayerKind::IndexerKeys;
+        k.n_kv_heads = 1;
+        k.head_dim = c.idx_dim;
+        k.dtype = dtype;
+        k.source = 2 * s;
+        cc.layers.push_back(k);
+    }
+    return cc;
+}
+
+cache::CacheConfig CedRuntime::window_layout(const CedConfig& c, int32_t block_tokens, DType dtype) {
+    cache::CacheConfig cc;
+    cc.block_tokens = block_tokens;
+    for (int32_t l = 0; l <= c.n_layers; l++) {
+        cache::LayerSpec w;
+        w.kind = cache::LayerKind::Window;
+        w.n_kv_heads = 1;
+        w.head_dim = l < c.n_layers ? c.entry_dim : c.n_embd;  // layer L: the encoder's final hidden state
+        w.dtype = dtype;
+        w.window = c.window;
+        w.shared_kv = true;
+        cc.layers.push_back(w);
+    }
+    return cc;
+}
+
+CedRuntime::CedRuntime(std::shared_ptr<const CedWeights> w, const CedRuntimeOptions& opt, uint64_t fp_lo,
+                       uint64_t fp_hi)
+    : w_(std::move(w)), c_(w_->cfg), opt_(opt), fp_lo_(fp_lo), fp_hi_(fp_hi) {
+    KVRT_CHECK(opt_.chunk >= 1, KVRT_ERR_INVALID_ARGUMENT, "ced runtime: chunk must be >= 1");
+    for (int32_t r : c_.source_ratios)
+        KVRT_CHECK(opt_.block_tokens % r == 0, KVRT_ERR_INVALID_ARGUMENT,
+                   "ced runtime: block_tokens " + std::to_string(opt_.block_tokens) +
+                       " is not a multiple of bank ratio " + std::to_string(r));
+    cache::CacheConfig b = bank_layout(c_, opt_.block_tokens, DType::F32);
+    b.budget_bytes = opt_.bank_budget_bytes;
+    banks_ = std::make_unique<cache::Cache>(b);
+    cache::CacheConfig wl = window_layout(c_, opt_.block_tokens, DType::F32);
+    wl.budget_bytes = opt_.window_budget_bytes;
+    windows_ = std::make_unique<cache::Cache>(wl);
+    last_sel_.assign(c_.n_layers, {});
+}
+
+CedRuntime::~CedRuntime() = default;
+
+cache::SeqKeys CedRuntime::keys(const std::string& salt) const {
+    cache::SeqKeys k;
+    k.fingerprint_lo = fp_lo_;
+    k.fingerprint_hi = fp_hi_;
+    k.salt = opt_.salt + "\x1f" + salt;
+    return k;
+}
+
+CedRuntime::Seq& CedRuntime::get(SeqId id) {
+    auto it = seqs_.find(id);
+    KVRT_CHECK(it != seqs_.end(), KVRT_ERR_NOT_FOUND, "ced runtime: no sequence " + std::to_string(id));
+    return *it->second;
+}
+const CedRuntime::Seq& CedRuntime::get(SeqId id) const {
+    auto it = seqs_.find(id);
+    KVRT_CHECK(it != seqs_.end(), KVRT_ERR_NOT_FOUND, "ced runtime: no sequence " + std::to_string(id));
+    return *it->second;
+}
+
+CedRuntime::SeqId CedRuntime::create() {
+    auto s = std::make_unique<Seq>();
+    s->fixed.assign(c_.n_sources(), 0);
+    s->tail_kv.assign(c_.n_sources(), {});
+    s->tail_gate.assign(c_.n_sources(), {});
+    SeqId id = next_id_++;
+    seqs_.emplace(id, std::move(s));
+    return id;
+}
+
+void CedRuntime::release(SeqId id) {
+    Seq& s = get(id);
+    if (s.bank) banks_->release(s.bank);
+    if (s.win) windows_->release(s.win);
+    seqs_.erase(id);
+}
+
+CedRuntime::SeqId CedRuntime::fork(SeqId id) {
+    const Seq& s = get(id);
+    auto c = std::make_unique<Seq>(s);
+    c->bank = c->win = 0;
+    if (s.bank) c->bank = banks_->fork(s.bank);
+    try {
+        if (s.win) c->win = windows_->fork(s.win);
+    } catch (...) {
+        if (c->bank) banks_->release(c->bank);
+        throw;
+    }
+    SeqId nid = next_id_++;
+    seqs_.emplace(nid, std::move(c));
+    return nid;
+}
+
+int64_t CedRuntime::length(SeqId id) const { return static_cast<int64_t>(get(id).tokens.size()); }
+
+void CedRuntime::truncate(SeqId id, int64_t p) {
+    Seq& s = get(id);
+    const int64_t len = static_cast<int64_t>(s.tokens.size());
+    KVRT_CHECK(p >= 0 && p <= len, KVRT_ERR_OUT_OF_RANGE,
+               "ced truncate: position " + std::to_string(p) + " is outside [0, " + std::to_string(len) + "]");
+    if (p == len) return;
+    if (p > 0) {
+        for (int32_t i = 0; i < c_.n_sources(); i++) {
+            const int64_t r = c_.source_ratios[i];
+            const int64_t open = (len / r) * r;  // first position of the open group
+            KVRT_CHECK(p % r == 0 || p >= open, KVRT_ERR_INVALID_STATE,
+                       "ced truncate: position " + std::to_string(p) + " cuts a closed group of ratio " +
+                           std::to_string(r) + " whose raw rows are gone; truncate to a multiple of " +
+                           std::to_string(r));
+        }
+        KVRT_CHECK(p > s.dec_start, KVRT_ERR_INVALID_STATE,
+                   "ced truncate: the decoder never ran before position " + std::to_string(s.dec_start) +
+                       " (CED prefill); truncate to a later position or to 0");
+        windows_->truncate(s.win, p);  // throws INVALID_STATE (nothing changed) when the windows lack rows
+    } else if (s.win) {
+        windows_->truncate(s.win, 0);
+    }
+    if (s.bank) banks_->truncate(s.bank, p);
+    const size_t D = c_.entry_dim;
+    for (int32_t i = 0; i < c_.n_sources(); i++) {
+        const int64_t r = c_.source_ratios[i];
+        const int64_t open = (p / r) * r;
+        const int64_t old_open = (len / r) * r;
+        size_t keep = (p % r == 0 || open != old_open) ? 0 : size_t(p - open);
+        s.tail_kv[i].resize(keep * D);
+        s.tail_gate[i].resize(keep * D);
+        s.fixed[i] = std::min<int64_t>(s.fixed[i], p / r);
+    }
+    s.tokens.resize(p);
+    s.dec_next = std::min(s.dec_next, p);
+    if (p == 0) s.dec_start = s.dec_next = s.enc_floor = s.dec_floor = 0;
+}
+
+// ---- prefill ------------------------------------------------------------------
+
+PrefillResult CedRuntime::prefill(SeqId id, const int32_t* tokens, int64_t n, PrefillMode mode, Resume resume) {
+    Seq& s = get(id);
+    KVRT_CHECK(s.tokens.empty(), KVRT_ERR_INVALID_STATE, "ced prefill: the sequence is not empty");
+    KVRT_CHECK(tokens && n >= 1 && n < (int64_t(1) << 31) - 1, KVRT_ERR_INVALID_ARGUMENT,
+               "ced prefill: empty prompt or NULL tokens");
+    for (int64_t i = 0; i < n; i++)
+        KVRT_CHECK(tokens[i] >= 0 && tokens[i] < c_.n_vocab, KVRT_ERR_OUT_OF_RANGE,
+                   "ced prefill: token " + std::to_string(i) + " (" + std::to_string(tokens[i]) +
+                       ") is outside the vocabulary");
+    const std::string mode_salt = mode == PrefillMode::Exact ? kSaltExact : kSaltCed;
+    const cache::SeqKeys bank_keys = keys("ced/bank");
+    const int64_t W = c_.window;
+
+    // ---- how much of the prompt the caches give back
+    int64_t Hb = resume == Resume::Cold ? 0 : banks_->lookup_prefix(bank_keys, tokens, n);
+    int64_t Hw = 0;
+    if (Hb > 0 && resume != Resume::BoundedReplay && resume != Resume::Cold)
+        Hw = windows_->lookup_prefix(keys(mode_salt), tokens, Hb + 1);  // a checkpoint at <= Hb
+    int64_t H = 0;
+    bool exact = false;
+    if (resume == Resume::Checkpoint || (resume == Resume::Auto && Hw == Hb)) {
+        H = Hw;
+        exact = H > 0;
+    } else if (resume != Resume::Cold) {
+        H = Hb;
+    }
+
+    PrefillResult res;
+    // An emptied (truncated to 0) sequence gets fresh cache sequences: the
+    // window salt depends on how this prefill resumes.
+    if (s.bank) banks_->release(s.bank);
+    if (s.win) windows_->release(s.win);
+    s.bank = s.win = 0;
+    s.bank = banks_->create_sequence(bank_keys);
+    std::string win_salt = mode_salt;
+    if (H > 0 && !exact) win_salt = "ced/replayed/" + std::to_string(++replay_salt_counter_);
+    s.win = windows_->create_sequence(keys(win_salt));
+    try {
+        if (H > 0) {
+            int64_t got = banks_->match_prefix(s.bank, tokens, H + 1);
+            KVRT_CHECK(got == H, KVRT_ERR_INTERNAL, "ced prefill: bank hit changed under us");
+            if (exact) {
+                got = windows_->match_prefix(s.win, tokens, H + 1);
+                KVRT_CHECK(got == H, KVRT_ERR_INTERNAL, "ced prefill: checkpoint changed under us");
+            }
+        }
+        s.tokens.assign(tokens, tokens + n);
+        for (int32_t i = 0; i < c_.n_sources(); i++) s.fixed[i] = H / c_.source_ratios[i];
+        int64_t start = H;
+        if (H > 0 && !exact) start = H - std::min(W, H);  // bounded replay
+        s.enc_floor = exact ? 0 : start;
+        s.dec_start = mode == PrefillMode::Exact ? start : std::max<int64_t>(0, n - W);
+        s.dec_floor = mode == PrefillMode::Exact ? s.enc_floor : s.dec_start;
+        s.dec_next = start;
+        res.logits = run(s, start, n);
+        res.hit = H;
+        res.exact_resume = exact;
+        res.replayed = exact ? 0 : H - start;
+        res.computed = n - start;
+        res.decoded = n - std::max(start, s.dec_start);
+    } catch (...) {
+        // Leave the sequence empty, as it was.
+        banks_->release(s.bank);
+        windows_->release(s.win);
+        s.bank = s.win = 0;
+        s.tokens.clear();
+        for (auto& t : s.tail_kv) t.clear();
+        for (auto& t : s.tail_gate) t.clear();
+        throw;
+    }
+    return res;
+}
+
+std::vector<float> CedRuntime::extend(SeqId id, const int32_t* tokens, int64_t n) {
+    Seq& s = get(id);
+    KVRT_CHECK(!s.tokens.empty(), KVRT_ERR_INVALID_STATE, "ced extend: prefill the sequence first");
+    KVRT_CHECK(tokens && n >= 1, KVRT_ERR_INVALID_ARGUMENT, "ced extend: no tokens");
+    for (int64_t i = 0; i < n; i++)
+        KVRT_CHECK(tokens[i] >= 0 && tokens[i] < c_.n_vocab, KVRT_ERR_OUT_OF_RANGE,
+                   "ced extend: token " + std::to_string(tokens[i]) + " is outside the vocabulary");
+    const int64_t a = static_cast<int64_t>(s.tokens.size());
+    s.tokens.insert(s.tokens.end(), tokens, tokens + n);
+    try {
+        return run(s, a, a + n);
+    } catch (...) {
+        // The caches may hold rows past a: cut them (rows before a are untouched).
+        s.tokens.resize(a);
+        if (banks_->seq_info(s.bank).length > a) banks_->truncate(s.bank, a);
+        if (windows_->seq_info(s.win).length > a) windows_->truncate(s.win, a);
+        throw;
+    }
+}
+
+void CedRuntime::ensure_appended(Seq& s, int64_t b) {
+    const int64_t lb = banks_->seq_info(s.bank).length;
+    if (b > lb) banks_->append(s.bank, s.tokens.data() + lb, b - lb);
+    // Window positions are appended in pieces so that a long skipped range
+    // (bounded replay) never holds more than a chunk of rows.
+    for (int64_t x = windows_->seq_info(s.win).length; x < b;) {
+        const int64_t m = std::min<int64_t>(b - x, std::max(opt_.chunk, c_.window));
+        windows_->append(s.win, s.tokens.data() + x, m);
+        x += m;
+    }
+}
+
+std::vector<float> CedRuntime::run(Seq& s, int64_t a, int64_t n) {
+    std::vector<float> logits;
+    for (int64_t x = a; x < n;) {
+        const int64_t b = std::min<int64_t>(n, x + opt_.chunk);
+        ensure_appended(s, b);
+        run_chunk(s, x, b, b == n ? &logits : nullptr);
+        banks_->mark_computed(s.bank, std::max(b, banks_->seq_info(s.bank).computed));
+        windows_->mark_computed(s.win, b);
+        x = b;
+    }
+    return logits;
+}
+
+// ---- one chunk of positions ---------------------------------------------------
+
+void CedRuntime::matmul(const PackedWeight& w, const float* X, int64_t M, float* Y) const {
+    if (opt_.use_ref_kernels) matmul_ref(w, X, M, w.cols(), Y, w.rows());
+    else kvrt::matmul(w, X, M, w.cols(), Y, w.rows());
+}
+
+void CedRuntime::rms_norm(const float* x, const std::vector<float>& w, int64_t rows, int32_t dim, float* out) const {
+    if (opt_.use_ref_kernels) ref::rms_norm(x, w.data(), c_.rms_eps, int32_t(rows), dim, out);
+    else cpu::rms_norm(x, w.data(), c_.rms_eps, int32_t(rows), dim, out);
+}
+
+void CedRuntime::rope(float* x, int64_t n, const int32_t* pos, int32_t heads, int32_t dim, bool inverse) const {
+    RopeParams rp;
+    rp.n_heads = heads;
+    rp.head_dim = dim;
+    rp.rope_dims = c_.rope_dims;
+    rp.theta = c_.rope_theta;
+    rp.mode = RopeMode::Neox;
+    if (opt_.use_ref_kernels) ref::rope(x, int32_t(n), pos, rp, inverse);
+    else cpu::rope(x, int32_t(n), pos, rp, inverse);
+}
+
+void CedRuntime::run_chunk(Seq& s, int64_t a, int64_t b, std::vector<float>* logits) {
+    const int64_t m = b - a;
+    const size_t E = c_.n_embd;
+    std::vector<float> X(size_t(m) * E);
+    for (int64_t t = 0; t < m; t++) w_->tok_embd->dequantize_row(s.tokens[a + t], X.data() + size_t(t) * E);
+    for (int32_t l = 0; l < c_.n_encoder; l++) layer(s, l, a, m, X.data());
+    // The encoder's final hidden state: the decoder's input (kept W back for
+    // CED-prefill resumption) and the decoder source's row projection.
+    windows_->write_rows(s.win, c_.n_layers, a, m, X.data(), nullptr);
+    const int32_t ld = c_.decoder_source();
+    {
+        std::vector<float> Hn(size_t(m) * E);
+        rms_norm(X.data(), w_->layers[ld].attn_norm, m, int32_t(E), Hn.data());
+        build_source_rows(s, ld, a, m, Hn.data());
+    }
+    const int64_t d0 = std::max(s.dec_next, s.dec_start);
+    if (d0 < b) {
+        const int64_t dm = b - d0;
+        std::vector<float> Xd(size_t(dm) * E);
+        if (d0 < a) windows_->read_rows(s.win, c_.n_layers, d0, a - d0, Xd.data(), nullptr);
+        std::memcpy(Xd.data() + size_t(std::max<int64_t>(0, a - d0)) * E,
+                    X.data() + size_t(std::max<int64_t>(0, d0 - a)) * E, size_t(b - std::max(a, d0)) * E * 4);
+        for (int32_t l = c_.n_encoder; l < c_.n_layers; l++) layer(s, l, d0, dm, Xd.data());
+        s.dec_next = b;
+        if (logits) {
+            std::vector<float> h(E);
+            rms_norm(Xd.data() + size_t(dm - 1) * E, w_->output_norm, 1, int32_t(E), h.data());
+            logits->assign(size_t(c_.n_vocab), 0.0f);
+            matmul(*w_->output, h.data(), 1, logits->data());
+        }
+    }
+}
+
+void CedRuntime::build_source_rows(Seq& s, int32_t l, int64_t p0, int64_t n, const float* H) {
+    const CedLayerWeights& L = w_->layers[l];
+    const int32_t si = c_.bank_of[l];
+    const int64_t r = c_.source_ratios[si];
+    const size_t D = c_.entry_dim, Di = c_.idx_dim;
+    // Positions of this chunk whose group is not a cached (fixed) one.
+    const int64_t first = std::max<int64_t>(p0, s.fixed[si] * r);
+    if (first >= p0 + n) return;
+    const int64_t off = first - p0, m = p0 + n - first;
+    std::vector<float> KV(size_t(m) * D);
+    matmul(*L.bank_kv, H + size_t(off) * c_.n_embd, m, KV.data());
+    std::vector<float> latent;  // rows of the groups completed in this chunk
+    int64_t g0 = -1, ng = 0;
+    if (r == 1) {
+        latent.resize(size_t(m) * D);
+        rms_norm(KV.data(), L.bank_norm, m, int32_t(D), latent.data());
+        g0 = first;
+        ng = m;
+    } else {
+        std::vector<float> G(size_t(m) * D);
+        matmul(*L.bank_gate, H + size_t(off) * c_.n_embd, m, G.data());
+        std::vector<float>& tk = s.tail_kv[si];
+        std::vector<float>& tg = s.tail_gate[si];
+        std::vector<float> pooled(D);
+        for (int64_t t = 0; t < m; t++) {
+            const int64_t p = first + t;
+            tk.insert(tk.end(), KV.begin() + t * D, KV.begin() + (t + 1) * D);
+            tg.insert(tg.end(), G.begin() + t * D, G.begin() + (t + 1) * D);
+            if ((p + 1) % r != 0) continue;
+            // Per-channel softmax(score) pooling of the group's r raw rows, in position order.
+            for (size_t d = 0; d < D; d++) {
+                float mx = -std::numeric_limits<float>::infinity();
+                for (int64_t i = 0; i < r; i++) mx = std::max(mx, tg[i * D + d]);
+                float den = 0, num = 0;
+                for (int64_t i = 0; i < r; i++) {
+                    const float e = std::exp(tg[i * D + d] - mx);
+                    den += e;
+                    num += e * tk[i * D + d];
+                }
+                pooled[d] = num / den;
+            }
+            if (g0 < 0) g0 = p / r;
+            latent.insert(latent.end(), pooled.begin(), pooled.end());
+            ng++;
+            tk.clear();
+            tg.clear();
+        }
+        if (ng > 0) rms_norm(latent.data(), L.bank_norm, ng, int32_t(D), latent.data());
+    }
+    if (ng == 0) return;
+    std::vector<float> IK(size_t(ng) * Di);
+    matmul(*L.idx_k, latent.data(), ng, IK.data());
+    rms_norm(IK.data(), L.idx_k_norm, ng, int32_t(Di), IK.data());
+    std::vector<int32_t> pos(ng);
+    for (int64_t i = 0; i < ng; i++) pos[i] = int32_t((g0 + i) * r);
+    rope(IK.data(), ng, pos.data(), 1, int32_t(Di), false);
+    rope(latent.data(), ng, pos.data(), 1, int32_t(D), false);
+    banks_->write_rows(s.bank, bank_layer(si), g0, ng, latent.data(), nullptr);
+    banks_->write_rows(s.bank, idx_layer(si), g0, ng, IK.data(), nullptr);
+}
+
+void CedRuntime::select(Seq& s, int32_t l, int64_t p0, int64_t n, const float* H,
+                        std::vector<std::vector<int32_t>>& sel, std::vector<std::vector<int32_t>>& cand) {
+    const CedLayerWeights& L = w_->layers[l];
+    const int32_t si = c_.bank_of[l];
+    const int64_t r = c_.source_ratios[si];
+    const int32_t Hi = c_.idx_heads, Di = c_.idx_dim;
+    sel.resize(n);
+    cand.resize(n);
+    std::vector<float> IQ(size_t(n) * Hi * Di), IW(size_t(n) * Hi);
+    matmul(*L.idx_q, H, n, IQ.data());
+    matmul(*L.idx_w, H, n, IW.data());
+    std::vector<int32_t> pos(n);
+    for (int64_t t = 0; t < n; t++) pos[t] = int32_t(p0 + t);
+    rope(IQ.data(), n, pos.data(), Hi, Di, false);
+    const PagedKV keys = banks_->paged_view(s.bank, idx_layer(si));
+    std::vector<float> scores, cs;
+    std::vector<int32_t> blocks;
+    for (int64_t t = 0; t < n; t++) {
+        const int32_t nvis = int32_t((p0 + t + 1) / r);
+        IndexerQuery q{IQ.data() + size_t(t) * Hi * Di, IW.data() + size_t(t) * Hi, Hi};
+        std::vector<int32_t>& out = sel[t];
+        if (l > c_.decoder_source()) {
+            const std::vector<int32_t>& rows = cand[t];
+            cs.resize(rows.size());
+            if (opt_.use_ref_kernels) ref::indexer_scores_rows(keys, q, rows.data(), int32_t(rows.size()), cs.data());
+            else cpu::indexer_scores_rows(keys, q, rows.data(), int32_t(rows.size()), cs.data());
+            out.resize(std::min<size_t>(rows.size(), size_t(c_.top_k)));
+            out.resize(topk_rows(cs.data(), rows.data(), int32_t(rows.size()), c_.top_k, out.data()));
+            continue;
+        }
+        scores.resize(nvis);
+        if (opt_.use_ref_kernels) ref::indexer_scores(keys, q, nvis, scores.data());
+        else cpu::indexer_scores(keys, q, nvis, scores.data());
+        if (l == c_.decoder_source()) {
+            blocks.resize(c_.cand_blocks);
+            int32_t nb = block_max_candidates(scores.data(), nvis, c_.cand_block, c_.cand_blocks, blocks.data());
+            std::vector<int32_t>& rows = cand[t];
+            rows.resize(size_t(nb) * c_.cand_block);
+            rows.resize(expand_blocks(blocks.data(), nb, c_.cand_block, nvis, rows.data()));
+            cs.resize(rows.size());
+            for (size_t i = 0; i < rows.size(); i++) cs[i] = scores[rows[i]];
+            out.resize(std::min<size_t>(rows.size(), size_t(c_.top_k)));
+            out.resize(topk_rows(cs.data(), rows.data(), int32_t(rows.size()), c_.top_k, out.data()));
+        } else {
+            out.resize(std::min<size_t>(size_t(nvis), size_t(c_.top_k)));
+            out.resize(topk_rows(scores.data(), nullptr, nvis, c_.top_k, out.data()));
+        }
+    }
+}
+
+void CedRuntime::layer(Seq& s, int32_t l, int64_t p0, int64_t n, float* X) {
+    const CedLayerWeights& L = w_->layers[l];
+    const size_t E = c_.n_embd, D = c_.entry_dim;
+    const int32_t NH = c_.n_heads;
+    const size_t QW = size_t(NH) * D;
+    std::vector<float> H(size_t(n) * E);
+    rms_norm(X, L.attn_norm, n, int32_t(E), H.data());
+    std::vector<int32_t> pos(n);
+    for (int64_t t = 0; t < n; t++) pos[t] = int32_t(p0 + t);
+
+    if (c_.is_source[l] && l != c_.decoder_source()) build_source_rows(s, l, p0, n, H.data());
+
+    // Window rows.
+    {
+        std::vector<float> KV(size_t(n) * D);
+        matmul(*L.wkv, H.data(), n, KV.data());
+        rms_norm(KV.data(), L.kv_norm, n, int32_t(D), KV.data());
+        rope(KV.data(), n, pos.data(), 1, int32_t(D), false);
+        windows_->write_rows(s.win, l, p0, n, KV.data(), nullptr);
+    }
+
+    // Selection: this layer's own (index source) or the last published one.
+    // Kept across the layers of one pass (encoder or decoder) of one chunk.
+    std::vector<std::vector<int32_t>>& sel = pass_sel_;
+    std::vector<std::vector<int32_t>>& cand = pass_cand_;
+    const int32_t si = c_.bank_of[l];
+    if (l == 0 || l == c_.n_encoder) {
+        sel.clear();
+        cand.clear();
+    }
+    if (si >= 0 && c_.is_index[l]) select(s, l, p0, n, H.data(), sel, cand);
+
+    std::vector<float> Q(size_t(n) * QW), O(size_t(n) * QW), lse(size_t(n) * NH);
+    matmul(*L.wq, H.data(), n, Q.data());
+    rope(Q.data(), n, pos.data(), NH, int32_t(D), false);
+    AttnParams ap;
+    ap.n_heads = NH;
+    ap.head_dim = int32_t(D);
+    ap.scale = 1.0f / std::sqrt(float(D));
+    ap.window = c_.window;
+    ap.window_floor = int32_t(l < c_.n_encoder ? s.enc_floor : s.dec_floor);
+    ap.sinks = L.sinks.data();
+    const PagedKV wkv = windows_->paged_view(s.win, l);
+    if (opt_.use_ref_kernels) ref::attention_prefill(wkv, ap, Q.data(), int32_t(n), int32_t(p0), O.data(), lse.data());
+    else cpu::attention_prefill(wkv, ap, Q.data(), int32_t(n), int32_t(p0), O.data(), lse.data());
+    if (si >= 0) {
+        std::vector<float> O2(size_t(n) * QW), lse2(size_t(n) * NH);
+        std::vector<SparseQuery> qs(n);
+        for (int64_t t = 0; t < n; t++) {
+            qs[t].q = Q.data() + size_t(t) * QW;
+            qs[t].rows = sel[t].data();
+            qs[t].n_rows = int32_t(sel[t].size());
+            qs[t].out = O2.data() + size_t(t) * QW;
+            qs[t].lse = lse2.data() + size_t(t) * NH;
+        }
+        AttnParams sp = ap;
+        sp.sinks = nullptr;  // counted once, in the window partial
+        sp.window = 0;
+        sp.window_floor = 0;
+        const PagedKV bank = banks_->paged_view(s.bank, bank_layer(si));
+        if (opt_.use_ref_kernels) ref::attention_sparse(bank, sp, qs.data(), int32_t(n));
+        else cpu::attention_sparse(bank, sp, qs.data(), int32_t(n));
+        for (int64_t t = 0; t < n; t++)
+            merge_attention(O.data() + size_t(t) * QW, lse.data() + size_t(t) * NH, O2.data() + size_t(t) * QW,
+                            lse2.data() + size_t(t) * NH, NH, int32_t(D));
+        last_sel_[l] = sel[n - 1];
+    }
+    rope(O.data(), n, pos.data(), NH, int32_t(D), true);
+    std::vector<float> A(size_t(n) * E);
+    matmul(*L.wo, O.data(), n, A.data());
+    for (size_t i = 0; i < A.size(); i++) X[i] += A[i];
+
+    // SwiGLU FFN.
+    rms_norm(X, L.ffn_norm, n, int32_t(E), H.data());
+    const size_t F = c_.n_ff;
+    std::vector<float> G(size_t(n) * F), U(size_t(n) * F);
+    matmul(*L.ffn_gate, H.data(), n, G.data());
+    matmul(*L.ffn_up, H.data(), n, U.data());
+    for (size_t i = 0; i < G.size(); i++) G[i] = G[i] / (1.0f + std::exp(-G[i])) * U[i];
+    matmul(*L.ffn_down, G.data(), n, A.data());
+    for (size_t i = 0; i < A.size(); i++) X[i] += A[i];
+}
+
+}  // namespace kvrt::ced

@@ -1,0 +1,145 @@
+// CedRuntime: the cached CED forward (CED.md) on kvrt::Cache and the cpu
+// kernels: exact prefill, CED prefill, decode, prefix hits with exact
+// resumption from window checkpoints or bounded replay, fork and truncate.
+//
+// Two caches, one concern each:
+//   bank cache    per source s: its bank (BankSource, ratio r, K = V rows of
+//                 width D; layer 2s) and its indexer keys (IndexerKeys, width
+//                 Di; layer 2s + 1). Cached per block like any KV: the prefix
+//                 cache of a CED model holds no window state.
+//   window cache  every model layer's private window (Window(W), one K = V row
+//                 of width D per position; layer l) and the encoder's final
+//                 hidden state (Window(W), width E; layer L: the decoder's
+//                 input). Its prefix index *is* the window checkpoints: a
+//                 released or live sequence's full computed window blocks stay
+//                 cached, and a hit of H positions on it holds exactly the
+//                 rows a query at H reads, so resumption from it is exact. Its
+//                 sequences carry a salt per prefill mode ("exact", "ced"; in
+//                 CED mode the decoder windows before N - W are never written
+//                 and never read); sequences rebuilt by bounded replay get a
+//                 salt of their own so that their approximate windows never
+//                 serve as a checkpoint.
+// Tail state (the raw rows of each r > 1 source's open group) lives in the
+// runtime's sequence, never in a cache (a block boundary closes every group:
+// block_tokens % r == 0).
+//
+// Determinism: every operation on a position is a function of that position's
+// row and the cached rows it reads (weight matmul, norms, RoPE, attention,
+// indexer and top-k all have this contract), so exact prefill in any chunking
+// equals token-by-token decode bit for bit.
+//
+// Thread safety: one thread at a time per CedRuntime (the caches themselves
+// are internally synchronised).
+#pragma once
+
+#include "cache/cache.hpp"
+#include "model/ced_weights.hpp"
+#include "runtime/ced_reference.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kvrt::ced {
+
+struct CedRuntimeOptions {
+    int32_t block_tokens = 16;                 // a multiple of every bank ratio
+    uint64_t bank_budget_bytes = 256ull << 20;
+    uint64_t window_budget_bytes = 256ull << 20;
+    int32_t chunk = 256;                       // prefill positions per pass
+    bool use_ref_kernels = false;              // ref:: kernels and matmul_ref (slow; for tests)
+    std::string salt;                          // cache salt (tenant)
+};
+
+// How a prefill may use the prefix caches.
+enum class Resume : uint8_t {
+    Auto = 0,           // exact resumption when the checkpoint covers the whole bank hit, else bounded replay
+    Checkpoint = 1,     // exact resumption only (the bank hit is cut to the checkpoint's length)
+    BoundedReplay = 2,  // bank hit + replay of [H - W, H) with window floor H - W
+    Cold = 3,           // no prefix reuse
+};
+
+struct PrefillResult {
+    std::vector<float> logits;  // of the last prompt position
+    int64_t hit = 0;            // prompt positions taken from the bank cache
+    bool exact_resume = false;  // the windows came from a checkpoint
+    int64_t replayed = 0;       // positions replayed (bounded replay)
+    int64_t computed = 0;       // positions run through the encoder
+    int64_t decoded = 0;        // positions run through the decoder
+};
+
+class CedRuntime {
+public:
+    using SeqId = uint64_t;
+
+    CedRuntime(std::shared_ptr<const CedWeights> w, const CedRuntimeOptions& opt, uint64_t fingerprint_lo = 0,
+               uint64_t fingerprint_hi = 0);
+    ~CedRuntime();
+
+    SeqId create();
+    void release(SeqId seq);
+    // A new sequence sharing seq's cached rows (copy-on-write) with a copy of its tail state.
+    SeqId fork(SeqId seq);
+    // Positions >= p are dropped. INVALID_STATE when p cuts an open r > 1 group
+    // whose raw rows are gone (p must be a multiple of the ratios, or inside the
+    // open group) or when the windows no longer hold what a query at p reads.
+    void truncate(SeqId seq, int64_t p);
+
+    // Runs the prompt on an empty sequence; see Resume. tokens[i] in [0, V).
+    PrefillResult prefill(SeqId seq, const int32_t* tokens, int64_t n, PrefillMode mode,
+                          Resume resume = Resume::Auto);
+    // Appends n tokens through every layer (exact); returns the last logits.
+    std::vector<float> extend(SeqId seq, const int32_t* tokens, int64_t n);
+    std::vector<float> decode(SeqId seq, int32_t token) { return extend(seq, &token, 1); }
+
+    int64_t length(SeqId seq) const;
+    const CedConfig& config() const { return c_; }
+    cache::Cache& bank_cache() { return *banks_; }
+    cache::Cache& window_cache() { return *windows_; }
+    // Bank layer / indexer-key layer of source s in the bank cache.
+    static int32_t bank_layer(int32_t s) { return 2 * s; }
+    static int32_t idx_layer(int32_t s) { return 2 * s + 1; }
+    // Rows selected by layer l at the last position processed (tests).
+    const std::vector<int32_t>& last_selection(int32_t l) const { return last_sel_[l]; }
+
+    // Cache layouts of a model (used by inspect too).
+    static cache::CacheConfig bank_layout(const CedConfig& c, int32_t block_tokens, DType dtype);
+    static cache::CacheConfig window_layout(const CedConfig& c, int32_t block_tokens, DType dtype);
+
+private:
+    struct Seq;
+    struct Pass;
+    Seq& get(SeqId id);
+    const Seq& get(SeqId id) const;
+    cache::SeqKeys keys(const std::string& salt) const;
+    // Runs positions [a, n) of s (tokens already in s.tokens): encoder for all,
+    // decoder for positions >= s.dec_start. Returns the logits of n - 1.
+    std::vector<float> run(Seq& s, int64_t a, int64_t n);
+    void run_chunk(Seq& s, int64_t a, int64_t b, std::vector<float>* logits);
+    void layer(Seq& s, int32_t l, int64_t p0, int64_t n, float* X);
+    void build_source_rows(Seq& s, int32_t l, int64_t p0, int64_t n, const float* H);
+    void select(Seq& s, int32_t l, int64_t p0, int64_t n, const float* H, std::vector<std::vector<int32_t>>& sel,
+                std::vector<std::vector<int32_t>>& cand);
+    void matmul(const PackedWeight& w, const float* X, int64_t M, float* Y) const;
+    void rms_norm(const float* x, const std::vector<float>& w, int64_t rows, int32_t dim, float* out) const;
+    void rope(float* x, int64_t n, const int32_t* pos, int32_t heads, int32_t dim, bool inverse) const;
+    void ensure_appended(Seq& s, int64_t b);
+
+    std::shared_ptr<const CedWeights> w_;
+    const CedConfig& c_;
+    CedRuntimeOptions opt_;
+    uint64_t fp_lo_, fp_hi_;
+    std::unique_ptr<cache::Cache> banks_;
+    std::unique_ptr<cache::Cache> windows_;
+    std::unordered_map<SeqId, std::unique_ptr<Seq>> seqs_;
+    SeqId next_id_ = 1;
+    uint64_t replay_salt_counter_ = 0;
+    std::vector<std::vector<int32_t>> last_sel_;
+    // Per-position selections / decoder candidates of the current pass
+    // (encoder or decoder) over one chunk: published by index sources, reused by the others.
+    std::vector<std::vector<int32_t>> pass_sel_, pass_cand_;
+};
+
+}  // namespace kvrt::ced
