@@ -94,7 +94,15 @@ public:
     std::vector<float> extend(SeqId seq, const int32_t* tokens, int64_t n);
     std::vector<float> decode(SeqId seq, int32_t token) { return extend(seq, &token, 1); }
 
+    // Benchmarks only: makes an empty sequence hold n positions of random
+    // tokens whose cached rows (banks, indexer keys, the last W window rows)
+    // are random unit-RMS vectors, as if prefilled, without computing them, so
+    // that decode at 1M positions of context can be timed without a 1M prefill.
+    void fill_random(SeqId seq, int64_t n, uint64_t seed);
+
     int64_t length(SeqId seq) const;
+    // The kernels' view of source s's bank rows of seq (valid until seq changes).
+    PagedKV bank_view(SeqId seq, int32_t source);
     const CedConfig& config() const { return c_; }
     cache::Cache& bank_cache() { return *banks_; }
     cache::Cache& window_cache() { return *windows_; }
