@@ -2,6 +2,7 @@
 // no-cache reference (CedReference), on the tiny preset.
 #include "ced_test_util.hpp"
 #include "runtime/ced_reference.hpp"
+#include "model/ced_memory.hpp"
 #include "runtime/ced_runtime.hpp"
 #include "util/error.hpp"
 
@@ -246,4 +247,43 @@ TEST_CASE("ced runtime: bad input leaves the sequence as it was") {
     CedRuntimeOptions o = opts();
     o.block_tokens = 3;  // not a multiple of the r = 2 bank
     CHECK_THROWS_AS(CedRuntime(m.weights, o), kvrt::Error);
+}
+
+TEST_CASE("ced memory: the caches account exactly the reported bytes per token") {
+    for (const char* name : {"tiny", "base"}) {
+        CedConfig c = preset(name);
+        CedMemory mem = ced_memory(c, 4);
+        cache::CacheConfig bc = CedRuntime::bank_layout(c, 16, DType::F32);
+        cache::CacheConfig wc = CedRuntime::window_layout(c, 16, DType::F32);
+        bc.budget_bytes = wc.budget_bytes = 64u << 20;
+        cache::Cache banks(bc);
+        cache::Cache wins(wc);
+        const cache::CacheStats bs = banks.stats(), ws = wins.stats();
+        CHECK(bs.bytes_per_token == mem.global_bytes_per_token);
+        CHECK(bs.kinds[int(cache::LayerKind::BankSource)].bytes_per_token == mem.main_bytes_per_token);
+        CHECK(bs.kinds[int(cache::LayerKind::IndexerKeys)].bytes_per_token == mem.indexer_bytes_per_token);
+        CHECK(uint64_t(ws.bytes_per_token * c.window) == mem.window_bytes_per_sequence);
+        // The dense reference through the same cache manager.
+        cache::CacheConfig dense;
+        dense.block_tokens = 16;
+        dense.budget_bytes = 64u << 20;
+        for (int32_t l = 0; l < mem.dense_layers; l++) {
+            cache::LayerSpec s;
+            s.kind = cache::LayerKind::Full;
+            s.n_kv_heads = mem.dense_kv_heads;
+            s.head_dim = mem.dense_head_dim;
+            dense.layers.push_back(s);
+        }
+        CHECK(cache::Cache(dense).stats().bytes_per_token == mem.dense_bytes_per_token);
+        CHECK(mem.global_bytes_per_token < mem.dense_bytes_per_token);
+        CHECK(format_memory(c, mem).find("global KV") != std::string::npos);
+    }
+    // A prefilled sequence holds exactly n x bytes per token of banks (n a block multiple).
+    const auto& m = tiny();
+    CedRuntime rt(m.weights, opts());
+    auto s = rt.create();
+    std::vector<int32_t> toks = test::random_tokens(64, 256, 8);
+    rt.prefill(s, toks.data(), 64, PrefillMode::Exact);
+    const CedMemory mem = ced_memory(m.weights->cfg, 4);
+    CHECK(double(rt.bank_cache().stats().bytes_in_use) == 64 * mem.global_bytes_per_token);
 }
