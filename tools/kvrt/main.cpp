@@ -16,6 +16,7 @@ int cmd_version(int, char**) {
 namespace kvrt_cli {
 int cmd_cache_demo(int argc, char** argv);
 int cmd_ced_init(int argc, char** argv);
+int cmd_ced_inspect(int argc, char** argv);
 }
 
 namespace {
@@ -29,6 +30,7 @@ const Command kCommands[] = {
     {"version", kvrt_cli::cmd_version, "print the library version"},
     {"cache-demo", kvrt_cli::cmd_cache_demo, "the cache manager through the C API: prefix reuse, fork, eviction, bytes"},
     {"ced-init", kvrt_cli::cmd_ced_init, "write a CED model of deterministic random weights (--preset tiny|base)"},
+    {"ced-inspect", kvrt_cli::cmd_ced_inspect, "KV bytes per token of a CED model by component vs dense GQA; cache check"},
 };
 
 void usage() {
