@@ -102,12 +102,9 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
 
     const bool quant = is_quantized_weight(w.type());
     const int64_t nb = w.cols() / 32;
-    QuantizedRows q;
-    if (quant) q = scratch().view(M, nb);
 
     MatmulArgs args;
     args.w = &w;
-    args.a = quant ? &q : nullptr;
     args.X = X;
     args.ldx = ldx;
     args.Y = Y;
@@ -115,11 +112,19 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
     args.M = M;
 
     int nt = n_threads > 0 ? n_threads : omp_get_max_threads();
-    const int64_t pairs = (w.panels() + 1) / 2;
+    const int64_t pairs = w.panels() / 2;
     const double work = static_cast<double>(M) * static_cast<double>(w.rows()) * static_cast<double>(w.cols());
     if (work < 65536.0) nt = 1;
     nt = static_cast<int>(std::min<int64_t>(nt, pairs));
     if (nt < 1) nt = 1;
+
+    // Few rows (decode): every thread quantises all of them into its own
+    // scratch (a few KB) and no barrier is needed. Many rows (prefill): the
+    // threads quantise a share each into the caller's scratch, then meet.
+    // Either way the bytes are the same (a function of the row alone).
+    const bool private_quant = quant && (M <= 16 || nt == 1);
+    QuantizedRows shared;
+    if (quant && !private_quant) shared = scratch().view(M, nb);
 
     // Column split: contiguous ranges of panel pairs, so that a thread's
     // 32-column tiles stay whole. The split never changes a result (each
@@ -128,14 +133,20 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
     {
         const int tid = omp_get_thread_num();
         const int nth = omp_get_num_threads();
-        if (quant) {
+        MatmulArgs targs = args;
+        QuantizedRows own;
+        if (private_quant) {
+            own = scratch().view(M, nb);
+            quantize_rows(X, ldx, 0, M, own, isa);
+            targs.a = &own;
+        } else if (quant) {
             const int64_t m0 = M * tid / nth, m1 = M * (tid + 1) / nth;
-            quantize_rows(X, ldx, m0, m1, q, isa);
+            quantize_rows(X, ldx, m0, m1, shared, isa);
+            targs.a = &shared;
 #pragma omp barrier
         }
         const int64_t a = pairs * tid / nth, b = pairs * (tid + 1) / nth;
-        const int64_t p0 = 2 * a, p1 = std::min<int64_t>(2 * b, w.panels());
-        if (p0 < p1) kernel(args, p0, p1);
+        if (a < b) kernel(targs, 2 * a, 2 * b);
     }
 }
 
