@@ -33,8 +33,10 @@
 
 namespace kvrt {
 
-// Instruction-set paths of the CPU kernels. Auto = the best the CPU has.
-enum class KernelIsa : uint8_t { Auto = 0, Scalar = 1, Avx2 = 2, Avx512 = 3 };
+// Instruction-set paths of the CPU kernels, in increasing order. Auto = the
+// best the CPU has. AvxVnni = AVX2 + AVX-VNNI (vpdpbusd on ymm: Intel client
+// CPUs since Alder Lake, which lack AVX-512). Avx512 = AVX-512 F/BW/VL/DQ + VNNI.
+enum class KernelIsa : uint8_t { Auto = 0, Scalar = 1, Avx2 = 2, AvxVnni = 3, Avx512 = 4 };
 
 // The best path this CPU supports (never Auto).
 KernelIsa kernel_isa_detected() noexcept;
@@ -117,7 +119,8 @@ private:
 // Y[m][n] = sum_k X[m][k] * W[n][k] for 0 <= m < M, 0 <= n < w.rows().
 // X rows are ldx floats apart (ldx >= K), Y rows ldy floats apart (ldy >= N).
 // M = 0 is a no-op. n_threads = 0 uses omp_get_max_threads(); isa = Auto uses
-// the best path (forcing one the CPU lacks throws KVRT_ERR_UNSUPPORTED).
+// the best path (forcing one the CPU lacks throws KVRT_ERR_UNSUPPORTED);
+// $KVRT_ISA = scalar | avx2 | avxvnni | avx512 caps what Auto picks.
 // Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) on a null pointer, M < 0 or a
 // stride too small. X and Y must not overlap.
 // Cost: 2*M*N*K operations; W is read once per call (from L1 for every row

@@ -115,6 +115,7 @@ const TensorType kTypes[] = {TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_
 std::vector<KernelIsa> isas() {
     std::vector<KernelIsa> v{KernelIsa::Scalar};
     if (kernel_isa_supported(KernelIsa::Avx2)) v.push_back(KernelIsa::Avx2);
+    if (kernel_isa_supported(KernelIsa::AvxVnni)) v.push_back(KernelIsa::AvxVnni);
     if (kernel_isa_supported(KernelIsa::Avx512)) v.push_back(KernelIsa::Avx512);
     return v;
 }
@@ -199,6 +200,9 @@ TEST_CASE("weight_matmul: activation quantisation is the same bytes on every pat
 }
 
 TEST_CASE("weight_matmul: every ISA path agrees with the ref twin and gives the same bits") {
+    std::string paths;
+    for (KernelIsa isa : isas()) paths += std::string(" ") + kernel_isa_name(isa);
+    MESSAGE("ISA paths tested on this CPU:", paths);
     // Shapes: a panel tail (N % 16 != 0), an odd panel count, K of 1 to 18 blocks, row tails.
     const int64_t shapes[][3] = {{1, 1, 32}, {3, 17, 64}, {5, 45, 96}, {7, 64, 576}, {2, 48, 160}};
     for (TensorType t : kTypes) {

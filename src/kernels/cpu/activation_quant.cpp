@@ -61,7 +61,7 @@ void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const Qu
     using Fn = void (*)(const float*, int64_t, int8_t*, float*, int32_t*, float*);
     Fn fn = quantize_row_scalar;
     if (isa == KernelIsa::Avx512) fn = quantize_row_avx512;
-    else if (isa == KernelIsa::Avx2) fn = quantize_row_avx2;
+    else if (isa == KernelIsa::Avx2 || isa == KernelIsa::AvxVnni) fn = quantize_row_avx2;
     for (int64_t m = m0; m < m1; m++)
         fn(X + m * ldx, nb, out.qs + m * nb * 32, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
 }

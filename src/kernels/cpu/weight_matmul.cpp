@@ -8,6 +8,9 @@
 #include "util/error.hpp"
 
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -32,18 +35,30 @@ bool cpu_has_avx2() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
+// AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4 (GCC 12's __builtin_cpu_supports
+// does not report it on every CPU that has it).
+bool cpu_has_avxvnni() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+    return cpu_has_avx2() && ((a >> 4) & 1u) != 0;
+}
 #else
 bool cpu_has_avx512() { return false; }
 bool cpu_has_avx2() { return false; }
+bool cpu_has_avxvnni() { return false; }
 #endif
 
 // The best path, capped by $KVRT_ISA (scalar | avx2 | avx512) when set.
 KernelIsa detect() {
-    KernelIsa best = cpu_has_avx512() ? KernelIsa::Avx512 : cpu_has_avx2() ? KernelIsa::Avx2 : KernelIsa::Scalar;
+    KernelIsa best = cpu_has_avx512()    ? KernelIsa::Avx512
+                     : cpu_has_avxvnni() ? KernelIsa::AvxVnni
+                     : cpu_has_avx2()    ? KernelIsa::Avx2
+                                         : KernelIsa::Scalar;
     if (const char* e = std::getenv("KVRT_ISA"); e && *e) {
         KernelIsa cap = best;
         if (std::strcmp(e, "scalar") == 0) cap = KernelIsa::Scalar;
         else if (std::strcmp(e, "avx2") == 0) cap = KernelIsa::Avx2;
+        else if (std::strcmp(e, "avxvnni") == 0) cap = KernelIsa::AvxVnni;
         else if (std::strcmp(e, "avx512") == 0) cap = KernelIsa::Avx512;
         if (static_cast<int>(cap) < static_cast<int>(best)) best = cap;
     }
@@ -64,11 +79,14 @@ KernelIsa kernel_isa_detected() noexcept {
 }
 
 bool kernel_isa_supported(KernelIsa isa) noexcept {
+    // Probed once: CPUID traps to the hypervisor in a VM (microseconds per call).
+    static const bool avx2 = cpu_has_avx2(), avxvnni = cpu_has_avxvnni(), avx512 = cpu_has_avx512();
     switch (isa) {
         case KernelIsa::Auto:
         case KernelIsa::Scalar: return true;
-        case KernelIsa::Avx2: return cpu_has_avx2();
-        case KernelIsa::Avx512: return cpu_has_avx512();
+        case KernelIsa::Avx2: return avx2;
+        case KernelIsa::AvxVnni: return avxvnni;
+        case KernelIsa::Avx512: return avx512;
     }
     return false;
 }
@@ -78,6 +96,7 @@ const char* kernel_isa_name(KernelIsa isa) noexcept {
         case KernelIsa::Auto: return "auto";
         case KernelIsa::Scalar: return "scalar";
         case KernelIsa::Avx2: return "avx2";
+        case KernelIsa::AvxVnni: return "avxvnni";
         case KernelIsa::Avx512: return "avx512";
     }
     return "?";
@@ -98,6 +117,7 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
 
     void (*kernel)(const MatmulArgs&, int64_t, int64_t) = matmul_panels_scalar;
     if (isa == KernelIsa::Avx512) kernel = matmul_panels_avx512;
+    else if (isa == KernelIsa::AvxVnni) kernel = matmul_panels_avxvnni;
     else if (isa == KernelIsa::Avx2) kernel = matmul_panels_avx2;
 
     const bool quant = is_quantized_weight(w.type());

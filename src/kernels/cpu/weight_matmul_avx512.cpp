@@ -76,12 +76,15 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         if (t.prefetch)
             for (size_t o = 0; o < 2 * step; o += 64)
                 _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + o), _MM_HINT_T0);
-        __m512i ia[MR][NP];
+        // With few rows the vpdpbusd chains are too few to hide their latency:
+        // split each in two (integer sums: exact, the result is unchanged).
+        constexpr bool kSplit = MR <= 2;
+        __m512i ia[MR][NP], ib[MR][NP];
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512i init = Q41 ? _mm512_setzero_si512() : _mm512_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
             #pragma GCC unroll 8
-            for (int p = 0; p < NP; p++) ia[r][p] = init;
+            for (int p = 0; p < NP; p++) ia[r][p] = init, ib[r][p] = _mm512_setzero_si512();
         }
         #pragma GCC unroll 8
         for (int c = 0; c < 4; c++) {
@@ -100,10 +103,16 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
                     ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wl[p], x0);
-                    ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wh[p], x1);
+                    if (kSplit) ib[r][p] = _mm512_dpbusd_epi32(ib[r][p], wh[p], x1);
+                    else ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wh[p], x1);
                 }
             }
         }
+        if (kSplit)
+            #pragma GCC unroll 8
+            for (int r = 0; r < MR; r++)
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) ia[r][p] = _mm512_add_epi32(ia[r][p], ib[r][p]);
         __m512 dw[NP], mw[NP];
         #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) {
@@ -141,12 +150,13 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
         if (t.prefetch)
             for (size_t o = 0; o < 2 * kQ8_0PanelBlock; o += 64)
                 _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + o), _MM_HINT_T0);
-        __m512i ia[MR][NP];
+        constexpr bool kSplit = MR <= 2;  // as in tile_q4
+        __m512i ia[MR][NP], ib[MR][NP];
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512i init = _mm512_set1_epi32(-128 * a.sum[(t.m0 + r) * nb + b]);
             #pragma GCC unroll 8
-            for (int p = 0; p < NP; p++) ia[r][p] = init;
+            for (int p = 0; p < NP; p++) ia[r][p] = init, ib[r][p] = _mm512_setzero_si512();
         }
         #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
@@ -157,9 +167,17 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
             for (int r = 0; r < MR; r++) {
                 const __m512i x = _mm512_set1_epi32(load_i32(xq[r] + b * 32 + 4 * g));
                 #pragma GCC unroll 8
-                for (int p = 0; p < NP; p++) ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], w[p], x);
+                for (int p = 0; p < NP; p++) {
+                    if (kSplit && (g & 1)) ib[r][p] = _mm512_dpbusd_epi32(ib[r][p], w[p], x);
+                    else ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], w[p], x);
+                }
             }
         }
+        if (kSplit)
+            #pragma GCC unroll 8
+            for (int r = 0; r < MR; r++)
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) ia[r][p] = _mm512_add_epi32(ia[r][p], ib[r][p]);
         __m512 dw[NP];
         #pragma GCC unroll 8
         for (int p = 0; p < NP; p++)

@@ -28,6 +28,7 @@ struct MatmulArgs {
 
 void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1);
+void matmul_panels_avxvnni(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1);
 
 }  // namespace kvrt::kernels

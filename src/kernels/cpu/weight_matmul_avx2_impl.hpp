@@ -1,0 +1,318 @@
+// The AVX2 weight-matmul kernels, compiled twice: by weight_matmul_avx2.cpp
+// (plain AVX2: vpmaddubsw + vpmaddwd) and by weight_matmul_avxvnni.cpp (AVX2 +
+// AVX-VNNI, e.g. Intel client CPUs without AVX-512: vpdpbusd on ymm). The
+// including file sets the target, KVRT_AVX2_VNNI (0/1) and KVRT_AVX2_ENTRY
+// (the function's name), and includes what this needs first.
+//
+// A panel of 16 output columns is two ymm halves. Without VNNI the 4-element
+// integer dot products use vpmaddubsw + vpmaddwd (exact: 4-bit pair sums stay
+// far below 2^15; 8-bit weights use the sign trick, exact unless a weight AND
+// its activation are both -128, which neither ggml's quantiser nor ours
+// produces). Float operations per output element are those of
+// weight_matmul_kernels.hpp, so every path gives the same bits.
+// No include guard: meant to be included once per translation unit.
+
+namespace kvrt::kernels {
+
+namespace {
+
+constexpr int kMaxRows = 2;
+constexpr size_t kPrefetchBytes = 2048;  // as the AVX-512 path
+
+// Prefetches `bytes` of the weight stream kPrefetchBytes ahead of p.
+inline void prefetch_step(const uint8_t* p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
+}
+
+struct Tile {
+    const uint8_t* panel;  // PackedWeight::panel(p)
+    size_t stride;         // PackedWeight::panel_stride()
+    bool prefetch;         // prefetch the pair's stream (first panel of the pair, first row tile)
+    int64_t m0;
+    float* y;
+    int64_t ldy;
+    int ncols;  // valid columns (1..16)
+};
+
+inline int32_t load_i32(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+template <int MR>
+inline void store_tile(const Tile& t, __m256 (&acc)[MR][2]) {
+    if (t.ncols == 16) {
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            _mm256_storeu_ps(t.y + r * t.ldy, acc[r][0]);
+            _mm256_storeu_ps(t.y + r * t.ldy + 8, acc[r][1]);
+        }
+        return;
+    }
+    alignas(32) float tmp[16];
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) {
+        _mm256_store_ps(tmp, acc[r][0]);
+        _mm256_store_ps(tmp + 8, acc[r][1]);
+        std::memcpy(t.y + r * t.ldy, tmp, sizeof(float) * static_cast<size_t>(t.ncols));
+    }
+}
+
+#if !KVRT_AVX2_VNNI
+// sum over 4-byte groups of u8 x s8 -> int32, exact when |pair sums| < 2^15.
+inline __m256i dot4(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+#endif
+
+template <bool Q41, int MR>
+void tile_q4(const Tile& t, const QuantizedRows& a) {
+    constexpr size_t qoff = Q41 ? 64 : 32;
+    const int64_t nb = a.blocks;
+    const __m256i lo = _mm256_set1_epi8(0x0F);
+    __m256 acc[MR][2];
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t* pb = t.panel + b * t.stride;
+        if (t.prefetch) prefetch_step(pb, t.stride);
+#if KVRT_AVX2_VNNI
+        // Two vpdpbusd chains per accumulator (low and high nibbles) to hide their
+        // latency; integer sums, so exact.
+        __m256i ia[MR][2], ib[MR][2];
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
+            ia[r][0] = ia[r][1] = init;
+            ib[r][0] = ib[r][1] = _mm256_setzero_si256();
+        }
+        #pragma GCC unroll 8
+        for (int c = 0; c < 4; c++) {
+            __m256i wl[2], wh[2];
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++) {
+                const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + qoff + c * 64 + 32 * h));
+                wl[h] = _mm256_and_si256(w, lo);
+                wh[h] = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo);
+            }
+            #pragma GCC unroll 8
+            for (int r = 0; r < MR; r++) {
+                const int8_t* xb = a.row_qs(t.m0 + r) + b * 32 + 8 * c;
+                const __m256i x0 = _mm256_set1_epi32(load_i32(xb));
+                const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
+                #pragma GCC unroll 8
+                for (int h = 0; h < 2; h++) {
+                    ia[r][h] = _mm256_dpbusd_avx_epi32(ia[r][h], wl[h], x0);
+                    ib[r][h] = _mm256_dpbusd_avx_epi32(ib[r][h], wh[h], x1);
+                }
+            }
+        }
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++)
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++) ia[r][h] = _mm256_add_epi32(ia[r][h], ib[r][h]);
+#else
+        // Pair sums of vpmaddubsw are at most 2 * 15 * 128 = 3840 in magnitude, so the
+        // block's 8 of them add up exactly in int16 (<= 30720) before one vpmaddwd.
+        __m256i s16[MR][2];
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) s16[r][0] = s16[r][1] = _mm256_setzero_si256();
+        #pragma GCC unroll 8
+        for (int c = 0; c < 4; c++) {
+            __m256i wl[2], wh[2];
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++) {
+                const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + qoff + c * 64 + 32 * h));
+                wl[h] = _mm256_and_si256(w, lo);
+                wh[h] = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo);
+            }
+            #pragma GCC unroll 8
+            for (int r = 0; r < MR; r++) {
+                const int8_t* xb = a.row_qs(t.m0 + r) + b * 32 + 8 * c;
+                const __m256i x0 = _mm256_set1_epi32(load_i32(xb));
+                const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
+                #pragma GCC unroll 8
+                for (int h = 0; h < 2; h++) {
+                    s16[r][h] = _mm256_add_epi16(s16[r][h], _mm256_maddubs_epi16(wl[h], x0));
+                    s16[r][h] = _mm256_add_epi16(s16[r][h], _mm256_maddubs_epi16(wh[h], x1));
+                }
+            }
+        }
+        __m256i ia[MR][2];
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++)
+                ia[r][h] = _mm256_add_epi32(init, _mm256_madd_epi16(s16[r][h], _mm256_set1_epi16(1)));
+        }
+#endif
+        __m256 dw[2], mw[2];
+        #pragma GCC unroll 8
+        for (int h = 0; h < 2; h++) {
+            dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
+            mw[h] = Q41 ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 32 + 16 * h)))
+                        : _mm256_setzero_ps();
+        }
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            const __m256 sa = Q41 ? _mm256_set1_ps(a.s[(t.m0 + r) * nb + b]) : _mm256_setzero_ps();
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++) {
+                acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(ia[r][h]), acc[r][h]);
+                if (Q41) acc[r][h] = _mm256_fmadd_ps(mw[h], sa, acc[r][h]);
+            }
+        }
+    }
+    store_tile<MR>(t, acc);
+}
+
+template <int MR>
+void tile_q8(const Tile& t, const QuantizedRows& a) {
+    const int64_t nb = a.blocks;
+#if !KVRT_AVX2_VNNI
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+#endif
+    __m256 acc[MR][2];
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t* pb = t.panel + b * t.stride;
+        if (t.prefetch) prefetch_step(pb, t.stride);
+        __m256i ia[MR][2];
+#if KVRT_AVX2_VNNI
+        // stored q + 128 (unsigned) x signed activations, minus 128 * sum(activations)
+        __m256i ib[MR][2];
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            ia[r][0] = ia[r][1] = _mm256_set1_epi32(-128 * a.sum[(t.m0 + r) * nb + b]);
+            ib[r][0] = ib[r][1] = _mm256_setzero_si256();
+        }
+        #pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            __m256i w[2];
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++)
+                w[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 32 + g * 64 + 32 * h));
+            #pragma GCC unroll 8
+            for (int r = 0; r < MR; r++) {
+                const __m256i x = _mm256_set1_epi32(load_i32(a.row_qs(t.m0 + r) + b * 32 + 4 * g));
+                #pragma GCC unroll 8
+                for (int h = 0; h < 2; h++) {
+                    if (g & 1) ib[r][h] = _mm256_dpbusd_avx_epi32(ib[r][h], w[h], x);
+                    else ia[r][h] = _mm256_dpbusd_avx_epi32(ia[r][h], w[h], x);
+                }
+            }
+        }
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++)
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++) ia[r][h] = _mm256_add_epi32(ia[r][h], ib[r][h]);
+#else
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) ia[r][0] = ia[r][1] = _mm256_setzero_si256();
+        #pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            __m256i ws[2], wa[2];
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++) {
+                // stored q + 128 -> signed q; |q| as unsigned, its sign moved onto x
+                ws[h] = _mm256_xor_si256(
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 32 + g * 64 + 32 * h)), flip);
+                wa[h] = _mm256_sign_epi8(ws[h], ws[h]);
+            }
+            #pragma GCC unroll 8
+            for (int r = 0; r < MR; r++) {
+                const __m256i x = _mm256_set1_epi32(load_i32(a.row_qs(t.m0 + r) + b * 32 + 4 * g));
+                #pragma GCC unroll 8
+                for (int h = 0; h < 2; h++)
+                    ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wa[h], _mm256_sign_epi8(x, ws[h])));
+            }
+        }
+#endif
+        __m256 dw[2];
+        #pragma GCC unroll 8
+        for (int h = 0; h < 2; h++)
+            dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            #pragma GCC unroll 8
+            for (int h = 0; h < 2; h++)
+                acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(ia[r][h]), acc[r][h]);
+        }
+    }
+    store_tile<MR>(t, acc);
+}
+
+template <TensorType T>
+inline __m256 load_w(const uint8_t* p) {
+    if constexpr (T == TensorType::F32) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+    } else if constexpr (T == TensorType::F16) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    } else {
+        const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+    }
+}
+
+template <TensorType T, int MR>
+void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
+    constexpr size_t step = panel_step_bytes(T);
+    constexpr size_t half = step / 2;
+    __m256 acc[MR][2];
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        if (t.prefetch && (k & 1) == 0) prefetch_step(t.panel + k * t.stride, 2 * t.stride);
+        const __m256 w0 = load_w<T>(t.panel + k * t.stride);
+        const __m256 w1 = load_w<T>(t.panel + k * t.stride + half);
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            const __m256 xv = _mm256_set1_ps(X[(t.m0 + r) * ldx + k]);
+            acc[r][0] = _mm256_fmadd_ps(w0, xv, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(w1, xv, acc[r][1]);
+        }
+    }
+    store_tile<MR>(t, acc);
+}
+
+template <int MR>
+void run_tile(const MatmulArgs& args, const Tile& t) {
+    switch (args.w->type()) {
+        case TensorType::Q4_1: tile_q4<true, MR>(t, *args.a); break;
+        case TensorType::Q4_0: tile_q4<false, MR>(t, *args.a); break;
+        case TensorType::Q8_0: tile_q8<MR>(t, *args.a); break;
+        case TensorType::F32: tile_f<TensorType::F32, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::F16: tile_f<TensorType::F16, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::BF16: tile_f<TensorType::BF16, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        default: break;
+    }
+}
+
+}  // namespace
+
+void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
+    const PackedWeight& w = *args.w;
+    for (int64_t p = p0; p < p1; p++) {
+        Tile t;
+        t.panel = w.panel(p);
+        t.stride = w.panel_stride();
+        t.ldy = args.ldy;
+        t.ncols = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
+        if (t.ncols <= 0) break;  // the zero padding panel
+        for (int64_t m = 0; m < args.M; m += kMaxRows) {
+            t.m0 = m;
+            t.prefetch = m == 0 && p % 2 == 0;
+            t.y = args.Y + m * args.ldy + p * kPanel;
+            if (args.M - m >= 2) run_tile<2>(args, t);
+            else run_tile<1>(args, t);
+        }
+    }
+}
+
+}  // namespace kvrt::kernels
+

@@ -1,0 +1,28 @@
+// AVX2 + AVX-VNNI weight-matmul kernels (vpdpbusd on ymm: Intel client CPUs
+// from Alder Lake on, which lack AVX-512): see
+// weight_matmul_avx2_impl.hpp.
+#include "kernels/cpu/weight_matmul_kernels.hpp"
+#include "kernels/cpu/weight_matmul_layout.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+
+#define KVRT_AVX2_VNNI 1
+#define KVRT_AVX2_ENTRY matmul_panels_avxvnni
+#include "kernels/cpu/weight_matmul_avx2_impl.hpp"
+
+#pragma GCC pop_options
+
+#else  // not x86: never selected (kernel_isa_supported() is false); keeps the link whole.
+
+namespace kvrt::kernels {
+void matmul_panels_avxvnni(const MatmulArgs& args, int64_t p0, int64_t p1) { matmul_panels_scalar(args, p0, p1); }
+}  // namespace kvrt::kernels
+
+#endif
