@@ -1,0 +1,358 @@
+//go:build !kvrt_no_runtime
+
+package kvrt
+
+/*
+#include <stdlib.h>
+#include <kvrt/kvrt.h>
+
+extern int kvrtGoToken(int32_t token, char *text, size_t text_len, void *user_data);
+static int kvrt_go_token(int32_t token, const char *text, size_t text_len, void *user_data) {
+    return kvrtGoToken(token, (char *)text, text_len, user_data);
+}
+static kvrt_token_fn kvrt_go_token_fn(void) { return kvrt_go_token; }
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// ContextOptions are the options of NewContext; zero values take kvrt's defaults.
+type ContextOptions struct {
+	NCtx            uint32 // positions per sequence; 0 = the model's training context
+	NSeqMax         uint32 // sequence ids [0, NSeqMax); 0 = 1
+	NBatch          uint32 // prefill chunk; 0 = 512
+	Threads         int32  // 0 = the OpenMP default
+	BlockTokens     uint32 // 0 = 16
+	CacheBytes      uint64 // 0 = kvrt's default budget
+	NoPrefixCaching bool
+	CacheSalt       string
+	// ShareCacheWith: another context over the same model whose KV cache
+	// (and prefix cache) this one shares.
+	ShareCacheWith *Context
+}
+
+// Context runs a model over a KV cache. kvrt allows one thread at a time per
+// context; the Go handle serialises its calls with a mutex.
+type Context struct {
+	mu sync.Mutex
+	p  *C.kvrt_context
+}
+
+// NewContext creates a context running m.
+func NewContext(m *Model, o ContextOptions) (*Context, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.p == nil {
+		return nil, ErrClosed
+	}
+	var shared *C.kvrt_cache
+	if o.ShareCacheWith != nil {
+		other := o.ShareCacheWith
+		other.mu.Lock()
+		defer other.mu.Unlock()
+		if other.p == nil {
+			return nil, ErrClosed
+		}
+		if err := call(func() C.kvrt_status { return C.kvrt_context_get_cache(&shared, other.p) }); err != nil {
+			return nil, err
+		}
+	}
+	salt := C.CString(o.CacheSalt)
+	defer C.free(unsafe.Pointer(salt))
+	var p *C.kvrt_context
+	err := call(func() C.kvrt_status {
+		var cfg C.kvrt_context_config
+		if st := C.kvrt_context_config_init(&cfg, C.size_t(unsafe.Sizeof(cfg))); st != C.KVRT_OK {
+			return st
+		}
+		cfg.n_ctx = C.uint32_t(o.NCtx)
+		if o.NSeqMax != 0 {
+			cfg.n_seq_max = C.uint32_t(o.NSeqMax)
+		}
+		if o.NBatch != 0 {
+			cfg.n_batch = C.uint32_t(o.NBatch)
+		}
+		cfg.n_threads = C.int32_t(o.Threads)
+		if o.BlockTokens != 0 {
+			cfg.block_tokens = C.uint32_t(o.BlockTokens)
+		}
+		cfg.cache_bytes = C.uint64_t(o.CacheBytes)
+		cfg.cache = shared
+		if o.NoPrefixCaching {
+			cfg.prefix_caching = 0
+		}
+		cfg.cache_salt = salt
+		return C.kvrt_context_create(&p, m.p, &cfg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &Context{p: p}
+	runtime.SetFinalizer(c, (*Context).Close)
+	return c, nil
+}
+
+// Close destroys the context. Idempotent; later calls return ErrClosed.
+func (c *Context) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p != nil {
+		C.kvrt_context_destroy(c.p)
+		c.p = nil
+		runtime.SetFinalizer(c, nil)
+	}
+	return nil
+}
+
+func (c *Context) with(f func(p *C.kvrt_context) C.kvrt_status) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p == nil {
+		return ErrClosed
+	}
+	return call(func() C.kvrt_status { return f(c.p) })
+}
+
+// StopReason says why generation stopped.
+type StopReason int32
+
+const (
+	StopNone        StopReason = C.KVRT_STOP_NONE
+	StopEOG         StopReason = C.KVRT_STOP_EOG
+	StopMaxTokens   StopReason = C.KVRT_STOP_MAX_TOKENS
+	StopString      StopReason = C.KVRT_STOP_STRING
+	StopCallback    StopReason = C.KVRT_STOP_CALLBACK
+	StopContextFull StopReason = C.KVRT_STOP_CONTEXT_FULL
+)
+
+// RequestStats are the statistics of one prefill or generate call.
+type RequestStats struct {
+	PromptTokens, ReusedTokens, ReusedFromCache, ComputedTokens, GeneratedTokens uint64
+	TimeToFirstToken, PrefillSeconds, DecodeSeconds, DecodeTokensPerSecond       float64
+	KVBytes                                                                      uint64
+	StopReason                                                                   StopReason
+}
+
+func statsFrom(s *C.kvrt_request_stats) RequestStats {
+	return RequestStats{uint64(s.prompt_tokens), uint64(s.reused_tokens), uint64(s.reused_from_cache),
+		uint64(s.computed_tokens), uint64(s.generated_tokens), float64(s.time_to_first_token_s),
+		float64(s.prefill_s), float64(s.decode_s), float64(s.decode_tokens_per_s), uint64(s.kv_bytes),
+		StopReason(s.stop_reason)}
+}
+
+// Prefill makes sequence seq hold exactly tokens and computes the last
+// token's logits (reusing its kept prefix and the prefix cache).
+func (c *Context) Prefill(seq int32, tokens []int32) (RequestStats, error) {
+	var s C.kvrt_request_stats
+	err := c.with(func(p *C.kvrt_context) C.kvrt_status {
+		if st := C.kvrt_request_stats_init(&s, C.size_t(unsafe.Sizeof(s))); st != C.KVRT_OK {
+			return st
+		}
+		return C.kvrt_context_prefill(&s, p, C.int32_t(seq), tokensPtr(tokens), C.size_t(len(tokens)))
+	})
+	return statsFrom(&s), err
+}
+
+// Decode appends tokens[i] to sequence seqs[i] and computes their logits.
+func (c *Context) Decode(seqs, tokens []int32) error {
+	if len(seqs) != len(tokens) {
+		return bindingError(ErrInvalidArgument, "decode: %d sequence ids but %d tokens", len(seqs), len(tokens))
+	}
+	return c.with(func(p *C.kvrt_context) C.kvrt_status {
+		return C.kvrt_context_decode(p, tokensPtr(seqs), tokensPtr(tokens), C.size_t(len(seqs)))
+	})
+}
+
+// Logits returns the logits of sequence seq's last computed token.
+func (c *Context) Logits(seq int32) ([]float32, error) {
+	var out []float32
+	err := c.with(func(p *C.kvrt_context) C.kvrt_status {
+		var n C.size_t
+		if st := C.kvrt_context_get_logits(nil, 0, &n, p, C.int32_t(seq)); st != C.KVRT_OK && st != C.KVRT_ERR_BUFFER_TOO_SMALL {
+			return st
+		}
+		out = make([]float32, int(n)+1)
+		st := C.kvrt_context_get_logits((*C.float)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &n, p, C.int32_t(seq))
+		out = out[:n]
+		return st
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SeqLength is the number of tokens sequence seq holds.
+func (c *Context) SeqLength(seq int32) (int, error) {
+	var n C.size_t
+	err := c.with(func(p *C.kvrt_context) C.kvrt_status { return C.kvrt_context_seq_length(&n, p, C.int32_t(seq)) })
+	return int(n), err
+}
+
+// SeqRelease empties sequence seq (its full blocks stay in the prefix cache).
+func (c *Context) SeqRelease(seq int32) error {
+	return c.with(func(p *C.kvrt_context) C.kvrt_status { return C.kvrt_context_seq_release(p, C.int32_t(seq)) })
+}
+
+// CacheStats returns the statistics of the context's KV cache.
+func (c *Context) CacheStats() (CacheStats, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p == nil {
+		return CacheStats{}, ErrClosed
+	}
+	var cache *C.kvrt_cache
+	if err := call(func() C.kvrt_status { return C.kvrt_context_get_cache(&cache, c.p) }); err != nil {
+		return CacheStats{}, err
+	}
+	return statsOf(cache)
+}
+
+// SamplerOptions: Temperature <= 0 is greedy.
+type SamplerOptions struct {
+	Temperature float32
+	TopK        int32
+	TopP        float32 // 0 = 1 (off)
+	MinP        float32
+	Seed        uint64
+}
+
+// Sampler picks tokens from logits (one goroutine at a time; serialised).
+type Sampler struct {
+	mu sync.Mutex
+	p  *C.kvrt_sampler
+}
+
+func NewSampler(o SamplerOptions) (*Sampler, error) {
+	var p *C.kvrt_sampler
+	err := call(func() C.kvrt_status {
+		var cfg C.kvrt_sampler_config
+		if st := C.kvrt_sampler_config_init(&cfg, C.size_t(unsafe.Sizeof(cfg))); st != C.KVRT_OK {
+			return st
+		}
+		cfg.temperature = C.float(o.Temperature)
+		cfg.top_k = C.int32_t(o.TopK)
+		if o.TopP != 0 {
+			cfg.top_p = C.float(o.TopP)
+		}
+		cfg.min_p = C.float(o.MinP)
+		cfg.seed = C.uint64_t(o.Seed)
+		return C.kvrt_sampler_create(&p, &cfg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Sampler{p: p}
+	runtime.SetFinalizer(s, (*Sampler).Close)
+	return s, nil
+}
+
+// Close destroys the sampler. Idempotent.
+func (s *Sampler) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p != nil {
+		C.kvrt_sampler_destroy(s.p)
+		s.p = nil
+		runtime.SetFinalizer(s, nil)
+	}
+	return nil
+}
+
+// Sample picks a token from logits.
+func (s *Sampler) Sample(logits []float32) (int32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil {
+		return 0, ErrClosed
+	}
+	var out C.int32_t
+	var lp *C.float
+	if len(logits) > 0 {
+		lp = (*C.float)(unsafe.Pointer(&logits[0]))
+	}
+	err := call(func() C.kvrt_status { return C.kvrt_sampler_sample(&out, s.p, lp, C.size_t(len(logits))) })
+	return int32(out), err
+}
+
+// GenerateOptions are the options of Generate; zero MaxTokens means 256.
+type GenerateOptions struct {
+	MaxTokens   uint32
+	IgnoreEOG   bool // keep going past end-of-generation tokens
+	StopStrings []string
+	Sampler     *Sampler // nil: greedy
+	// OnToken streams each token and its text; return false to stop.
+	OnToken func(token int32, text string) bool
+}
+
+//export kvrtGoToken
+func kvrtGoToken(token C.int32_t, text *C.char, n C.size_t, userData unsafe.Pointer) C.int {
+	b := boxFrom(userData)
+	f := b.fn.(func(int32, string) bool)
+	s := C.GoStringN(text, C.int(n))
+	return b.run(func() bool { return f(int32(token), s) })
+}
+
+// Generate prefills prompt into sequence seq, then samples and decodes until
+// a stop condition.
+func (c *Context) Generate(seq int32, prompt []int32, o GenerateOptions) (RequestStats, error) {
+	nStops := len(o.StopStrings)
+	stops := (**C.char)(C.malloc(C.size_t(unsafe.Sizeof((*C.char)(nil))) * C.size_t(nStops+1)))
+	defer C.free(unsafe.Pointer(stops))
+	stopArr := unsafe.Slice(stops, nStops+1)
+	for i, s := range o.StopStrings {
+		stopArr[i] = C.CString(s)
+	}
+	defer func() {
+		for i := 0; i < nStops; i++ {
+			C.free(unsafe.Pointer(stopArr[i]))
+		}
+	}()
+	if o.Sampler != nil {
+		o.Sampler.mu.Lock()
+		defer o.Sampler.mu.Unlock()
+		if o.Sampler.p == nil {
+			return RequestStats{}, ErrClosed
+		}
+	}
+	var box *callbackBox
+	if o.OnToken != nil {
+		box = newCallbackBox(o.OnToken)
+	}
+	var s C.kvrt_request_stats
+	err := c.with(func(p *C.kvrt_context) C.kvrt_status {
+		var cfg C.kvrt_generate_config
+		if st := C.kvrt_generate_config_init(&cfg, C.size_t(unsafe.Sizeof(cfg))); st != C.KVRT_OK {
+			return st
+		}
+		if st := C.kvrt_request_stats_init(&s, C.size_t(unsafe.Sizeof(s))); st != C.KVRT_OK {
+			return st
+		}
+		if o.MaxTokens != 0 {
+			cfg.max_tokens = C.uint32_t(o.MaxTokens)
+		}
+		if o.IgnoreEOG {
+			cfg.stop_at_eog = 0
+		}
+		if o.Sampler != nil {
+			cfg.sampler = o.Sampler.p
+		}
+		if nStops > 0 {
+			cfg.stop_strings = stops
+			cfg.n_stop_strings = C.size_t(nStops)
+		}
+		if box != nil {
+			cfg.on_token = C.kvrt_go_token_fn()
+			cfg.user_data = box.userData()
+		}
+		return C.kvrt_context_generate(&s, p, C.int32_t(seq), tokensPtr(prompt), C.size_t(len(prompt)), &cfg)
+	})
+	if box != nil {
+		box.finish() // re-panics here if OnToken panicked
+	}
+	return statsFrom(&s), err
+}

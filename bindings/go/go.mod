@@ -1,0 +1,3 @@
+module kvrt
+
+go 1.19

@@ -1,0 +1,208 @@
+package kvrt
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestVersionMatchesHeaderMacros(t *testing.T) {
+	maj, min, pat := Version()
+	if got := maj<<16 | min<<8 | pat; got != HeaderVersion {
+		t.Fatalf("kvrt_version() = %#x, headers say %#x", got, HeaderVersion)
+	}
+	if VersionString() != strings.Join([]string{itoa(maj), itoa(min), itoa(pat)}, ".") {
+		t.Fatalf("version string %q", VersionString())
+	}
+	if err := CheckVersion(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func itoa(v uint32) string {
+	if v == 0 {
+		return "0"
+	}
+	s := ""
+	for ; v > 0; v /= 10 {
+		s = string(rune('0'+v%10)) + s
+	}
+	return s
+}
+
+func smallCache(t *testing.T) *Cache {
+	t.Helper()
+	l, err := NewLayout(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.AddLayers(FullLayer(2, 8), 2); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCache(l, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCachePrefixSharing(t *testing.T) {
+	c := smallCache(t)
+	defer c.Close()
+	tokens := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	a, err := c.SeqCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SeqAppend(a, tokens); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := c.RowBytes(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]byte, 10*rb)
+	for i := range rows {
+		rows[i] = 9
+	}
+	for layer := int32(0); layer < 2; layer++ {
+		if err := c.WriteRows(a, layer, 0, 10, rows, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.SeqMarkComputed(a, 10); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.SeqCreate()
+	hit, err := c.SeqMatchPrefix(b, tokens)
+	if err != nil || hit != 8 {
+		t.Fatalf("hit %d, %v", hit, err)
+	}
+	k := make([]byte, 8*rb)
+	v := make([]byte, 8*rb)
+	if err := c.ReadRows(b, 1, 0, 8, k, v); err != nil {
+		t.Fatal(err)
+	}
+	if k[0] != 9 || v[len(v)-1] != 9 {
+		t.Fatal("rows read back differ")
+	}
+	salted, _ := c.SeqCreateSalted([]byte("tenant"))
+	if hit, _ := c.SeqMatchPrefix(salted, tokens); hit != 0 {
+		t.Fatalf("a salted sequence shares %d tokens", hit)
+	}
+	st, err := c.Stats()
+	if err != nil || st.Sequences != 3 || st.HitTokens != 8 {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seq.state")
+	if err := c.SeqSave(a, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SeqLoad(path, 1, 2); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("load with another fingerprint: %v", err)
+	}
+}
+
+func TestCacheErrorsCarryStatusAndMessage(t *testing.T) {
+	c := smallCache(t)
+	defer c.Close()
+	err := c.SeqRelease(4242)
+	var ke *Error
+	if !errors.As(err, &ke) || ke.Status != ErrNotFound || ke.Message == "" {
+		t.Fatalf("release of an unknown id: %#v", err)
+	}
+	if !errors.Is(err, ErrNotFound) || !strings.HasPrefix(err.Error(), "KVRT_ERR_NOT_FOUND: ") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := NewLayout(0); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("NewLayout(0): %v", err)
+	}
+	seq, _ := c.SeqCreate()
+	_ = c.SeqAppend(seq, []int32{1, 2})
+	if err := c.WriteRows(seq, 0, 0, 2, make([]byte, 3), make([]byte, 3)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("short rows: %v", err)
+	}
+	if err := c.SeqTruncate(seq, 9); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("truncate past the end: %v", err)
+	}
+}
+
+func TestUseAfterCloseIsRefusedAndDoubleCloseHarmless(t *testing.T) {
+	c := smallCache(t)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SeqCreate(); err != ErrClosed {
+		t.Fatalf("SeqCreate after Close: %v", err)
+	}
+	if _, err := c.Stats(); err != ErrClosed {
+		t.Fatalf("Stats after Close: %v", err)
+	}
+	l, _ := NewLayout(16)
+	l.Close()
+	l.Close()
+	if _, err := l.AddLayers(FullLayer(1, 8), 1); err != ErrClosed {
+		t.Fatalf("AddLayers after Close: %v", err)
+	}
+	if _, err := NewCache(l, 0); err != ErrClosed {
+		t.Fatalf("NewCache from a closed layout: %v", err)
+	}
+}
+
+func TestCacheFromManyGoroutines(t *testing.T) {
+	c := smallCache(t)
+	defer c.Close()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int32) {
+			defer wg.Done()
+			for i := int32(0); i < 50; i++ {
+				s, err := c.SeqCreate()
+				if err == nil {
+					err = c.SeqAppend(s, []int32{g, i})
+				}
+				if err == nil {
+					err = c.SeqRelease(s)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(int32(g))
+	}
+	wg.Wait()
+	if st, _ := c.Stats(); st.Sequences != 0 {
+		t.Fatalf("%d sequences left", st.Sequences)
+	}
+}
+
+func TestCedGenerator(t *testing.T) {
+	n, err := CedParamCount(CedOptions{})
+	if err != nil || n == 0 {
+		t.Fatalf("%d %v", n, err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := CedWriteGGUF(path, CedOptions{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b[:4]) != "GGUF" || uint64(len(b)) < 4*n {
+		t.Fatalf("file of %d bytes for %d params: %v", len(b), n, err)
+	}
+	if _, err := CedParamCount(CedOptions{Preset: "huge"}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("unknown preset: %v", err)
+	}
+	if err := CedWriteGGUF("/nonexistent-dir/x.gguf", CedOptions{}); !errors.Is(err, ErrIO) {
+		t.Fatalf("unwritable path: %v", err)
+	}
+}

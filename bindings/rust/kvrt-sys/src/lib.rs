@@ -1,0 +1,452 @@
+//! Raw declarations of libkvrt's C API, transcribed by hand from
+//! `include/kvrt/{common,cache,model,context,ced}.h` (no bindgen: no crates
+//! can be fetched). Field order and types follow the headers exactly; the
+//! `kvrt` crate's tests compare every struct's size with the C compiler's.
+//! Everything here is `unsafe` to call: read the header comments.
+#![allow(non_camel_case_types)]
+#![no_std]
+
+use core::ffi::{c_char, c_int, c_void};
+
+// ---- common.h ---------------------------------------------------------------
+
+pub const KVRT_VERSION_MAJOR: u32 = 0;
+pub const KVRT_VERSION_MINOR: u32 = 1;
+pub const KVRT_VERSION_PATCH: u32 = 0;
+pub const KVRT_VERSION_NUMBER: u32 =
+    (KVRT_VERSION_MAJOR << 16) | (KVRT_VERSION_MINOR << 8) | KVRT_VERSION_PATCH;
+
+/// `kvrt_status`: 0 is success, errors are negative; values only grow.
+pub type kvrt_status = c_int;
+pub const KVRT_OK: kvrt_status = 0;
+pub const KVRT_ERR_INVALID_ARGUMENT: kvrt_status = -1;
+pub const KVRT_ERR_OUT_OF_MEMORY: kvrt_status = -2;
+pub const KVRT_ERR_CACHE_FULL: kvrt_status = -3;
+pub const KVRT_ERR_NOT_FOUND: kvrt_status = -4;
+pub const KVRT_ERR_OUT_OF_RANGE: kvrt_status = -5;
+pub const KVRT_ERR_BAD_HANDLE: kvrt_status = -6;
+pub const KVRT_ERR_IO: kvrt_status = -7;
+pub const KVRT_ERR_BAD_FORMAT: kvrt_status = -8;
+pub const KVRT_ERR_UNSUPPORTED: kvrt_status = -9;
+pub const KVRT_ERR_BUFFER_TOO_SMALL: kvrt_status = -10;
+pub const KVRT_ERR_INVALID_STATE: kvrt_status = -11;
+pub const KVRT_ERR_OVERFLOW: kvrt_status = -12;
+pub const KVRT_ERR_MISMATCH: kvrt_status = -13;
+pub const KVRT_ERR_CANCELLED: kvrt_status = -14;
+pub const KVRT_ERR_INTERNAL: kvrt_status = -15;
+
+extern "C" {
+    pub fn kvrt_status_string(status: kvrt_status) -> *const c_char;
+    pub fn kvrt_last_error() -> *const c_char;
+    pub fn kvrt_clear_error();
+    pub fn kvrt_version() -> u32;
+    pub fn kvrt_version_string() -> *const c_char;
+}
+
+// ---- cache.h ----------------------------------------------------------------
+
+#[repr(C)]
+pub struct kvrt_cache {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct kvrt_cache_layout {
+    _private: [u8; 0],
+}
+
+pub const KVRT_DTYPE_F32: i32 = 0;
+pub const KVRT_DTYPE_F16: i32 = 1;
+pub const KVRT_DTYPE_BF16: i32 = 2;
+pub const KVRT_DTYPE_I8: i32 = 3;
+pub const KVRT_DTYPE_FP8_E4M3: i32 = 4;
+pub const KVRT_DTYPE_FP4: i32 = 5;
+
+pub const KVRT_LAYER_FULL: i32 = 0;
+pub const KVRT_LAYER_WINDOW: i32 = 1;
+pub const KVRT_LAYER_BANK_SOURCE: i32 = 2;
+pub const KVRT_LAYER_BANK_READER: i32 = 3;
+pub const KVRT_LAYER_INDEXER_KEYS: i32 = 4;
+
+pub const KVRT_CACHE_KIND_SLOTS: usize = 8;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_cache_layer_config {
+    pub struct_size: usize,
+    pub kind: i32,
+    pub n_kv_heads: i32,
+    pub head_dim: i32,
+    pub dtype: i32,
+    pub window: i32,
+    pub ratio: i32,
+    pub source: i32,
+    pub shared_kv: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_cache_config {
+    pub struct_size: usize,
+    pub budget_bytes: u64,
+    pub large_pages: i32,
+    pub reserved0: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_cache_keys {
+    pub struct_size: usize,
+    pub fingerprint_lo: u64,
+    pub fingerprint_hi: u64,
+    pub salt: *const c_void,
+    pub salt_len: usize,
+    pub adapter_id: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_cache_seq_info {
+    pub struct_size: usize,
+    pub length: i64,
+    pub computed: i64,
+    pub n_blocks: i64,
+    pub bytes: u64,
+    pub is_pin: i32,
+    pub reserved0: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_cache_layer_info {
+    pub struct_size: usize,
+    pub kind: i32,
+    pub row_layer: i32,
+    pub ratio: i32,
+    pub rows_per_block: i32,
+    pub n_kv_heads: i32,
+    pub head_dim: i32,
+    pub dtype: i32,
+    pub window: i32,
+    pub row_bytes: u64,
+    pub k_offset: u64,
+    pub v_offset: u64,
+    pub block_bytes: u64,
+    pub separate_v: i32,
+    pub manager: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_cache_kind_stats {
+    pub n_layers: i32,
+    pub reserved0: i32,
+    pub blocks_in_use: u64,
+    pub bytes_in_use: u64,
+    pub blocks_cached: u64,
+    pub bytes_cached: u64,
+    pub bytes_per_token: f64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_cache_stats {
+    pub struct_size: usize,
+    pub budget_bytes: u64,
+    pub bytes_in_use: u64,
+    pub bytes_cached: u64,
+    pub bytes_free: u64,
+    pub blocks_in_use: u64,
+    pub blocks_cached: u64,
+    pub blocks_free: u64,
+    pub block_set_bytes: u64,
+    pub padding_bytes: u64,
+    pub n_sequences: u64,
+    pub n_pins: u64,
+    pub queried_tokens: u64,
+    pub hit_tokens: u64,
+    pub evictions: u64,
+    pub bytes_per_token: f64,
+    pub arena_reserved_bytes: u64,
+    pub dedicated_arena: i32,
+    pub large_pages: i32,
+    pub n_managers: i32,
+    pub block_tokens: i32,
+    pub kinds: [kvrt_cache_kind_stats; KVRT_CACHE_KIND_SLOTS],
+}
+
+extern "C" {
+    pub fn kvrt_cache_layer_config_init(cfg: *mut kvrt_cache_layer_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_cache_layout_create(out: *mut *mut kvrt_cache_layout, block_tokens: i32) -> kvrt_status;
+    pub fn kvrt_cache_layout_destroy(layout: *mut kvrt_cache_layout);
+    pub fn kvrt_cache_layout_add_layers(out_first: *mut i32, layout: *mut kvrt_cache_layout,
+                                        cfg: *const kvrt_cache_layer_config, count: i32) -> kvrt_status;
+    pub fn kvrt_cache_layout_n_layers(out: *mut i32, layout: *const kvrt_cache_layout) -> kvrt_status;
+
+    pub fn kvrt_cache_config_init(cfg: *mut kvrt_cache_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_cache_create(out: *mut *mut kvrt_cache, layout: *const kvrt_cache_layout,
+                             cfg: *const kvrt_cache_config) -> kvrt_status;
+    pub fn kvrt_cache_destroy(cache: *mut kvrt_cache);
+
+    pub fn kvrt_cache_keys_init(keys: *mut kvrt_cache_keys, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_cache_seq_create(out_seq: *mut u64, cache: *mut kvrt_cache, keys: *const kvrt_cache_keys) -> kvrt_status;
+    pub fn kvrt_cache_seq_release(cache: *mut kvrt_cache, seq: u64) -> kvrt_status;
+    pub fn kvrt_cache_seq_fork(out_child: *mut u64, cache: *mut kvrt_cache, parent: u64) -> kvrt_status;
+    pub fn kvrt_cache_seq_truncate(cache: *mut kvrt_cache, seq: u64, pos: i64) -> kvrt_status;
+    pub fn kvrt_cache_seq_append(cache: *mut kvrt_cache, seq: u64, tokens: *const i32, n: usize) -> kvrt_status;
+    pub fn kvrt_cache_seq_mark_computed(cache: *mut kvrt_cache, seq: u64, n_positions: i64) -> kvrt_status;
+    pub fn kvrt_cache_seq_match_prefix(out_hit: *mut i64, cache: *mut kvrt_cache, seq: u64,
+                                       tokens: *const i32, n: usize) -> kvrt_status;
+    pub fn kvrt_cache_seq_info_get(out: *mut kvrt_cache_seq_info, cache: *const kvrt_cache, seq: u64) -> kvrt_status;
+
+    pub fn kvrt_cache_lookup_prefix(out_hit: *mut i64, cache: *const kvrt_cache, keys: *const kvrt_cache_keys,
+                                    tokens: *const i32, n: usize) -> kvrt_status;
+    pub fn kvrt_cache_pin_prefix(out_pin: *mut u64, out_pinned: *mut i64, cache: *mut kvrt_cache,
+                                 keys: *const kvrt_cache_keys, tokens: *const i32, n: usize) -> kvrt_status;
+    pub fn kvrt_cache_unpin(cache: *mut kvrt_cache, pin: u64) -> kvrt_status;
+
+    pub fn kvrt_cache_layer_info_get(out: *mut kvrt_cache_layer_info, cache: *const kvrt_cache, layer: i32) -> kvrt_status;
+    pub fn kvrt_cache_write_rows(cache: *mut kvrt_cache, seq: u64, layer: i32, first_row: i64, n_rows: i64,
+                                 k: *const c_void, v: *const c_void) -> kvrt_status;
+    pub fn kvrt_cache_read_rows(k_dst: *mut c_void, v_dst: *mut c_void, cache: *const kvrt_cache, seq: u64,
+                                layer: i32, first_row: i64, n_rows: i64) -> kvrt_status;
+    pub fn kvrt_cache_block_table(dst: *mut *const c_void, capacity: usize, written: *mut usize,
+                                  cache: *const kvrt_cache, seq: u64, layer: i32) -> kvrt_status;
+
+    pub fn kvrt_cache_save_prefixes(out_blocks: *mut u64, cache: *const kvrt_cache, path: *const c_char,
+                                    fingerprint_lo: u64, fingerprint_hi: u64) -> kvrt_status;
+    pub fn kvrt_cache_load_prefixes(out_blocks: *mut u64, cache: *mut kvrt_cache, path: *const c_char,
+                                    fingerprint_lo: u64, fingerprint_hi: u64) -> kvrt_status;
+    pub fn kvrt_cache_seq_save(cache: *const kvrt_cache, seq: u64, path: *const c_char) -> kvrt_status;
+    pub fn kvrt_cache_seq_load(out_seq: *mut u64, cache: *mut kvrt_cache, path: *const c_char,
+                               fingerprint_lo: u64, fingerprint_hi: u64) -> kvrt_status;
+
+    pub fn kvrt_cache_stats_get(out: *mut kvrt_cache_stats, cache: *const kvrt_cache) -> kvrt_status;
+}
+
+// ---- model.h ------------------------------------------------------------------
+
+#[repr(C)]
+pub struct kvrt_model {
+    _private: [u8; 0],
+}
+
+/// Progress callback: return 0 to continue, non-zero to cancel. Must not unwind.
+pub type kvrt_progress_fn =
+    Option<unsafe extern "C" fn(fraction: f32, stage: *const c_char, user_data: *mut c_void) -> c_int>;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_model_config {
+    pub struct_size: usize,
+    pub progress: kvrt_progress_fn,
+    pub progress_user_data: *mut c_void,
+    pub n_threads: i32,
+    pub reserved0: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_model_info {
+    pub struct_size: usize,
+    pub architecture: *const c_char,
+    pub name: *const c_char,
+    pub n_layers: u32,
+    pub n_vocab: u32,
+    pub n_embd: u32,
+    pub n_ff: u32,
+    pub n_heads: u32,
+    pub n_kv_heads: u32,
+    pub head_dim: u32,
+    pub n_ctx_train: u32,
+    pub sliding_window: u32,
+    pub n_layers_full: u32,
+    pub n_layers_window: u32,
+    pub rope_theta: f32,
+    pub rms_eps: f32,
+    pub bos_token: i32,
+    pub eos_token: i32,
+    pub eot_token: i32,
+    pub n_params: u64,
+    pub weight_bytes: u64,
+    pub kv_bytes_per_token_full: u64,
+    pub kv_bytes_per_token_window: u64,
+    pub kv_bytes_per_token: u64,
+    pub fingerprint: [u8; 16],
+}
+
+pub const KVRT_TOKENIZE_ADD_BOS: u32 = 1;
+pub const KVRT_TOKENIZE_PARSE_SPECIAL: u32 = 2;
+pub const KVRT_DETOKENIZE_SPECIAL: u32 = 1;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_chat_message {
+    pub role: *const c_char,
+    pub content: *const c_char,
+}
+
+extern "C" {
+    pub fn kvrt_model_config_init(cfg: *mut kvrt_model_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_model_load(out: *mut *mut kvrt_model, path: *const c_char, cfg: *const kvrt_model_config) -> kvrt_status;
+    pub fn kvrt_model_destroy(model: *mut kvrt_model);
+    pub fn kvrt_model_info_init(info: *mut kvrt_model_info, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_model_get_info(info: *mut kvrt_model_info, model: *const kvrt_model) -> kvrt_status;
+    pub fn kvrt_model_meta_string(dst: *mut c_char, capacity: usize, written: *mut usize,
+                                  model: *const kvrt_model, key: *const c_char) -> kvrt_status;
+    pub fn kvrt_model_meta_count(out: *mut usize, model: *const kvrt_model) -> kvrt_status;
+    pub fn kvrt_model_meta_key(dst: *mut c_char, capacity: usize, written: *mut usize,
+                               model: *const kvrt_model, index: usize) -> kvrt_status;
+    pub fn kvrt_model_tensor_count(out: *mut usize, model: *const kvrt_model) -> kvrt_status;
+    pub fn kvrt_model_tensor_info(name: *mut c_char, name_capacity: usize, name_written: *mut usize,
+                                  type_name: *mut *const c_char, n_elements: *mut u64, n_bytes: *mut u64,
+                                  model: *const kvrt_model, index: usize) -> kvrt_status;
+    pub fn kvrt_model_tokenize(dst: *mut i32, capacity: usize, written: *mut usize, model: *const kvrt_model,
+                               text: *const c_char, text_len: usize, flags: u32) -> kvrt_status;
+    pub fn kvrt_model_detokenize(dst: *mut c_char, capacity: usize, written: *mut usize, model: *const kvrt_model,
+                                 tokens: *const i32, n_tokens: usize, flags: u32) -> kvrt_status;
+    pub fn kvrt_model_token_is_eog(out: *mut c_int, model: *const kvrt_model, token: i32) -> kvrt_status;
+    pub fn kvrt_model_chat_apply(dst: *mut c_char, capacity: usize, written: *mut usize, model: *const kvrt_model,
+                                 messages: *const kvrt_chat_message, n_messages: usize,
+                                 add_assistant: c_int) -> kvrt_status;
+}
+
+// ---- context.h ----------------------------------------------------------------
+
+#[repr(C)]
+pub struct kvrt_context {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct kvrt_sampler {
+    _private: [u8; 0],
+}
+
+pub const KVRT_KV_F32: i32 = 0;
+pub const KVRT_KV_F16: i32 = 1;
+pub const KVRT_KV_BF16: i32 = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_context_config {
+    pub struct_size: usize,
+    pub n_ctx: u32,
+    pub n_seq_max: u32,
+    pub n_batch: u32,
+    pub n_threads: i32,
+    pub kv_dtype: i32,
+    pub block_tokens: u32,
+    pub cache_bytes: u64,
+    pub cache: *mut kvrt_cache,
+    pub prefix_caching: i32,
+    pub reserved0: i32,
+    pub cache_salt: *const c_char,
+    pub progress: kvrt_progress_fn,
+    pub progress_user_data: *mut c_void,
+}
+
+pub const KVRT_STOP_NONE: i32 = 0;
+pub const KVRT_STOP_EOG: i32 = 1;
+pub const KVRT_STOP_MAX_TOKENS: i32 = 2;
+pub const KVRT_STOP_STRING: i32 = 3;
+pub const KVRT_STOP_CALLBACK: i32 = 4;
+pub const KVRT_STOP_CONTEXT_FULL: i32 = 5;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_request_stats {
+    pub struct_size: usize,
+    pub prompt_tokens: u64,
+    pub reused_tokens: u64,
+    pub reused_from_cache: u64,
+    pub computed_tokens: u64,
+    pub generated_tokens: u64,
+    pub time_to_first_token_s: f64,
+    pub prefill_s: f64,
+    pub decode_s: f64,
+    pub decode_tokens_per_s: f64,
+    pub kv_bytes: u64,
+    pub stop_reason: i32,
+    pub reserved0: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_sampler_config {
+    pub struct_size: usize,
+    pub temperature: f32,
+    pub top_k: i32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub seed: u64,
+}
+
+/// Token callback: return 0 to continue, non-zero to stop. Must not unwind.
+pub type kvrt_token_fn = Option<
+    unsafe extern "C" fn(token: i32, text: *const c_char, text_len: usize, user_data: *mut c_void) -> c_int,
+>;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_generate_config {
+    pub struct_size: usize,
+    pub max_tokens: u32,
+    pub stop_at_eog: i32,
+    pub sampler: *mut kvrt_sampler,
+    pub stop_strings: *const *const c_char,
+    pub n_stop_strings: usize,
+    pub on_token: kvrt_token_fn,
+    pub user_data: *mut c_void,
+}
+
+extern "C" {
+    pub fn kvrt_context_config_init(cfg: *mut kvrt_context_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_context_create(out: *mut *mut kvrt_context, model: *mut kvrt_model,
+                               cfg: *const kvrt_context_config) -> kvrt_status;
+    pub fn kvrt_context_destroy(ctx: *mut kvrt_context);
+    pub fn kvrt_context_get_cache(out: *mut *mut kvrt_cache, ctx: *mut kvrt_context) -> kvrt_status;
+    pub fn kvrt_request_stats_init(stats: *mut kvrt_request_stats, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_context_prefill(stats: *mut kvrt_request_stats, ctx: *mut kvrt_context, seq_id: i32,
+                                tokens: *const i32, n_tokens: usize) -> kvrt_status;
+    pub fn kvrt_context_decode(ctx: *mut kvrt_context, seq_ids: *const i32, tokens: *const i32, n: usize) -> kvrt_status;
+    pub fn kvrt_context_get_logits(dst: *mut f32, capacity: usize, written: *mut usize,
+                                   ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;
+    pub fn kvrt_context_seq_length(out: *mut usize, ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;
+    pub fn kvrt_context_seq_kv_bytes(out: *mut u64, ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;
+    pub fn kvrt_context_seq_release(ctx: *mut kvrt_context, seq_id: i32) -> kvrt_status;
+
+    pub fn kvrt_sampler_config_init(cfg: *mut kvrt_sampler_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_sampler_create(out: *mut *mut kvrt_sampler, cfg: *const kvrt_sampler_config) -> kvrt_status;
+    pub fn kvrt_sampler_destroy(sampler: *mut kvrt_sampler);
+    pub fn kvrt_sampler_sample(out: *mut i32, sampler: *mut kvrt_sampler, logits: *const f32, n_logits: usize) -> kvrt_status;
+
+    pub fn kvrt_generate_config_init(cfg: *mut kvrt_generate_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_context_generate(stats: *mut kvrt_request_stats, ctx: *mut kvrt_context, seq_id: i32,
+                                 prompt: *const i32, n_prompt: usize, cfg: *const kvrt_generate_config) -> kvrt_status;
+}
+
+// ---- ced.h --------------------------------------------------------------------
+
+pub const KVRT_CED_WEIGHTS_F32: i32 = 0;
+pub const KVRT_CED_WEIGHTS_F16: i32 = 1;
+pub const KVRT_CED_WEIGHTS_BF16: i32 = 2;
+pub const KVRT_CED_WEIGHTS_Q8_0: i32 = 3;
+pub const KVRT_CED_WEIGHTS_Q4_0: i32 = 4;
+pub const KVRT_CED_WEIGHTS_Q4_1: i32 = 5;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_ced_init_config {
+    pub struct_size: usize,
+    pub preset: *const c_char,
+    pub seed: u64,
+    pub weight_type: i32,
+    pub window: i32,
+    pub top_k: i32,
+    pub n_vocab: i32,
+}
+
+extern "C" {
+    pub fn kvrt_ced_init_config_init(cfg: *mut kvrt_ced_init_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_ced_param_count(out: *mut u64, cfg: *const kvrt_ced_init_config) -> kvrt_status;
+    pub fn kvrt_ced_write_gguf(path: *const c_char, cfg: *const kvrt_ced_init_config) -> kvrt_status;
+}

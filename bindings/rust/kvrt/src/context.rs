@@ -1,0 +1,377 @@
+//! Running a model (kvrt/context.h): contexts, samplers, generation.
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::marker::PhantomData;
+use std::mem::{size_of, MaybeUninit};
+use std::ptr::{self, NonNull};
+
+use kvrt_sys as sys;
+
+use crate::cache::{stats_of, CacheStats};
+use crate::error::{check, Error, ErrorKind, Result};
+use crate::model::Model;
+use crate::util::{cstring, read_buffer, Callback};
+
+/// Element type of cached K/V rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KvType {
+    F32,
+    #[default]
+    F16,
+    Bf16,
+}
+
+impl KvType {
+    fn raw(self) -> i32 {
+        match self {
+            KvType::F32 => sys::KVRT_KV_F32,
+            KvType::F16 => sys::KVRT_KV_F16,
+            KvType::Bf16 => sys::KVRT_KV_BF16,
+        }
+    }
+}
+
+/// Options of [`Context::new`]; `Default` gives kvrt's defaults.
+#[derive(Clone, Debug)]
+pub struct ContextOptions {
+    /// Positions per sequence; 0 = the model's training context.
+    pub n_ctx: u32,
+    /// Sequence ids are 0..n_seq_max.
+    pub n_seq_max: u32,
+    /// Prefill chunk in tokens.
+    pub n_batch: u32,
+    /// Threads for this context's calls; 0 = the OpenMP default.
+    pub n_threads: i32,
+    pub kv_type: KvType,
+    /// Tokens per cache block.
+    pub block_tokens: u32,
+    /// Cache budget in bytes; 0 = kvrt's default.
+    pub cache_bytes: u64,
+    pub prefix_caching: bool,
+    /// Prefixes are shared only between equal salts.
+    pub cache_salt: String,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions {
+            n_ctx: 0,
+            n_seq_max: 1,
+            n_batch: 512,
+            n_threads: 0,
+            kv_type: KvType::F16,
+            block_tokens: 16,
+            cache_bytes: 0,
+            prefix_caching: true,
+            cache_salt: String::new(),
+        }
+    }
+}
+
+/// Why generation stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    None,
+    EndOfGeneration,
+    MaxTokens,
+    StopString,
+    Callback,
+    ContextFull,
+    Other(i32),
+}
+
+impl StopReason {
+    fn from_raw(r: i32) -> StopReason {
+        match r {
+            sys::KVRT_STOP_NONE => StopReason::None,
+            sys::KVRT_STOP_EOG => StopReason::EndOfGeneration,
+            sys::KVRT_STOP_MAX_TOKENS => StopReason::MaxTokens,
+            sys::KVRT_STOP_STRING => StopReason::StopString,
+            sys::KVRT_STOP_CALLBACK => StopReason::Callback,
+            sys::KVRT_STOP_CONTEXT_FULL => StopReason::ContextFull,
+            other => StopReason::Other(other),
+        }
+    }
+}
+
+/// Statistics of one prefill or generate call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RequestStats {
+    pub prompt_tokens: u64,
+    /// Prompt positions whose K/V were reused (kept + prefix cache).
+    pub reused_tokens: u64,
+    /// ... of which came from the shared prefix cache.
+    pub reused_from_cache: u64,
+    /// Prompt positions computed by this call.
+    pub computed_tokens: u64,
+    pub generated_tokens: u64,
+    pub time_to_first_token_s: f64,
+    pub prefill_s: f64,
+    pub decode_s: f64,
+    pub decode_tokens_per_s: f64,
+    pub kv_bytes: u64,
+    pub stop_reason: StopReason,
+}
+
+fn new_stats() -> Result<sys::kvrt_request_stats> {
+    let mut s = sys::kvrt_request_stats::default();
+    check(unsafe { sys::kvrt_request_stats_init(&mut s, size_of::<sys::kvrt_request_stats>()) })?;
+    Ok(s)
+}
+
+impl From<sys::kvrt_request_stats> for RequestStats {
+    fn from(s: sys::kvrt_request_stats) -> Self {
+        RequestStats {
+            prompt_tokens: s.prompt_tokens,
+            reused_tokens: s.reused_tokens,
+            reused_from_cache: s.reused_from_cache,
+            computed_tokens: s.computed_tokens,
+            generated_tokens: s.generated_tokens,
+            time_to_first_token_s: s.time_to_first_token_s,
+            prefill_s: s.prefill_s,
+            decode_s: s.decode_s,
+            decode_tokens_per_s: s.decode_tokens_per_s,
+            kv_bytes: s.kv_bytes,
+            stop_reason: StopReason::from_raw(s.stop_reason),
+        }
+    }
+}
+
+/// A context running a model over a KV cache. One thread at a time
+/// (kvrt/context.h): `Send` but not `Sync`, and every call that changes it
+/// takes `&mut self`. It borrows the [`Model`] for `'m`.
+pub struct Context<'m> {
+    raw: NonNull<sys::kvrt_context>,
+    _model: PhantomData<&'m Model>,
+}
+
+// SAFETY: a context may move between threads; it is never used from two at
+// once because it is !Sync and its mutating calls take &mut self.
+unsafe impl Send for Context<'_> {}
+
+impl<'m> Context<'m> {
+    /// Creates a context with its own cache.
+    pub fn new(model: &'m Model, options: &ContextOptions) -> Result<Context<'m>> {
+        Self::create(model, options, ptr::null_mut())
+    }
+
+    /// Creates a context sharing `other`'s KV cache (and so its prefix cache).
+    pub fn new_sharing_cache(model: &'m Model, options: &ContextOptions, other: &Context<'_>) -> Result<Context<'m>> {
+        let mut cache: *mut sys::kvrt_cache = ptr::null_mut();
+        check(unsafe { sys::kvrt_context_get_cache(&mut cache, other.raw.as_ptr()) })?;
+        Self::create(model, options, cache)
+    }
+
+    fn create(model: &'m Model, o: &ContextOptions, cache: *mut sys::kvrt_cache) -> Result<Context<'m>> {
+        let salt: CString = cstring("cache salt", &o.cache_salt)?;
+        let mut cfg = MaybeUninit::<sys::kvrt_context_config>::zeroed();
+        check(unsafe { sys::kvrt_context_config_init(cfg.as_mut_ptr(), size_of::<sys::kvrt_context_config>()) })?;
+        let mut cfg = unsafe { cfg.assume_init() };
+        cfg.n_ctx = o.n_ctx;
+        cfg.n_seq_max = o.n_seq_max;
+        cfg.n_batch = o.n_batch;
+        cfg.n_threads = o.n_threads;
+        cfg.kv_dtype = o.kv_type.raw();
+        cfg.block_tokens = o.block_tokens;
+        cfg.cache_bytes = o.cache_bytes;
+        cfg.cache = cache;
+        cfg.prefix_caching = o.prefix_caching as i32;
+        cfg.cache_salt = salt.as_ptr(); // copied by kvrt_context_create
+        let mut out: *mut sys::kvrt_context = ptr::null_mut();
+        check(unsafe { sys::kvrt_context_create(&mut out, model.as_ptr(), &cfg) })?;
+        NonNull::new(out)
+            .map(|raw| Context { raw, _model: PhantomData })
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "kvrt_context_create returned KVRT_OK and no context"))
+    }
+
+    /// The raw handle, for calling kvrt-sys directly. Still owned by `self`.
+    pub fn as_ptr(&self) -> *mut sys::kvrt_context {
+        self.raw.as_ptr()
+    }
+
+    /// Makes sequence `seq` hold exactly `tokens` (keeping its common prefix,
+    /// reusing the prefix cache, computing the rest) and computes the last
+    /// token's logits.
+    pub fn prefill(&mut self, seq: i32, tokens: &[i32]) -> Result<RequestStats> {
+        let mut stats = new_stats()?;
+        check(unsafe { sys::kvrt_context_prefill(&mut stats, self.raw.as_ptr(), seq, tokens.as_ptr(), tokens.len()) })?;
+        Ok(stats.into())
+    }
+
+    /// One decode step: appends `tokens[i]` to sequence `seqs[i]`.
+    pub fn decode(&mut self, seqs: &[i32], tokens: &[i32]) -> Result<()> {
+        if seqs.len() != tokens.len() {
+            return Err(Error::new(ErrorKind::InvalidArgument,
+                                  format!("decode: {} sequence ids but {} tokens", seqs.len(), tokens.len())));
+        }
+        check(unsafe { sys::kvrt_context_decode(self.raw.as_ptr(), seqs.as_ptr(), tokens.as_ptr(), seqs.len()) })
+    }
+
+    /// The logits (n_vocab floats) of sequence `seq`'s last computed token.
+    pub fn logits(&self, seq: i32) -> Result<Vec<f32>> {
+        read_buffer::<f32>(|dst, cap, written| unsafe {
+            sys::kvrt_context_get_logits(dst, cap, written, self.raw.as_ptr(), seq)
+        })
+    }
+
+    /// Copies the logits into `dst` (which must hold n_vocab floats); returns n_vocab.
+    pub fn logits_into(&self, seq: i32, dst: &mut [f32]) -> Result<usize> {
+        let mut written = 0usize;
+        check(unsafe { sys::kvrt_context_get_logits(dst.as_mut_ptr(), dst.len(), &mut written, self.raw.as_ptr(), seq) })?;
+        Ok(written)
+    }
+
+    pub fn seq_length(&self, seq: i32) -> Result<usize> {
+        let mut n = 0usize;
+        check(unsafe { sys::kvrt_context_seq_length(&mut n, self.raw.as_ptr(), seq) })?;
+        Ok(n)
+    }
+
+    /// KV bytes sequence `seq` holds (shared prefix blocks included).
+    pub fn seq_kv_bytes(&self, seq: i32) -> Result<u64> {
+        let mut n = 0u64;
+        check(unsafe { sys::kvrt_context_seq_kv_bytes(&mut n, self.raw.as_ptr(), seq) })?;
+        Ok(n)
+    }
+
+    /// Empties sequence `seq` (its full blocks stay in the prefix cache).
+    pub fn seq_release(&mut self, seq: i32) -> Result<()> {
+        check(unsafe { sys::kvrt_context_seq_release(self.raw.as_ptr(), seq) })
+    }
+
+    /// Statistics of the context's KV cache.
+    pub fn cache_stats(&self) -> Result<CacheStats> {
+        let mut cache: *mut sys::kvrt_cache = ptr::null_mut();
+        check(unsafe { sys::kvrt_context_get_cache(&mut cache, self.raw.as_ptr()) })?;
+        stats_of(cache)
+    }
+
+    /// Prefills `prompt`, then samples up to `options.max_tokens` tokens.
+    /// `on_token(token, text)` streams each one; return false to stop. A
+    /// panic inside it stops generation and is resumed once kvrt returned.
+    /// `sampler`: None = greedy.
+    pub fn generate(
+        &mut self,
+        seq: i32,
+        prompt: &[i32],
+        options: &GenerateOptions,
+        sampler: Option<&mut Sampler>,
+        on_token: Option<&mut dyn FnMut(i32, &str) -> bool>,
+    ) -> Result<RequestStats> {
+        let stops = options
+            .stop_strings
+            .iter()
+            .map(|s| cstring("stop string", s))
+            .collect::<Result<Vec<_>>>()?;
+        let stop_ptrs: Vec<*const c_char> = stops.iter().map(|s| s.as_ptr()).collect();
+        let mut cfg = MaybeUninit::<sys::kvrt_generate_config>::zeroed();
+        check(unsafe { sys::kvrt_generate_config_init(cfg.as_mut_ptr(), size_of::<sys::kvrt_generate_config>()) })?;
+        let mut cfg = unsafe { cfg.assume_init() };
+        cfg.max_tokens = options.max_tokens;
+        cfg.stop_at_eog = options.stop_at_eog as i32;
+        cfg.sampler = sampler.map_or(ptr::null_mut(), |s| s.raw.as_ptr());
+        cfg.stop_strings = if stop_ptrs.is_empty() { ptr::null() } else { stop_ptrs.as_ptr() };
+        cfg.n_stop_strings = stop_ptrs.len();
+        let mut stats = new_stats()?;
+        let status = match on_token {
+            Some(f) => {
+                let mut cb: Callback<'_, dyn FnMut(i32, &str) -> bool + '_> = Callback::new(f);
+                cfg.on_token = Some(token_trampoline);
+                cfg.user_data = &mut cb as *mut Callback<'_, _> as *mut c_void;
+                // SAFETY: cb, stops and the sampler outlive the call.
+                let status = unsafe {
+                    sys::kvrt_context_generate(&mut stats, self.raw.as_ptr(), seq, prompt.as_ptr(), prompt.len(), &cfg)
+                };
+                cb.resume();
+                status
+            }
+            None => unsafe {
+                sys::kvrt_context_generate(&mut stats, self.raw.as_ptr(), seq, prompt.as_ptr(), prompt.len(), &cfg)
+            },
+        };
+        check(status)?;
+        Ok(stats.into())
+    }
+}
+
+unsafe extern "C" fn token_trampoline(token: i32, text: *const c_char, len: usize, user_data: *mut c_void) -> c_int {
+    // SAFETY: user_data is the Callback that generate keeps alive for the call.
+    let cb = unsafe { &mut *(user_data as *mut Callback<'_, dyn FnMut(i32, &str) -> bool + '_>) };
+    let bytes = if text.is_null() || len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(text as *const u8, len) } };
+    let text = String::from_utf8_lossy(bytes);
+    cb.call(|f| f(token, &text))
+}
+
+impl Drop for Context<'_> {
+    fn drop(&mut self) {
+        unsafe { sys::kvrt_context_destroy(self.raw.as_ptr()) }
+    }
+}
+
+/// Options of [`Context::generate`].
+#[derive(Clone, Debug)]
+pub struct GenerateOptions {
+    pub max_tokens: u32,
+    /// Stop at EOS / end of turn (the token is not emitted).
+    pub stop_at_eog: bool,
+    /// Stop when the output contains one of these (not emitted).
+    pub stop_strings: Vec<String>,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions { max_tokens: 256, stop_at_eog: true, stop_strings: Vec::new() }
+    }
+}
+
+/// Sampling options; `temperature <= 0` is greedy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SamplerOptions {
+    pub temperature: f32,
+    pub top_k: i32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub seed: u64,
+}
+
+impl Default for SamplerOptions {
+    fn default() -> Self {
+        SamplerOptions { temperature: 0.0, top_k: 0, top_p: 1.0, min_p: 0.0, seed: 0 }
+    }
+}
+
+/// A token sampler. One thread at a time: `Send`, not `Sync`.
+pub struct Sampler {
+    raw: NonNull<sys::kvrt_sampler>,
+}
+
+unsafe impl Send for Sampler {}
+
+impl Sampler {
+    pub fn new(o: &SamplerOptions) -> Result<Sampler> {
+        let mut cfg = sys::kvrt_sampler_config::default();
+        check(unsafe { sys::kvrt_sampler_config_init(&mut cfg, size_of::<sys::kvrt_sampler_config>()) })?;
+        cfg.temperature = o.temperature;
+        cfg.top_k = o.top_k;
+        cfg.top_p = o.top_p;
+        cfg.min_p = o.min_p;
+        cfg.seed = o.seed;
+        let mut out: *mut sys::kvrt_sampler = ptr::null_mut();
+        check(unsafe { sys::kvrt_sampler_create(&mut out, &cfg) })?;
+        NonNull::new(out)
+            .map(|raw| Sampler { raw })
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "kvrt_sampler_create returned KVRT_OK and no sampler"))
+    }
+
+    /// Picks a token from `logits` (advances the PRNG).
+    pub fn sample(&mut self, logits: &[f32]) -> Result<i32> {
+        let mut out = 0i32;
+        check(unsafe { sys::kvrt_sampler_sample(&mut out, self.raw.as_ptr(), logits.as_ptr(), logits.len()) })?;
+        Ok(out)
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        unsafe { sys::kvrt_sampler_destroy(self.raw.as_ptr()) }
+    }
+}
