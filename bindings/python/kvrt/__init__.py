@@ -1,0 +1,41 @@
+"""kvrt: Python binding (ctypes, no compile step) of libkvrt, the embeddable
+KV-cache runtime for CPU inference.
+
+    import kvrt
+    with kvrt.Model("SmolLM2-135M-Instruct.Q4_1.gguf") as model, kvrt.Context(model) as ctx:
+        stats = ctx.prefill(0, model.tokenize("The sky is"))
+        logits = ctx.logits(0)          # array('f') of n_vocab floats
+
+Every handle is a context manager with an idempotent close(); a call after
+close() raises ClosedError; every failure raises KvrtError(status, message)
+with kvrt's own message. The library is found via $KVRT_LIBRARY, pkg-config
+or the dynamic loader (see _capi.py).
+"""
+from . import ced
+from ._capi import VERSION_MAJOR, VERSION_MINOR, VERSION_NUMBER, VERSION_PATCH, lib as _lib
+from .cache import (DTYPE_BF16, DTYPE_F16, DTYPE_F32, LAYER_BANK_READER, LAYER_BANK_SOURCE, LAYER_FULL,
+                    LAYER_INDEXER_KEYS, LAYER_WINDOW, Cache, Layout)
+from .context import (KV_BF16, KV_F16, KV_F32, STOP_CALLBACK, STOP_CONTEXT_FULL, STOP_EOG, STOP_MAX_TOKENS,
+                      STOP_NONE, STOP_STRING, Context, RequestStats, Sampler)
+from .errors import ClosedError, KvrtError, Status
+from .model import Model
+
+__version__ = "%d.%d.%d" % (VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH)
+
+
+def version():
+    """The loaded library's version as (major, minor, patch)."""
+    v = _lib().kvrt_version()
+    return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
+
+
+def version_string():
+    return _lib().kvrt_version_string().decode()
+
+
+def check_version():
+    """Raises KvrtError(MISMATCH) unless the library can serve this binding."""
+    major, minor, _ = version()
+    if major != VERSION_MAJOR or minor < VERSION_MINOR:
+        raise KvrtError(Status.MISMATCH, "libkvrt %s does not match the binding's headers %s"
+                        % (version_string(), __version__))

@@ -1,0 +1,125 @@
+import threading
+
+import pytest
+
+import kvrt
+
+
+@pytest.fixture
+def cache():
+    with kvrt.Layout(4) as layout:
+        assert layout.add_layers(2, 8, count=2) == 0
+        assert layout.n_layers == 2
+        c = kvrt.Cache(layout, budget_bytes=1 << 20)
+    yield c
+    c.close()
+
+
+def test_prefix_sharing_and_rows(cache):
+    tokens = list(range(10))
+    a = cache.seq_create()
+    cache.seq_append(a, tokens)
+    rb = cache.layer_info(0)["row_bytes"]
+    rows = bytes([5]) * (10 * rb)
+    for layer in range(2):
+        cache.write_rows(a, layer, 0, 10, rows, rows)
+    cache.seq_mark_computed(a, 10)
+    assert cache.lookup_prefix(tokens) == 8
+    assert cache.lookup_prefix(tokens, salt=b"other") == 0
+    b = cache.seq_create()
+    assert cache.seq_match_prefix(b, tokens) == 8
+    k, v = bytearray(8 * rb), bytearray(8 * rb)
+    cache.read_rows(b, 1, 0, 8, k, v)
+    assert set(k) == {5} and set(v) == {5}
+    assert cache.seq_info(b) == {"length": 8, "computed": 8, "n_blocks": 2, "bytes": cache.seq_info(b)["bytes"],
+                                 "is_pin": False}
+    st = cache.stats()
+    assert st["n_sequences"] == 2 and st["hit_tokens"] == 8 and st["block_tokens"] == 4
+
+
+def test_errors_carry_status_and_message(cache):
+    with pytest.raises(kvrt.KvrtError) as ei:
+        cache.seq_release(777)
+    assert ei.value.status is kvrt.Status.NOT_FOUND
+    assert ei.value.message and str(ei.value).startswith("KVRT_ERR_NOT_FOUND: ")
+    with pytest.raises(kvrt.KvrtError) as ei:
+        kvrt.Layout(0)
+    assert ei.value.status is kvrt.Status.INVALID_ARGUMENT
+    seq = cache.seq_create()
+    cache.seq_append(seq, [1, 2])
+    with pytest.raises(kvrt.KvrtError) as ei:
+        cache.write_rows(seq, 0, 0, 2, b"abc", b"abc")
+    assert ei.value.status is kvrt.Status.INVALID_ARGUMENT
+    with pytest.raises(kvrt.KvrtError) as ei:
+        cache.seq_truncate(seq, 9)
+    assert ei.value.status is kvrt.Status.OUT_OF_RANGE
+    with pytest.raises(kvrt.KvrtError) as ei:
+        cache.seq_load("/nonexistent/kvrt.state")
+    assert ei.value.status is kvrt.Status.NOT_FOUND
+
+
+def test_use_after_close_is_refused_and_double_close_harmless(cache):
+    cache.close()
+    cache.close()
+    assert cache.closed
+    with pytest.raises(kvrt.ClosedError) as ei:
+        cache.seq_create()
+    assert ei.value.status is kvrt.Status.BAD_HANDLE
+    layout = kvrt.Layout(16)
+    layout.close()
+    with pytest.raises(kvrt.ClosedError):
+        layout.add_layers(1, 8)
+    with pytest.raises(kvrt.ClosedError):
+        kvrt.Cache(layout)
+
+
+def test_state_file_round_trip(cache, tmp_path):
+    seq = cache.seq_create()
+    cache.seq_append(seq, list(range(100, 108)))
+    rb = cache.layer_info(0)["row_bytes"]
+    for layer in range(2):
+        cache.write_rows(seq, layer, 0, 8, bytes(8 * rb), bytes(8 * rb))
+    cache.seq_mark_computed(seq, 8)
+    path = tmp_path / "seq.state"
+    cache.seq_save(seq, path)
+    loaded = cache.seq_load(path)
+    assert cache.seq_info(loaded)["length"] == 8
+    with pytest.raises(kvrt.KvrtError) as ei:
+        cache.seq_load(path, fingerprint=(1, 2))
+    assert ei.value.status is kvrt.Status.MISMATCH
+
+
+def test_cache_from_many_threads(cache):
+    errors = []
+
+    def work(t):
+        try:
+            for i in range(50):
+                s = cache.seq_create()
+                cache.seq_append(s, [t, i])
+                cache.seq_release(s)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert cache.stats()["n_sequences"] == 0
+
+
+def test_ced_generator(tmp_path):
+    n = kvrt.ced.param_count()
+    assert n > 0
+    path = tmp_path / "tiny.gguf"
+    kvrt.ced.write_gguf(path, seed=2)
+    data = path.read_bytes()
+    assert data[:4] == b"GGUF" and len(data) >= 4 * n
+    with pytest.raises(kvrt.KvrtError) as ei:
+        kvrt.ced.param_count(preset="huge")
+    assert ei.value.status is kvrt.Status.INVALID_ARGUMENT and ei.value.message
+    with pytest.raises(kvrt.KvrtError) as ei:
+        kvrt.ced.write_gguf("/nonexistent-dir/x.gguf")
+    assert ei.value.status is kvrt.Status.IO

@@ -1,0 +1,7 @@
+module kvrt-example-prefix-cache
+
+go 1.19
+
+require kvrt v0.1.0
+
+replace kvrt => ../../bindings/go
