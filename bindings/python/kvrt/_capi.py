@@ -125,6 +125,23 @@ class ced_init_config(Structure):
                 ("window", c_int32), ("top_k", c_int32), ("n_vocab", c_int32)]
 
 
+class ced_memory(Structure):
+    _fields_ = [("struct_size", c_size_t), ("n_layers", c_uint32), ("n_sources", c_uint32), ("window", c_uint32),
+                ("elem_bytes", c_uint32), ("main_bytes_per_token", c_double), ("indexer_bytes_per_token", c_double),
+                ("global_bytes_per_token", c_double), ("window_bytes_per_sequence", c_uint64),
+                ("dense_kv_heads", c_uint32), ("dense_head_dim", c_uint32), ("dense_bytes_per_token", c_double)]
+
+
+class ced_session_config(Structure):
+    _fields_ = [("struct_size", c_size_t), ("block_tokens", c_int32), ("chunk", c_int32),
+                ("bank_budget_bytes", c_uint64), ("window_budget_bytes", c_uint64)]
+
+
+class ced_prefill_info(Structure):
+    _fields_ = [("struct_size", c_size_t), ("hit", c_int64), ("exact_resume", c_int32), ("reserved0", c_int32),
+                ("replayed", c_int64), ("computed", c_int64), ("decoded", c_int64)]
+
+
 STRUCTS = {
     "kvrt_cache_layer_config": cache_layer_config, "kvrt_cache_config": cache_config,
     "kvrt_cache_keys": cache_keys, "kvrt_cache_seq_info": cache_seq_info,
@@ -133,6 +150,8 @@ STRUCTS = {
     "kvrt_chat_message": chat_message, "kvrt_context_config": context_config,
     "kvrt_request_stats": request_stats, "kvrt_sampler_config": sampler_config,
     "kvrt_generate_config": generate_config, "kvrt_ced_init_config": ced_init_config,
+    "kvrt_ced_memory": ced_memory, "kvrt_ced_session_config": ced_session_config,
+    "kvrt_ced_prefill_info": ced_prefill_info,
 }
 
 P = c_void_p
@@ -215,6 +234,22 @@ SIGNATURES = {
     "kvrt_ced_init_config_init": (status_t, [POINTER(ced_init_config), c_size_t]),
     "kvrt_ced_param_count": (status_t, [_u64p, POINTER(ced_init_config)]),
     "kvrt_ced_write_gguf": (status_t, [c_char_p, POINTER(ced_init_config)]),
+    "kvrt_ced_model_load": (status_t, [POINTER(P), c_char_p]),
+    "kvrt_ced_model_destroy": (None, [P]),
+    "kvrt_ced_memory_get": (status_t, [POINTER(ced_memory), P]),
+    "kvrt_ced_memory_source": (status_t, [_i32p, _i32p, POINTER(c_double), POINTER(c_double), P, c_uint32]),
+    "kvrt_ced_session_config_init": (status_t, [POINTER(ced_session_config), c_size_t]),
+    "kvrt_ced_session_create": (status_t, [POINTER(P), P, POINTER(ced_session_config)]),
+    "kvrt_ced_session_destroy": (None, [P]),
+    "kvrt_ced_seq_create": (status_t, [_u64p, P]),
+    "kvrt_ced_seq_release": (status_t, [P, c_uint64]),
+    "kvrt_ced_seq_fork": (status_t, [_u64p, P, c_uint64]),
+    "kvrt_ced_seq_truncate": (status_t, [P, c_uint64, c_int64]),
+    "kvrt_ced_seq_length": (status_t, [_i64p, P, c_uint64]),
+    "kvrt_ced_prefill": (status_t, [POINTER(ced_prefill_info), P, c_uint64, _i32p, c_size_t, c_int32, c_int32]),
+    "kvrt_ced_extend": (status_t, [P, c_uint64, _i32p, c_size_t]),
+    "kvrt_ced_logits": (status_t, [c_void_p, c_size_t, _szp, P, c_uint64]),
+    "kvrt_ced_session_bytes": (status_t, [POINTER(c_double), _u64p, _u64p, P]),
 }
 
 

@@ -123,3 +123,39 @@ def test_ced_generator(tmp_path):
     with pytest.raises(kvrt.KvrtError) as ei:
         kvrt.ced.write_gguf("/nonexistent-dir/x.gguf")
     assert ei.value.status is kvrt.Status.IO
+
+
+def test_ced_model_runs_and_reuses_prefixes(tmp_path):
+    path = tmp_path / "tiny.gguf"
+    kvrt.ced.write_gguf(path)
+    with kvrt.ced.CedModel(path) as model, kvrt.ced.CedSession(model) as s:
+        mem = model.memory()
+        assert mem["n_sources"] > 0 and mem["global_bytes_per_token"] > 0
+        assert model.source(0)[1] >= 1
+        with pytest.raises(kvrt.KvrtError) as ei:
+            model.source(mem["n_sources"])
+        assert ei.value.status is kvrt.Status.OUT_OF_RANGE
+        tokens = [(i * 7 + 3) % 50 for i in range(40)]
+        a = s.seq_create()
+        assert s.prefill(a, tokens)["hit"] == 0
+        logits = s.logits(a)
+        assert len(logits) > 0 and all(x == x for x in logits)
+        s.extend(a, [5])
+        assert s.seq_length(a) == 41
+        b = s.seq_create()
+        assert s.prefill(b, tokens)["hit"] > 0
+        assert s.bytes()[0] == mem["global_bytes_per_token"]
+        with pytest.raises(kvrt.KvrtError) as ei:
+            s.prefill(b, tokens)
+        assert ei.value.status is kvrt.Status.INVALID_STATE
+        c = s.seq_create()
+        with pytest.raises(kvrt.KvrtError) as ei:
+            s.prefill(c, [1 << 30], mode=kvrt.ced.PREFILL_CED, resume=kvrt.ced.RESUME_COLD)
+        assert ei.value.status is kvrt.Status.OUT_OF_RANGE
+        assert s.seq_length(c) == 0
+        assert s.seq_length(s.seq_fork(a)) == 41
+    with pytest.raises(kvrt.ClosedError):
+        s.seq_create()
+    with pytest.raises(kvrt.KvrtError) as ei:
+        kvrt.ced.CedModel(tmp_path / "missing.gguf")
+    assert ei.value.status in (kvrt.Status.NOT_FOUND, kvrt.Status.IO)

@@ -450,3 +450,83 @@ extern "C" {
     pub fn kvrt_ced_param_count(out: *mut u64, cfg: *const kvrt_ced_init_config) -> kvrt_status;
     pub fn kvrt_ced_write_gguf(path: *const c_char, cfg: *const kvrt_ced_init_config) -> kvrt_status;
 }
+
+#[repr(C)]
+pub struct kvrt_ced_model {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct kvrt_ced_session {
+    _private: [u8; 0],
+}
+
+pub const KVRT_CED_PREFILL_EXACT: i32 = 0;
+pub const KVRT_CED_PREFILL_CED: i32 = 1;
+pub const KVRT_CED_RESUME_AUTO: i32 = 0;
+pub const KVRT_CED_RESUME_CHECKPOINT: i32 = 1;
+pub const KVRT_CED_RESUME_BOUNDED_REPLAY: i32 = 2;
+pub const KVRT_CED_RESUME_COLD: i32 = 3;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_ced_memory {
+    pub struct_size: usize,
+    pub n_layers: u32,
+    pub n_sources: u32,
+    pub window: u32,
+    pub elem_bytes: u32,
+    pub main_bytes_per_token: f64,
+    pub indexer_bytes_per_token: f64,
+    pub global_bytes_per_token: f64,
+    pub window_bytes_per_sequence: u64,
+    pub dense_kv_heads: u32,
+    pub dense_head_dim: u32,
+    pub dense_bytes_per_token: f64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_ced_session_config {
+    pub struct_size: usize,
+    pub block_tokens: i32,
+    pub chunk: i32,
+    pub bank_budget_bytes: u64,
+    pub window_budget_bytes: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_ced_prefill_info {
+    pub struct_size: usize,
+    pub hit: i64,
+    pub exact_resume: i32,
+    pub reserved0: i32,
+    pub replayed: i64,
+    pub computed: i64,
+    pub decoded: i64,
+}
+
+extern "C" {
+    pub fn kvrt_ced_model_load(out: *mut *mut kvrt_ced_model, path: *const c_char) -> kvrt_status;
+    pub fn kvrt_ced_model_destroy(model: *mut kvrt_ced_model);
+    pub fn kvrt_ced_memory_get(out: *mut kvrt_ced_memory, model: *const kvrt_ced_model) -> kvrt_status;
+    pub fn kvrt_ced_memory_source(layer: *mut i32, ratio: *mut i32, main_bytes_per_token: *mut f64,
+                                  indexer_bytes_per_token: *mut f64, model: *const kvrt_ced_model,
+                                  index: u32) -> kvrt_status;
+    pub fn kvrt_ced_session_config_init(cfg: *mut kvrt_ced_session_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_ced_session_create(out: *mut *mut kvrt_ced_session, model: *const kvrt_ced_model,
+                                   cfg: *const kvrt_ced_session_config) -> kvrt_status;
+    pub fn kvrt_ced_session_destroy(session: *mut kvrt_ced_session);
+    pub fn kvrt_ced_seq_create(out_seq: *mut u64, session: *mut kvrt_ced_session) -> kvrt_status;
+    pub fn kvrt_ced_seq_release(session: *mut kvrt_ced_session, seq: u64) -> kvrt_status;
+    pub fn kvrt_ced_seq_fork(out_seq: *mut u64, session: *mut kvrt_ced_session, seq: u64) -> kvrt_status;
+    pub fn kvrt_ced_seq_truncate(session: *mut kvrt_ced_session, seq: u64, pos: i64) -> kvrt_status;
+    pub fn kvrt_ced_seq_length(out: *mut i64, session: *const kvrt_ced_session, seq: u64) -> kvrt_status;
+    pub fn kvrt_ced_prefill(info: *mut kvrt_ced_prefill_info, session: *mut kvrt_ced_session, seq: u64,
+                            tokens: *const i32, n_tokens: usize, mode: i32, resume: i32) -> kvrt_status;
+    pub fn kvrt_ced_extend(session: *mut kvrt_ced_session, seq: u64, tokens: *const i32, n_tokens: usize) -> kvrt_status;
+    pub fn kvrt_ced_logits(dst: *mut f32, capacity: usize, written: *mut usize, session: *const kvrt_ced_session,
+                           seq: u64) -> kvrt_status;
+    pub fn kvrt_ced_session_bytes(bank_bytes_per_token: *mut f64, bank_bytes_in_use: *mut u64,
+                                  window_bytes_in_use: *mut u64, session: *const kvrt_ced_session) -> kvrt_status;
+}

@@ -46,6 +46,9 @@ fn struct_sizes_match_the_c_compiler() {
         ("kvrt_sampler_config", size_of::<sys::kvrt_sampler_config>()),
         ("kvrt_generate_config", size_of::<sys::kvrt_generate_config>()),
         ("kvrt_ced_init_config", size_of::<sys::kvrt_ced_init_config>()),
+        ("kvrt_ced_memory", size_of::<sys::kvrt_ced_memory>()),
+        ("kvrt_ced_session_config", size_of::<sys::kvrt_ced_session_config>()),
+        ("kvrt_ced_prefill_info", size_of::<sys::kvrt_ced_prefill_info>()),
     ];
     let mut seen = 0;
     for line in text.lines() {
