@@ -265,6 +265,21 @@ TEST_CASE("weight_matmul: a row's output does not depend on M, its neighbours or
     }
 }
 
+TEST_CASE("weight_matmul: few columns and many rows (rows split across threads) keep the bits") {
+    const int64_t N = 20, K = 64, M = 203;  // one panel pair: the rows are cut into chunks
+    for (TensorType t : {TensorType::Q4_1, TensorType::F16}) {
+        CAPTURE(static_cast<int>(t));
+        Weight w = make_weight(t, N, K, 41);
+        auto X = randn(static_cast<size_t>(M * K), 42);
+        std::vector<float> Y1(M * N), Y3(M * N), Yr(M * N);
+        matmul(w.packed, X.data(), M, K, Y1.data(), N, 1);
+        matmul(w.packed, X.data(), M, K, Y3.data(), N, 3);
+        CHECK(same_bits(Y1.data(), Y3.data(), Y1.size()));
+        matmul_ref(w.packed, X.data(), M, K, Yr.data(), N);
+        CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, K, Y3.data(), Yr.data(), N) == 0);
+    }
+}
+
 TEST_CASE("weight_matmul: quantisation error of the chain against f32 math") {
     // Q4_1 weights x Q8 activations vs the same dequantised weights x f32 activations:
     // the only difference is the 8-bit activation quantisation.

@@ -29,6 +29,10 @@ struct QuantizedRows {
     float* s = nullptr;
 
     const int8_t* row_qs(int64_t m) const { return qs + m * blocks * 32; }
+    // The view of rows [m0, rows).
+    QuantizedRows from_row(int64_t m0) const {
+        return QuantizedRows{rows - m0, blocks, qs + m0 * blocks * 32, d + m0 * blocks, sum + m0 * blocks, s + m0 * blocks};
+    }
 };
 
 // Storage for QuantizedRows, grown on demand and reused (64-byte aligned).

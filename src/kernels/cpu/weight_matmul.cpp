@@ -134,9 +134,17 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
     int nt = n_threads > 0 ? n_threads : omp_get_max_threads();
     const int64_t pairs = w.panels() / 2;
     const double work = static_cast<double>(M) * static_cast<double>(w.rows()) * static_cast<double>(w.cols());
-    if (work < 65536.0) nt = 1;
-    nt = static_cast<int>(std::min<int64_t>(nt, pairs));
-    if (nt < 1) nt = 1;
+    if (work < 65536.0 || nt < 1) nt = 1;
+
+    // Work split: tasks are (panel pair, row chunk); rows are cut into chunks
+    // only when there are too few pairs to keep every thread busy (small N,
+    // large M). A thread takes a contiguous range of tasks, pair-major, so its
+    // weights stream once. The split never changes a result: each output
+    // element is computed by one thread with the same operations.
+    int64_t row_chunks = 1;
+    if (pairs < 4 * nt) row_chunks = std::max<int64_t>(1, std::min<int64_t>((4 * nt + pairs - 1) / pairs, M / 16));
+    const int64_t tasks = pairs * row_chunks;
+    nt = static_cast<int>(std::min<int64_t>(nt, tasks));
 
     // Few rows (decode): every thread quantises all of them into its own
     // scratch (a few KB) and no barrier is needed. Many rows (prefill): the
@@ -146,9 +154,6 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
     QuantizedRows shared;
     if (quant && !private_quant) shared = scratch().view(M, nb);
 
-    // Column split: contiguous ranges of panel pairs, so that a thread's
-    // 32-column tiles stay whole. The split never changes a result (each
-    // output element is computed by one thread with the same operations).
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         const int tid = omp_get_thread_num();
@@ -165,8 +170,25 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
             targs.a = &shared;
 #pragma omp barrier
         }
-        const int64_t a = pairs * tid / nth, b = pairs * (tid + 1) / nth;
-        if (a < b) kernel(targs, 2 * a, 2 * b);
+        const int64_t t0 = tasks * tid / nth, t1 = tasks * (tid + 1) / nth;
+        if (row_chunks == 1) {
+            if (t0 < t1) kernel(targs, 2 * t0, 2 * t1);
+        } else {
+            for (int64_t task = t0; task < t1; task++) {
+                const int64_t pair = task / row_chunks, rc = task % row_chunks;
+                const int64_t m0 = M * rc / row_chunks, m1 = M * (rc + 1) / row_chunks;
+                MatmulArgs sub = targs;
+                QuantizedRows rows;
+                if (quant) {
+                    rows = targs.a->from_row(m0);
+                    sub.a = &rows;
+                }
+                sub.X = X + m0 * ldx;
+                sub.Y = Y + m0 * ldy;
+                sub.M = m1 - m0;
+                kernel(sub, 2 * pair, 2 * pair + 2);
+            }
+        }
     }
 }
 
