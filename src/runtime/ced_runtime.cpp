@@ -15,6 +15,7 @@ namespace kvrt::ced {
 
 struct CedRuntime::Seq {
     cache::SeqId bank = 0, win = 0;
+    int64_t bank_len = 0, win_len = 0;  // lengths of the two cache sequences (mirrored: seq_info is O(blocks))
     std::vector<int32_t> tokens;
     int64_t dec_start = 0;  // the decoder runs for positions >= dec_start
     int64_t dec_next = 0;   // first position the decoder has not run yet
@@ -168,6 +169,8 @@ void CedRuntime::truncate(SeqId id, int64_t p) {
         windows_->truncate(s.win, 0);
     }
     if (s.bank) banks_->truncate(s.bank, p);
+    s.bank_len = std::min(s.bank_len, p);
+    s.win_len = std::min(s.win_len, p);
     const size_t D = c_.entry_dim;
     for (int32_t i = 0; i < c_.n_sources(); i++) {
         const int64_t r = c_.source_ratios[i];
@@ -198,6 +201,7 @@ void CedRuntime::fill_random(SeqId id, int64_t n, uint64_t seed) {
     if (!s.bank) s.bank = banks_->create_sequence(keys("ced/bank"));
     if (!s.win) s.win = windows_->create_sequence(keys("ced/bench/" + std::to_string(++replay_salt_counter_)));
     banks_->append(s.bank, s.tokens.data(), n);
+    s.bank_len = n;
     std::vector<float> buf;
     const int64_t piece = 4096;
     for (int32_t si = 0; si < c_.n_sources(); si++) {
@@ -273,6 +277,7 @@ PrefillResult CedRuntime::prefill(SeqId id, const int32_t* tokens, int64_t n, Pr
     if (s.bank) banks_->release(s.bank);
     if (s.win) windows_->release(s.win);
     s.bank = s.win = 0;
+    s.bank_len = s.win_len = 0;
     s.bank = banks_->create_sequence(bank_keys);
     std::string win_salt = mode_salt;
     if (H > 0 && !exact) win_salt = "ced/replayed/" + std::to_string(++replay_salt_counter_);
@@ -281,9 +286,11 @@ PrefillResult CedRuntime::prefill(SeqId id, const int32_t* tokens, int64_t n, Pr
         if (H > 0) {
             int64_t got = banks_->match_prefix(s.bank, tokens, H + 1);
             KVRT_CHECK(got == H, KVRT_ERR_INTERNAL, "ced prefill: bank hit changed under us");
+            s.bank_len = H;
             if (exact) {
                 got = windows_->match_prefix(s.win, tokens, H + 1);
                 KVRT_CHECK(got == H, KVRT_ERR_INTERNAL, "ced prefill: checkpoint changed under us");
+                s.win_len = H;
             }
         }
         s.tokens.assign(tokens, tokens + n);
@@ -305,6 +312,7 @@ PrefillResult CedRuntime::prefill(SeqId id, const int32_t* tokens, int64_t n, Pr
         banks_->release(s.bank);
         windows_->release(s.win);
         s.bank = s.win = 0;
+        s.bank_len = s.win_len = 0;
         s.tokens.clear();
         for (auto& t : s.tail_kv) t.clear();
         for (auto& t : s.tail_gate) t.clear();
@@ -327,21 +335,23 @@ std::vector<float> CedRuntime::extend(SeqId id, const int32_t* tokens, int64_t n
     } catch (...) {
         // The caches may hold rows past a: cut them (rows before a are untouched).
         s.tokens.resize(a);
-        if (banks_->seq_info(s.bank).length > a) banks_->truncate(s.bank, a);
-        if (windows_->seq_info(s.win).length > a) windows_->truncate(s.win, a);
+        if (s.bank_len > a) banks_->truncate(s.bank, a), s.bank_len = a;
+        if (s.win_len > a) windows_->truncate(s.win, a), s.win_len = a;
         throw;
     }
 }
 
 void CedRuntime::ensure_appended(Seq& s, int64_t b) {
-    const int64_t lb = banks_->seq_info(s.bank).length;
-    if (b > lb) banks_->append(s.bank, s.tokens.data() + lb, b - lb);
+    if (b > s.bank_len) {
+        banks_->append(s.bank, s.tokens.data() + s.bank_len, b - s.bank_len);
+        s.bank_len = b;
+    }
     // Window positions are appended in pieces so that a long skipped range
     // (bounded replay) never holds more than a chunk of rows.
-    for (int64_t x = windows_->seq_info(s.win).length; x < b;) {
-        const int64_t m = std::min<int64_t>(b - x, std::max(opt_.chunk, c_.window));
-        windows_->append(s.win, s.tokens.data() + x, m);
-        x += m;
+    while (s.win_len < b) {
+        const int64_t m = std::min<int64_t>(b - s.win_len, std::max(opt_.chunk, c_.window));
+        windows_->append(s.win, s.tokens.data() + s.win_len, m);
+        s.win_len += m;
     }
 }
 
@@ -351,7 +361,7 @@ std::vector<float> CedRuntime::run(Seq& s, int64_t a, int64_t n) {
         const int64_t b = std::min<int64_t>(n, x + opt_.chunk);
         ensure_appended(s, b);
         run_chunk(s, x, b, b == n ? &logits : nullptr);
-        banks_->mark_computed(s.bank, std::max(b, banks_->seq_info(s.bank).computed));
+        banks_->mark_computed(s.bank, b);  // no-op below a bank hit (already computed)
         windows_->mark_computed(s.win, b);
         x = b;
     }
