@@ -91,7 +91,9 @@ typedef enum kvrt_ced_prefill_mode {
 
 /* How a prefill may reuse cached prefixes. */
 typedef enum kvrt_ced_resume {
-    KVRT_CED_RESUME_AUTO = 0,           /* a checkpoint if it covers the whole bank hit, else bounded replay */
+    KVRT_CED_RESUME_AUTO = 0,           /* exact from a checkpoint at Hw when the bank hit Hb - Hw <= W + a
+                                           block (no more work than a replay), else bounded replay at Hb.
+                                           In CED mode checkpoints are used at H <= N - W only. */
     KVRT_CED_RESUME_CHECKPOINT = 1,     /* exact resumption only */
     KVRT_CED_RESUME_BOUNDED_REPLAY = 2, /* bank hit of H, replay [H-W, H) with window floor H-W */
     KVRT_CED_RESUME_COLD = 3            /* no reuse */
@@ -121,7 +123,7 @@ typedef struct kvrt_ced_memory {
     double main_bytes_per_token;         /* all banks' main rows (each / its ratio) */
     double indexer_bytes_per_token;      /* all banks' indexer keys */
     double global_bytes_per_token;       /* main + indexer: the prefix-cacheable KV */
-    uint64_t window_bytes_per_sequence;  /* per-sequence constant: layers x W rows (+ W encoder-output rows) */
+    uint64_t window_bytes_per_sequence;  /* per-sequence constant: layers x W rows of the entry width */
     uint32_t dense_kv_heads;             /* the dense GQA reference: 64-wide heads, n_kv = max(1, E/64/4) */
     uint32_t dense_head_dim;
     double dense_bytes_per_token;        /* 2 x layers x n_kv x 64 x elem_bytes */

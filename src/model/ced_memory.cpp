@@ -18,8 +18,7 @@ CedMemory ced_memory(const CedConfig& c, uint32_t elem_bytes) {
         m.sources.push_back(src);
     }
     m.global_bytes_per_token = m.main_bytes_per_token + m.indexer_bytes_per_token;
-    m.window_bytes_per_sequence =
-        uint64_t(c.window) * (uint64_t(c.n_layers) * c.entry_dim + uint64_t(c.n_embd)) * elem_bytes;
+    m.window_bytes_per_sequence = uint64_t(c.window) * uint64_t(c.n_layers) * c.entry_dim * elem_bytes;
     m.dense_layers = c.n_layers;
     m.dense_head_dim = 64;
     const int32_t nq = std::max(1, c.n_embd / 64);
@@ -41,9 +40,8 @@ std::string format_memory(const CedConfig& c, const CedMemory& m) {
             s.main_bytes_per_token, s.indexer_bytes_per_token);
     add("  global KV (all banks)       %9.2f B/token   (main %.2f + indexer %.2f)\n", m.global_bytes_per_token,
         m.main_bytes_per_token, m.indexer_bytes_per_token);
-    add("  windows: per-sequence constant %llu B (%d layers x %d rows x %d + %d rows x %d encoder output)\n",
-        static_cast<unsigned long long>(m.window_bytes_per_sequence), c.n_layers, c.window, c.entry_dim, c.window,
-        c.n_embd);
+    add("  windows: per-sequence constant %llu B (%d layers x %d rows x %d)\n",
+        static_cast<unsigned long long>(m.window_bytes_per_sequence), c.n_layers, c.window, c.entry_dim);
     add("dense GQA of the same width and depth (%d layers, %d KV heads x %d)\n", m.dense_layers, m.dense_kv_heads,
         m.dense_head_dim);
     add("  full KV                     %9.2f B/token   (CED global KV is %.3fx of it)\n", m.dense_bytes_per_token,

@@ -2,9 +2,7 @@
 // dense GQA model of the same width and depth for comparison.
 //
 //   global KV per token = sum over sources of (main row + indexer row) / r
-//   window per sequence = layers x W rows of D (+ W rows of E: the encoder's
-//                         final hidden state, kept for exact CED-prefill
-//                         resumption), independent of the context length
+//   window per sequence = layers x W rows of D, independent of the context length
 //   dense GQA reference = 2 (K, V) x L x n_kv x 64 per token, with 64-wide
 //                         heads, n_q = E / 64 and n_kv = max(1, n_q / 4)
 // elem_bytes: bytes of one stored element (kvrt's CED caches store f32: 4).

@@ -55,11 +55,11 @@ cache::CacheConfig CedRuntime::bank_layout(const CedConfig& c, int32_t block_tok
 cache::CacheConfig CedRuntime::window_layout(const CedConfig& c, int32_t block_tokens, DType dtype) {
     cache::CacheConfig cc;
     cc.block_tokens = block_tokens;
-    for (int32_t l = 0; l <= c.n_layers; l++) {
+    for (int32_t l = 0; l < c.n_layers; l++) {
         cache::LayerSpec w;
         w.kind = cache::LayerKind::Window;
         w.n_kv_heads = 1;
-        w.head_dim = l < c.n_layers ? c.entry_dim : c.n_embd;  // layer L: the encoder's final hidden state
+        w.head_dim = c.entry_dim;
         w.dtype = dtype;
         w.window = c.window;
         w.shared_kv = true;
@@ -218,8 +218,8 @@ void CedRuntime::fill_random(SeqId id, int64_t n, uint64_t seed) {
     }
     ensure_appended(s, n);
     const int64_t lo = std::max<int64_t>(0, n - c_.window);
-    for (int32_t l = 0; l <= c_.n_layers; l++) {
-        const size_t w = l < c_.n_layers ? c_.entry_dim : c_.n_embd;
+    for (int32_t l = 0; l < c_.n_layers; l++) {
+        const size_t w = c_.entry_dim;
         buf.resize(size_t(n - lo) * w);
         for (auto& v : buf) v = rnd();
         windows_->write_rows(s.win, l, lo, n - lo, buf.data(), nullptr);
@@ -260,11 +260,19 @@ PrefillResult CedRuntime::prefill(SeqId id, const int32_t* tokens, int64_t n, Pr
     // ---- how much of the prompt the caches give back
     int64_t Hb = resume == Resume::Cold ? 0 : banks_->lookup_prefix(bank_keys, tokens, n);
     int64_t Hw = 0;
-    if (Hb > 0 && resume != Resume::BoundedReplay && resume != Resume::Cold)
-        Hw = windows_->lookup_prefix(keys(mode_salt), tokens, Hb + 1);  // a checkpoint at <= Hb
+    if (Hb > 0 && resume != Resume::BoundedReplay && resume != Resume::Cold) {
+        // A checkpoint at <= Hb. In CED mode also <= n - W: the decoder reruns
+        // [n - W, n) and must not write into the checkpoint's (shared) blocks.
+        int64_t cap = Hb;
+        if (mode == PrefillMode::CedPrefill) cap = std::min(cap, std::max<int64_t>(0, n - W));
+        if (cap > 0) Hw = windows_->lookup_prefix(keys(mode_salt), tokens, cap + 1);
+    }
     int64_t H = 0;
     bool exact = false;
-    if (resume == Resume::Checkpoint || (resume == Resume::Auto && Hw == Hb)) {
+    // Auto prefers exactness when it recomputes no more than bounded replay
+    // would (the W replayed positions, plus a block of rounding).
+    if (resume == Resume::Checkpoint ||
+        (resume == Resume::Auto && Hw > 0 && Hb - Hw <= W + opt_.block_tokens)) {
         H = Hw;
         exact = H > 0;
     } else if (resume != Resume::Cold) {
@@ -300,7 +308,7 @@ PrefillResult CedRuntime::prefill(SeqId id, const int32_t* tokens, int64_t n, Pr
         s.enc_floor = exact ? 0 : start;
         s.dec_start = mode == PrefillMode::Exact ? start : std::max<int64_t>(0, n - W);
         s.dec_floor = mode == PrefillMode::Exact ? s.enc_floor : s.dec_start;
-        s.dec_next = start;
+        s.dec_next = mode == PrefillMode::Exact ? start : s.dec_start;
         res.logits = run(s, start, n);
         res.hit = H;
         res.exact_resume = exact;
@@ -397,9 +405,8 @@ void CedRuntime::run_chunk(Seq& s, int64_t a, int64_t b, std::vector<float>* log
     std::vector<float> X(size_t(m) * E);
     for (int64_t t = 0; t < m; t++) w_->tok_embd->dequantize_row(s.tokens[a + t], X.data() + size_t(t) * E);
     for (int32_t l = 0; l < c_.n_encoder; l++) layer(s, l, a, m, X.data());
-    // The encoder's final hidden state: the decoder's input (kept W back for
-    // CED-prefill resumption) and the decoder source's row projection.
-    windows_->write_rows(s.win, c_.n_layers, a, m, X.data(), nullptr);
+    // The encoder's final hidden state: the decoder's input and the decoder
+    // source's row projection (over every position, also in CED prefill).
     const int32_t ld = c_.decoder_source();
     {
         std::vector<float> Hn(size_t(m) * E);
@@ -409,10 +416,8 @@ void CedRuntime::run_chunk(Seq& s, int64_t a, int64_t b, std::vector<float>* log
     const int64_t d0 = std::max(s.dec_next, s.dec_start);
     if (d0 < b) {
         const int64_t dm = b - d0;
-        std::vector<float> Xd(size_t(dm) * E);
-        if (d0 < a) windows_->read_rows(s.win, c_.n_layers, d0, a - d0, Xd.data(), nullptr);
-        std::memcpy(Xd.data() + size_t(std::max<int64_t>(0, a - d0)) * E,
-                    X.data() + size_t(std::max<int64_t>(0, d0 - a)) * E, size_t(b - std::max(a, d0)) * E * 4);
+        KVRT_CHECK(d0 >= a, KVRT_ERR_INTERNAL, "ced runtime: decoder input before the chunk");
+        std::vector<float> Xd(X.begin() + size_t(d0 - a) * E, X.end());
         for (int32_t l = c_.n_encoder; l < c_.n_layers; l++) layer(s, l, d0, dm, Xd.data());
         s.dec_next = b;
         if (logits) {

@@ -8,9 +8,8 @@
 //                 Di; layer 2s + 1). Cached per block like any KV: the prefix
 //                 cache of a CED model holds no window state.
 //   window cache  every model layer's private window (Window(W), one K = V row
-//                 of width D per position; layer l) and the encoder's final
-//                 hidden state (Window(W), width E; layer L: the decoder's
-//                 input). Its prefix index *is* the window checkpoints: a
+//                 of width D per position; layer l). Its prefix index *is*
+//                 the window checkpoints: a
 //                 released or live sequence's full computed window blocks stay
 //                 cached, and a hit of H positions on it holds exactly the
 //                 rows a query at H reads, so resumption from it is exact. Its
@@ -18,7 +17,9 @@
 //                 CED mode the decoder windows before N - W are never written
 //                 and never read); sequences rebuilt by bounded replay get a
 //                 salt of their own so that their approximate windows never
-//                 serve as a checkpoint.
+//                 serve as a checkpoint. In CED mode a checkpoint is used only
+//                 at H <= N - W: the decoder reruns [N - W, N) from the
+//                 encoder's output and must not write into shared blocks.
 // Tail state (the raw rows of each r > 1 source's open group) lives in the
 // runtime's sequence, never in a cache (a block boundary closes every group:
 // block_tokens % r == 0).
@@ -55,7 +56,8 @@ struct CedRuntimeOptions {
 
 // How a prefill may use the prefix caches.
 enum class Resume : uint8_t {
-    Auto = 0,           // exact resumption when the checkpoint covers the whole bank hit, else bounded replay
+    Auto = 0,           // exact resumption from a checkpoint at Hw when Hb - Hw <= W + block (it then
+                        // recomputes no more than bounded replay would), else bounded replay at Hb
     Checkpoint = 1,     // exact resumption only (the bank hit is cut to the checkpoint's length)
     BoundedReplay = 2,  // bank hit + replay of [H - W, H) with window floor H - W
     Cold = 3,           // no prefix reuse

@@ -141,6 +141,27 @@ TEST_CASE("ced runtime: prefix hit resumed from a window checkpoint == cold, bit
     }
 }
 
+TEST_CASE("ced runtime: CED-mode checkpoint for a short extension (N - W < hit) stays exact") {
+    const auto& m = tiny();
+    std::vector<int32_t> a = test::random_tokens(40, 256, 14);
+    std::vector<int32_t> b(a.begin(), a.begin() + 36);
+    b.push_back(9);
+    b.push_back(10);  // N = 38: bank hit 36, but the decoder reruns [30, 38)
+    for (Resume r : {Resume::Auto, Resume::Checkpoint}) {
+        CedRuntime rt(m.weights, opts(5));
+        auto sa = rt.create();
+        rt.prefill(sa, a.data(), int64_t(a.size()), PrefillMode::CedPrefill);
+        rt.release(sa);
+        auto sb = rt.create();
+        PrefillResult hit = rt.prefill(sb, b.data(), int64_t(b.size()), PrefillMode::CedPrefill, r);
+        CHECK(hit.exact_resume);
+        CHECK(hit.hit == 28);  // <= N - W = 30, in whole blocks
+        CedRuntime cold(m.weights, opts(256));
+        auto sc = cold.create();
+        CHECK(hit.logits == cold.prefill(sc, b.data(), int64_t(b.size()), PrefillMode::CedPrefill).logits);
+    }
+}
+
 TEST_CASE("ced runtime: bounded-replay hit matches the reference of bounded-replay semantics") {
     const auto& m = tiny();
     for (PrefillMode mode : {PrefillMode::Exact, PrefillMode::CedPrefill}) {
