@@ -107,12 +107,19 @@ func TestContextPrefixReuseAndGenerate(t *testing.T) {
 	chat, _ := testModel.ChatApply([]ChatMessage{{"user", "What is the capital of France?"}}, true)
 	prompt, _ := testModel.Tokenize(chat, TokenizeParseSpecial)
 	var out strings.Builder
-	s, err = ctx.Generate(0, prompt, GenerateOptions{MaxTokens: 8, OnToken: func(_ int32, text string) bool {
+	var streamed []int32
+	s, err = ctx.Generate(0, prompt, GenerateOptions{MaxTokens: 8, OnToken: func(tok int32, text string) bool {
 		out.WriteString(text)
+		if tok >= 0 { // -1: a final flush of held-back text
+			streamed = append(streamed, tok)
+		}
 		return true
 	}})
-	if err != nil || s.GeneratedTokens == 0 || !strings.Contains(out.String(), "Paris") {
-		t.Fatalf("%+v %q %v", s, out.String(), err)
+	if err != nil || s.GeneratedTokens == 0 || uint64(len(streamed)) != s.GeneratedTokens {
+		t.Fatalf("%+v %d streamed, %v", s, len(streamed), err)
+	}
+	if text, _ := testModel.Detokenize(streamed, false); text != out.String() {
+		t.Fatalf("streamed %q, tokens say %q", out.String(), text)
 	}
 	n := 0
 	s, err = ctx.Generate(0, prompt, GenerateOptions{MaxTokens: 8, OnToken: func(int32, string) bool { n++; return n < 2 }})

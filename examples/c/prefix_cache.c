@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     kvrt_generate_config_init(&gcfg, sizeof gcfg);
-    gcfg.max_tokens = 32;
+    gcfg.max_tokens = 24;
     gcfg.on_token = print_token;
 
     for (q = 0; q < 2; ++q) {

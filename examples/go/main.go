@@ -63,7 +63,7 @@ func run() error {
 			return err
 		}
 		fmt.Printf("Q%d: %s\nA%d: ", q+1, question, q+1)
-		s, err = ctx.Generate(int32(q), prompt, kvrt.GenerateOptions{MaxTokens: 32, OnToken: func(_ int32, piece string) bool {
+		s, err = ctx.Generate(int32(q), prompt, kvrt.GenerateOptions{MaxTokens: 24, OnToken: func(_ int32, piece string) bool {
 			fmt.Print(piece)
 			return true
 		}})

@@ -33,7 +33,7 @@ def main():
             ])
             prompt = model.tokenize(text, parse_special=True)
             print("Q%d: %s\nA%d: " % (q + 1, question, q + 1), end="", flush=True)
-            stats = ctx.generate(q, prompt, max_tokens=32,
+            stats = ctx.generate(q, prompt, max_tokens=24,
                                  on_token=lambda tok, piece: print(piece, end="", flush=True))
             print("\n   prompt %d tokens: reused %d (from the prefix cache %d), computed %d; "
                   "generated %d tokens, %.1f tokens/s" % (

@@ -97,9 +97,16 @@ def test_prefill_logits_reuse(model):
 def test_generate_streams_and_callback_exceptions(model):
     prompt = model.tokenize(model.chat_apply([("user", "What is the capital of France?")]), parse_special=True)
     with kvrt.Context(model, n_ctx=512, n_seq_max=2, n_threads=2) as ctx:
-        pieces = []
-        s = ctx.generate(0, prompt, max_tokens=8, on_token=lambda t, text: pieces.append(text))
-        assert 1 <= s.generated_tokens <= 8 and "Paris" in "".join(pieces)
+        pieces, streamed = [], []
+
+        def on_token(t, text):
+            pieces.append(text)
+            if t >= 0:  # -1: a final flush of held-back text
+                streamed.append(t)
+
+        s = ctx.generate(0, prompt, max_tokens=8, on_token=on_token)
+        assert 1 <= s.generated_tokens <= 8 and len(streamed) == s.generated_tokens
+        assert "".join(pieces) == model.detokenize(streamed)
         assert s.stop_reason in (kvrt.STOP_MAX_TOKENS, kvrt.STOP_EOG)
         n = []
         s = ctx.generate(0, prompt, max_tokens=8, on_token=lambda t, text: n.append(t) or len(n) < 2)

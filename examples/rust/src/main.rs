@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let _ = std::io::stdout().flush();
             true
         };
-        let s = ctx.generate(q as i32, &prompt, &GenerateOptions { max_tokens: 32, ..Default::default() }, None,
+        let s = ctx.generate(q as i32, &prompt, &GenerateOptions { max_tokens: 24, ..Default::default() }, None,
                              Some(&mut print_piece))?;
         println!(
             "\n   prompt {} tokens: reused {} (from the prefix cache {}), computed {}; generated {} tokens, {:.1} tokens/s",

@@ -125,17 +125,29 @@ fn generate_streams_and_callbacks_cannot_unwind_into_c() {
     let text = m.chat_apply(&[ChatMessage { role: "user", content: "What is the capital of France?" }], true).unwrap();
     let prompt = m.tokenize(&text, TokenizeFlags::CHAT).unwrap();
     let mut out = String::new();
-    let mut n = 0;
-    let mut on_token = |_t: i32, piece: &str| {
+    let mut streamed = Vec::new();
+    let mut on_token = |t: i32, piece: &str| {
         out.push_str(piece);
-        n += 1;
+        if t >= 0 {
+            streamed.push(t); // -1: a final flush of held-back text
+        }
         true
     };
     let opts = GenerateOptions { max_tokens: 8, ..Default::default() };
     let s = ctx.generate(0, &prompt, &opts, None, Some(&mut on_token)).unwrap();
     assert!(s.generated_tokens >= 1 && s.generated_tokens <= 8);
     assert!(matches!(s.stop_reason, StopReason::MaxTokens | StopReason::EndOfGeneration), "{s:?}");
-    assert!(out.contains("Paris"), "greedy answer: {out:?}");
+    assert_eq!(streamed.len() as u64, s.generated_tokens);
+    assert_eq!(out, m.detokenize(&streamed, false).unwrap(), "the streamed text is the tokens' text");
+    // Greedy is deterministic, and the answer's K/V are reused by the next turn.
+    let mut again = String::new();
+    let mut on_again = |_t: i32, piece: &str| {
+        again.push_str(piece);
+        true
+    };
+    let s2 = ctx.generate(0, &prompt, &opts, None, Some(&mut on_again)).unwrap();
+    assert_eq!(again, out);
+    assert!(s2.reused_tokens as usize + 1 >= prompt.len(), "the same prompt is kept: {s2:?}");
 
     let mut stop_after_two = {
         let mut k = 0;
