@@ -285,7 +285,8 @@ type GenerateOptions struct {
 	IgnoreEOG   bool // keep going past end-of-generation tokens
 	StopStrings []string
 	Sampler     *Sampler // nil: greedy
-	// OnToken streams each token and its text; return false to stop. It runs
+	// OnToken streams each token and its text (a last call with token -1
+	// flushes text held back for a stop string); return false to stop. It runs
 	// on the calling goroutine while the context is busy: it must not call
 	// methods of the same Context (they would wait for Generate forever). A
 	// panic inside it stops generation and is re-raised by Generate.

@@ -114,7 +114,8 @@ class Context(Handle):
 
     def generate(self, seq, prompt, max_tokens=256, stop_at_eog=True, stop_strings=(), sampler=None, on_token=None):
         """Prefills `prompt`, then samples and decodes. on_token(token, text)
-        streams each token; returning False stops. An exception in on_token
+        streams each token (a last call with token -1 flushes text held back
+        for a stop string); returning False stops. An exception in on_token
         stops generation and is re-raised here. Returns RequestStats."""
         cfg = C.init_struct(C.generate_config, "kvrt_generate_config_init")
         cfg.max_tokens = max_tokens

@@ -246,7 +246,8 @@ impl<'m> Context<'m> {
     }
 
     /// Prefills `prompt`, then samples up to `options.max_tokens` tokens.
-    /// `on_token(token, text)` streams each one; return false to stop. A
+    /// `on_token(token, text)` streams each one (a last call with token -1
+    /// flushes text held back for a stop string); return false to stop. A
     /// panic inside it stops generation and is resumed once kvrt returned.
     /// `sampler`: None = greedy.
     pub fn generate(
