@@ -315,6 +315,7 @@ KVRT_API kvrt_status kvrt_cache_seq_info_get(kvrt_cache_seq_info* out, const kvr
         v.n_blocks = i.n_blocks;
         v.bytes = i.bytes;
         v.is_pin = i.is_pin ? 1 : 0;
+        for (int k = 0; k < kNumLayerKinds; k++) v.bytes_by_kind[k] = i.bytes_by_kind[k];
         kvrt::api::fill_out(out, v, sizeof(kvrt_cache_seq_info), "out");
     });
 }

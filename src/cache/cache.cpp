@@ -518,7 +518,10 @@ SeqInfo Cache::seq_info(SeqId id) const {
     info.is_pin = s.pin;
     for (size_t m = 0; m < s.tables.size(); m++)
         for (BlockId b : s.tables[m])
-            if (b != kNullBlock) info.bytes += layout_.managers[m].block_bytes;
+            if (b != kNullBlock) {
+                info.bytes += layout_.managers[m].block_bytes;
+                info.bytes_by_kind[static_cast<int>(layout_.managers[m].kind)] += layout_.managers[m].block_bytes;
+            }
     return info;
 }
 

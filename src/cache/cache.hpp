@@ -78,7 +78,8 @@ struct SeqInfo {
     int64_t length = 0;
     int64_t computed = 0;
     int64_t n_blocks = 0;   // logical blocks (ceil(length / block_tokens))
-    uint64_t bytes = 0;     // bytes of the distinct blocks it references (shared ones counted fully)
+    uint64_t bytes = 0;     // bytes of the blocks it references (shared ones counted fully)
+    std::array<uint64_t, kNumLayerKinds> bytes_by_kind{};  // the same, split by layer kind
     bool is_pin = false;
 };
 

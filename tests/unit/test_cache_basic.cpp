@@ -92,6 +92,12 @@ TEST_CASE("cache layout: CED-style mix of window, banks and indexer keys") {
     CHECK(wv.blocks[0] == nullptr);
     CHECK(wv.blocks[1] != nullptr);
     CHECK(status_of([&] { c.k_row_mut(s, 0, 3); }) == KVRT_ERR_OUT_OF_RANGE);
+    // Bytes per kind of this sequence: 61 positions = 4 blocks; the window dropped one.
+    SeqInfo info = c.seq_info(s);
+    CHECK(info.bytes_by_kind[int(LayerKind::Window)] == 3 * st.managers[0].block_bytes);
+    CHECK(info.bytes_by_kind[int(LayerKind::BankSource)] == 4 * (st.managers[1].block_bytes + st.managers[3].block_bytes));
+    CHECK(info.bytes_by_kind[int(LayerKind::IndexerKeys)] == 4 * st.managers[2].block_bytes);
+    CHECK(info.bytes == info.bytes_by_kind[1] + info.bytes_by_kind[2] + info.bytes_by_kind[4]);
     c.check_invariants();
 }
 
