@@ -100,13 +100,13 @@ SeqId Cache::fork(SeqId parent) {
                    std::to_string(p.length()) + ") appended but not marked computed");
     auto c = std::make_unique<Sequence>(p);  // copies tokens, hashes, tables (may throw: nothing changed yet)
     c->id = next_id_;
-    seqs_.reserve(seqs_.size() + 1);
-    for (const auto& t : c->tables)
+    SeqId id = c->id;
+    auto slot = seqs_.emplace(id, nullptr).first;  // the last step that can throw
+    slot->second = std::move(c);
+    next_id_++;
+    for (const auto& t : slot->second->tables)
         for (BlockId b : t)
             if (b != kNullBlock) pool_.acquire(b);
-    SeqId id = c->id;
-    seqs_.emplace(id, std::move(c));
-    next_id_++;
     return id;
 }
 
@@ -257,11 +257,17 @@ SeqId Cache::pin_prefix(const SeqKeys& keys, const int32_t* tokens, int64_t n, i
     std::vector<Hash128> hashes;
     int64_t H = hit_blocks(s->keys, s->extra, tokens, n, n / layout_.block_tokens, &hashes);
     KVRT_CHECK(H > 0, KVRT_ERR_NOT_FOUND, "pin_prefix: no whole block of these tokens is cached");
-    seqs_.reserve(seqs_.size() + 1);
-    attach(*s, tokens, H, std::move(hashes));
-    s->id = next_id_++;
+    s->id = next_id_;
     SeqId id = s->id;
-    seqs_.emplace(id, std::move(s));
+    Sequence& pin = *s;
+    auto slot = seqs_.emplace(id, std::move(s)).first;
+    next_id_++;
+    try {
+        attach(pin, tokens, H, std::move(hashes));  // reserves first; only that can throw
+    } catch (...) {
+        seqs_.erase(slot);
+        throw;
+    }
     n_pins_++;
     if (pinned_tokens) *pinned_tokens = H * layout_.block_tokens;
     return id;
@@ -371,6 +377,7 @@ void Cache::mark_computed(SeqId id, int64_t n_positions) {
                "mark_computed: " + std::to_string(n_positions) + " is outside [0, " + std::to_string(s.length()) +
                    "] of " + seq_name(id));
     if (n_positions <= s.computed) return;
+    s.hashes.reserve(static_cast<size_t>(n_positions / layout_.block_tokens));
     s.computed = n_positions;
     publish_computed_locked(s);
 }
@@ -378,17 +385,20 @@ void Cache::mark_computed(SeqId id, int64_t n_positions) {
 void Cache::publish_computed_locked(Sequence& s) {
     const int64_t bt = layout_.block_tokens;
     const int64_t full = s.computed / bt;
-    s.hashes.reserve(full);
+    const int64_t first = static_cast<int64_t>(s.hashes.size());
+    // Hashes first (capacity reserved by the caller), then publishing: if the
+    // index cannot grow (bad_alloc), the blocks merely stay unshared.
     Hash128 parent = s.hashes.empty() ? hash_root() : s.hashes.back();
-    for (int64_t b = static_cast<int64_t>(s.hashes.size()); b < full; b++) {
+    for (int64_t b = first; b < full; b++) {
         Hash128 h = hash_block(parent, s.extra, s.tokens.data() + b * bt, bt);
         s.hashes.push_back(h);
         parent = h;
+    }
+    for (int64_t b = first; b < full; b++)
         for (size_t m = 0; m < s.tables.size(); m++) {
             BlockId x = s.tables[m][b];
-            if (x != kNullBlock && !pool_.block(x).hashed) pool_.publish(x, h);
+            if (x != kNullBlock && !pool_.block(x).hashed) pool_.publish(x, s.hashes[b]);
         }
-    }
 }
 
 uint8_t* Cache::row_ptr_locked(const Sequence& s, int32_t layer, int64_t row, bool value, bool writable) const {

@@ -177,8 +177,9 @@ SeqId Cache::load_sequence(const std::string& path, uint64_t fp_lo, uint64_t fp_
     KVRT_CHECK(need <= pool_.available_bytes(), KVRT_ERR_CACHE_FULL,
                path + " needs " + std::to_string(need) + " bytes; " + std::to_string(pool_.available_bytes()) +
                    " are free or evictable");
-    seqs_.reserve(seqs_.size() + 1);
+    s->hashes.reserve(static_cast<size_t>(computed / bt));
     std::vector<BlockId> taken;
+    taken.reserve(static_cast<size_t>(nb) * nm);
     try {
         for (size_t m = 0; m < nm; m++)
             for (int64_t b = 0; b < nb; b++)
@@ -192,10 +193,17 @@ SeqId Cache::load_sequence(const std::string& path, uint64_t fp_lo, uint64_t fp_
         for (BlockId b : taken) pool_.release(b);
         throw;
     }
-    s->id = next_id_++;
-    publish_computed_locked(*s);
+    s->id = next_id_;
     SeqId out = s->id;
-    seqs_.emplace(out, std::move(s));
+    Sequence& seq = *s;
+    try {
+        seqs_.emplace(out, std::move(s));
+    } catch (...) {
+        for (BlockId b : taken) pool_.release(b);
+        throw;
+    }
+    next_id_++;
+    publish_computed_locked(seq);
     return out;
 }
 
