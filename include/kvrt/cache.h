@@ -242,7 +242,6 @@ typedef struct kvrt_cache_seq_info {
     uint64_t bytes;   /* bytes of the blocks it references (shared blocks counted fully) */
     int32_t is_pin;
     int32_t reserved0;
-    uint64_t bytes_by_kind[KVRT_CACHE_KIND_SLOTS]; /* `bytes` split by kvrt_layer_kind */
 } kvrt_cache_seq_info;
 
 /* Fills *out (set out->struct_size = sizeof *out first) with the state of a

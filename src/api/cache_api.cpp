@@ -5,6 +5,7 @@
 #include "cache/cache.hpp"
 #include "kvrt/cache.h"
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -55,6 +56,23 @@ void fill_out(Out* out, const Out& value, size_t min_size, const char* name) {
     if (n > sizeof(Out)) std::memset(reinterpret_cast<char*>(out) + sizeof(Out), 0, n - sizeof(Out));
 }
 
+// First published sizes of the size-prefixed structs (fields are only appended;
+// a caller compiled against an older header passes its smaller struct).
+constexpr size_t kSeqInfoV1 = sizeof(kvrt_cache_seq_info);
+
+// Copies a caller's input config: the fields its struct_size covers, the
+// defaults (dst as passed in) for fields appended after it.
+template <class Cfg>
+void read_config(Cfg* dst, const Cfg* src, const char* name, size_t min_size) {
+    require_non_null(src, name);
+    if (src->struct_size < min_size || src->struct_size > sizeof(Cfg))
+        throw Error(KVRT_ERR_INVALID_ARGUMENT, std::string(name) + "->struct_size is " +
+                                                   std::to_string(src->struct_size) +
+                                                   "; initialise it with the matching _init()");
+    std::memcpy(static_cast<void*>(dst), src, src->struct_size);
+    dst->struct_size = sizeof(Cfg);
+}
+
 // Config init: struct_size between the size of the first version and ours.
 template <class Cfg>
 kvrt_status init_config(Cfg* cfg, size_t struct_size, size_t min_size, const Cfg& defaults, const char* name) {
@@ -72,7 +90,10 @@ kvrt_status init_config(Cfg* cfg, size_t struct_size, size_t min_size, const Cfg
 SeqKeys keys_from_c(const kvrt_cache_keys* k) {
     SeqKeys out;
     if (!k) return out;
-    require_config(k, "keys", sizeof(kvrt_cache_keys));
+    kvrt_cache_keys kc{};
+    kvrt_cache_keys_init(&kc, sizeof kc);
+    read_config(&kc, k, "keys", sizeof(kvrt_cache_keys));
+    k = &kc;
     if (k->salt == nullptr && k->salt_len != 0)
         throw Error(KVRT_ERR_INVALID_ARGUMENT, "keys->salt is NULL but salt_len is " + std::to_string(k->salt_len));
     out.fingerprint_lo = k->fingerprint_lo;
@@ -171,7 +192,10 @@ KVRT_API kvrt_status kvrt_cache_layout_add_layers(int32_t* out_first, kvrt_cache
                                                   const kvrt_cache_layer_config* cfg, int32_t count) {
     return guard("kvrt_cache_layout_add_layers", [&] {
         auto l = kvrt::api::layout_from_handle(layout);
-        kvrt::api::require_config(cfg, "cfg", sizeof(kvrt_cache_layer_config));
+        kvrt_cache_layer_config lc{};
+        kvrt_cache_layer_config_init(&lc, sizeof lc);
+        kvrt::api::read_config(&lc, cfg, "cfg", sizeof(kvrt_cache_layer_config));
+        cfg = &lc;
         if (count < 1) throw Error(KVRT_ERR_INVALID_ARGUMENT, "count is " + std::to_string(count));
         if (l->layers.size() + static_cast<size_t>(count) > 65536)
             throw Error(KVRT_ERR_OVERFLOW, "a layout holds at most 65536 layers");
@@ -221,10 +245,7 @@ KVRT_API kvrt_status kvrt_cache_create(kvrt_cache** out, const kvrt_cache_layout
         auto l = kvrt::api::layout_from_handle(layout);
         kvrt_cache_config c{};
         kvrt_cache_config_init(&c, sizeof c);
-        if (cfg) {
-            kvrt::api::require_config(cfg, "cfg", sizeof(kvrt_cache_config));
-            c = *cfg;
-        }
+        if (cfg) kvrt::api::read_config(&c, cfg, "cfg", sizeof(kvrt_cache_config));
         if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
         if (c.large_pages != 0 && c.large_pages != 1)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->large_pages must be 0 or 1");
@@ -315,8 +336,7 @@ KVRT_API kvrt_status kvrt_cache_seq_info_get(kvrt_cache_seq_info* out, const kvr
         v.n_blocks = i.n_blocks;
         v.bytes = i.bytes;
         v.is_pin = i.is_pin ? 1 : 0;
-        for (int k = 0; k < kNumLayerKinds; k++) v.bytes_by_kind[k] = i.bytes_by_kind[k];
-        kvrt::api::fill_out(out, v, sizeof(kvrt_cache_seq_info), "out");
+        kvrt::api::fill_out(out, v, kvrt::api::kSeqInfoV1, "out");
     });
 }
 
