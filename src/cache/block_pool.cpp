@@ -157,17 +157,14 @@ void BlockPool::release(BlockId id) {
 
 bool BlockPool::publish(BlockId id, const Hash128& h) {
     Block& b = blocks_[id];
-    auto [it, inserted] = index_[b.manager].try_emplace(h, id);
-    if (!inserted) return false;
+    if (!index_[b.manager].try_emplace(h, id)) return false;
     b.hashed = true;
     b.hash = h;
     return true;
 }
 
 BlockId BlockPool::lookup(int32_t m, const Hash128& h) const {
-    const auto& idx = index_[m];
-    auto it = idx.find(h);
-    return it == idx.end() ? kNullBlock : it->second;
+    return index_[m].find(h);
 }
 
 void BlockPool::check(const std::vector<int32_t>& expected_refs) const {
@@ -207,9 +204,14 @@ void BlockPool::check(const std::vector<int32_t>& expected_refs) const {
     }
     if (walked != lru_count) bad("LRU queue length " + std::to_string(walked) + " != cached blocks " + std::to_string(lru_count));
     for (size_t m = 0; m < index_.size(); m++)
-        for (const auto& [h, id] : index_[m])
+        index_[m].for_each([&](const Hash128& h, BlockId id) {
             if (id >= blocks_.size() || !blocks_[id].hashed || blocks_[id].hash != h || blocks_[id].manager != int32_t(m))
                 bad("index entry points to a block without that hash");
+        });
+    size_t hashed = 0, indexed = 0;
+    for (size_t i = 1; i < blocks_.size(); i++) hashed += blocks_[i].hashed ? 1 : 0;
+    for (const PrefixIndex& idx : index_) indexed += idx.size();
+    if (hashed != indexed) bad(std::to_string(indexed) + " index entries for " + std::to_string(hashed) + " hashed blocks");
     if (used != used_bytes_) bad("used bytes " + std::to_string(used_bytes_) + " != " + std::to_string(used));
     if (cached != cached_bytes_) bad("cached bytes mismatch");
     if (used_bytes_ > budget_) bad("used bytes exceed the budget");

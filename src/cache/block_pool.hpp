@@ -17,10 +17,10 @@
 #pragma once
 
 #include "cache/block_hash.hpp"
+#include "cache/prefix_index.hpp"
 #include "memory/arena.hpp"
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 namespace kvrt::cache {
@@ -60,7 +60,7 @@ public:
     template <class F>
     void for_each_indexed(F&& f) const {
         for (size_t m = 0; m < index_.size(); m++)
-            for (const auto& [h, id] : index_[m]) f(static_cast<int32_t>(m), h, id);
+            index_[m].for_each([&](const Hash128& h, BlockId id) { f(static_cast<int32_t>(m), h, id); });
     }
     // ref + 1; takes a cached block out of the LRU queue.
     void acquire(BlockId id);
@@ -107,7 +107,7 @@ private:
     std::vector<Block> blocks_;
     std::vector<BlockId> free_slots_;
     BlockId lru_head_ = kNil, lru_tail_ = kNil;
-    std::vector<std::unordered_map<Hash128, BlockId, Hash128Hasher>> index_;  // per manager
+    std::vector<PrefixIndex> index_;  // per manager
 };
 
 }  // namespace kvrt::cache
