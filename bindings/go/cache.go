@@ -359,3 +359,41 @@ func (c *Cache) Stats() (CacheStats, error) {
 	}
 	return statsOf(c.p)
 }
+
+// PinPrefix pins the longest cached prefix of tokens (default keys); it
+// returns the pin id and the pinned length.
+func (c *Cache) PinPrefix(tokens []int32) (pin uint64, pinned int64, err error) {
+	var id C.uint64_t
+	var n C.int64_t
+	err = c.with(func(p *C.kvrt_cache) C.kvrt_status {
+		return C.kvrt_cache_pin_prefix(&id, &n, p, nil, tokensPtr(tokens), C.size_t(len(tokens)))
+	})
+	return uint64(id), int64(n), err
+}
+
+// Unpin releases a pin.
+func (c *Cache) Unpin(pin uint64) error {
+	return c.with(func(p *C.kvrt_cache) C.kvrt_status { return C.kvrt_cache_unpin(p, C.uint64_t(pin)) })
+}
+
+// SavePrefixes writes the prefix index to a state file; returns the blocks written.
+func (c *Cache) SavePrefixes(path string, fpLo, fpHi uint64) (uint64, error) {
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	var n C.uint64_t
+	err := c.with(func(p *C.kvrt_cache) C.kvrt_status {
+		return C.kvrt_cache_save_prefixes(&n, p, cp, C.uint64_t(fpLo), C.uint64_t(fpHi))
+	})
+	return uint64(n), err
+}
+
+// LoadPrefixes loads a prefix state file; returns the blocks added.
+func (c *Cache) LoadPrefixes(path string, fpLo, fpHi uint64) (uint64, error) {
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	var n C.uint64_t
+	err := c.with(func(p *C.kvrt_cache) C.kvrt_status {
+		return C.kvrt_cache_load_prefixes(&n, p, cp, C.uint64_t(fpLo), C.uint64_t(fpHi))
+	})
+	return uint64(n), err
+}

@@ -360,3 +360,10 @@ func (c *Context) Generate(seq int32, prompt []int32, o GenerateOptions) (Reques
 	}
 	return statsFrom(&s), err
 }
+
+// SeqKVBytes is the KV bytes sequence seq holds (shared prefix blocks included).
+func (c *Context) SeqKVBytes(seq int32) (uint64, error) {
+	var n C.uint64_t
+	err := c.with(func(p *C.kvrt_context) C.kvrt_status { return C.kvrt_context_seq_kv_bytes(&n, p, C.int32_t(seq)) })
+	return uint64(n), err
+}

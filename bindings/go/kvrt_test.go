@@ -98,7 +98,23 @@ func TestCachePrefixSharing(t *testing.T) {
 	if err != nil || st.Sequences != 3 || st.HitTokens != 8 {
 		t.Fatalf("stats %+v %v", st, err)
 	}
+	pin, pinned, err := c.PinPrefix(tokens)
+	if err != nil || pinned != 8 {
+		t.Fatalf("pin %d of 8: %v", pinned, err)
+	}
+	if err := c.Unpin(pin); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Unpin(pin); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second unpin: %v", err)
+	}
 	dir := t.TempDir()
+	if n, err := c.SavePrefixes(filepath.Join(dir, "prefixes.state"), 0, 0); err != nil || n != 2 {
+		t.Fatalf("saved %d blocks: %v", n, err)
+	}
+	if _, err := c.LoadPrefixes(filepath.Join(dir, "prefixes.state"), 5, 5); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("load with another fingerprint: %v", err)
+	}
 	path := filepath.Join(dir, "seq.state")
 	if err := c.SeqSave(a, path); err != nil {
 		t.Fatal(err)

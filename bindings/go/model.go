@@ -269,3 +269,59 @@ func (m *Model) ChatApply(messages []ChatMessage, addAssistant bool) (string, er
 		return C.kvrt_model_chat_apply(d, c, w, m.p, cm, C.size_t(n), add)
 	})
 }
+
+// MetaKeys lists every GGUF metadata key, in file order.
+func (m *Model) MetaKeys() ([]string, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.p == nil {
+		return nil, ErrClosed
+	}
+	var n C.size_t
+	if err := call(func() C.kvrt_status { return C.kvrt_model_meta_count(&n, m.p) }); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, int(n))
+	for i := C.size_t(0); i < n; i++ {
+		k, err := readText(func(d *C.char, c C.size_t, w *C.size_t) C.kvrt_status {
+			return C.kvrt_model_meta_key(d, c, w, m.p, i)
+		})
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// TensorInfo describes one tensor of the file.
+type TensorInfo struct {
+	Name, Type      string
+	Elements, Bytes uint64
+}
+
+// Tensors lists every tensor of the file.
+func (m *Model) Tensors() ([]TensorInfo, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.p == nil {
+		return nil, ErrClosed
+	}
+	var n C.size_t
+	if err := call(func() C.kvrt_status { return C.kvrt_model_tensor_count(&n, m.p) }); err != nil {
+		return nil, err
+	}
+	out := make([]TensorInfo, 0, int(n))
+	for i := C.size_t(0); i < n; i++ {
+		var typ *C.char
+		var ne, nb C.uint64_t
+		name, err := readText(func(d *C.char, c C.size_t, w *C.size_t) C.kvrt_status {
+			return C.kvrt_model_tensor_info(d, c, w, &typ, &ne, &nb, m.p, i)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TensorInfo{name, C.GoString(typ), uint64(ne), uint64(nb)})
+	}
+	return out, nil
+}

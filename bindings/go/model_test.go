@@ -70,6 +70,13 @@ func TestModelInfoAndTokenizer(t *testing.T) {
 	if _, err := testModel.Meta("no.such.key"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing key: %v", err)
 	}
+	if keys, err := testModel.MetaKeys(); err != nil || len(keys) == 0 {
+		t.Fatalf("%d keys, %v", len(keys), err)
+	}
+	tensors, err := testModel.Tensors()
+	if err != nil || len(tensors) == 0 || tensors[0].Elements == 0 || tensors[0].Type == "" {
+		t.Fatalf("%d tensors, %v", len(tensors), err)
+	}
 	chat, err := testModel.ChatApply([]ChatMessage{{"user", "Hi"}}, true)
 	if err != nil || !strings.HasSuffix(chat, "<|im_start|>assistant\n") {
 		t.Fatalf("%q %v", chat, err)
@@ -96,6 +103,9 @@ func TestContextPrefixReuseAndGenerate(t *testing.T) {
 	s, err = ctx.Prefill(1, b)
 	if err != nil || s.ReusedFromCache < 16 || s.ReusedTokens+s.ComputedTokens != uint64(len(b)) {
 		t.Fatalf("second question: %+v %v", s, err)
+	}
+	if kv, err := ctx.SeqKVBytes(1); err != nil || kv == 0 {
+		t.Fatalf("kv bytes %d, %v", kv, err)
 	}
 	if _, err := ctx.Prefill(9, a); !errors.Is(err, ErrOutOfRange) {
 		t.Fatalf("bad seq id: %v", err)

@@ -105,6 +105,12 @@ class Context(Handle):
         check(C.lib().kvrt_context_seq_length(ctypes.byref(n), self._p, seq))
         return n.value
 
+    def seq_kv_bytes(self, seq=0):
+        """KV bytes sequence `seq` holds (shared prefix blocks included)."""
+        n = ctypes.c_uint64()
+        check(C.lib().kvrt_context_seq_kv_bytes(ctypes.byref(n), self._p, seq))
+        return n.value
+
     def seq_release(self, seq=0):
         check(C.lib().kvrt_context_seq_release(self._p, seq))
 

@@ -73,6 +73,7 @@ def test_prefill_logits_reuse(model):
         assert ei.value.status is kvrt.Status.BUFFER_TOO_SMALL
         s = ctx.prefill(1, b)
         assert s.reused_from_cache >= 16 and s.reused_tokens + s.computed_tokens == len(b)
+        assert ctx.seq_kv_bytes(1) > 0
         nxt = max(range(len(logits)), key=logits.__getitem__)
         ctx.decode([0], [nxt])
         assert ctx.seq_length(0) == len(a) + 1

@@ -102,6 +102,7 @@ fn prefill_logits_decode_and_prefix_reuse() {
     let s = ctx.prefill(1, &b).unwrap();
     assert!(s.reused_from_cache >= 16, "the shared document is reused: {s:?}");
     assert_eq!(s.reused_tokens + s.computed_tokens, b.len() as u64);
+    assert!(ctx.seq_kv_bytes(1).unwrap() > 0);
     let next = logits.iter().enumerate().max_by(|x, y| x.1.total_cmp(y.1)).unwrap().0 as i32;
     ctx.decode(&[0], &[next]).unwrap();
     assert_eq!(ctx.seq_length(0).unwrap(), a.len() + 1);
