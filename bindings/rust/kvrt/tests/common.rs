@@ -64,3 +64,30 @@ fn struct_sizes_match_the_c_compiler() {
     }
     assert_eq!(seen, ours.len(), "{path} lists {seen} structs, kvrt-sys declares {}", ours.len());
 }
+
+/// Send/Sync follow the headers: models and caches are shareable, contexts,
+/// samplers, layouts and CED sessions move between threads but are used by
+/// one at a time (not Sync). The !Sync half is a compile-time check: the
+/// method call below is ambiguous (does not compile) if the type is Sync.
+#[test]
+fn send_and_sync_follow_the_headers() {
+    fn send<T: Send>() {}
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<kvrt::Model>();
+    send_sync::<kvrt::Cache>();
+    send_sync::<kvrt::ced::CedModel>();
+    send::<kvrt::Context<'static>>();
+    send::<kvrt::Sampler>();
+    send::<kvrt::Layout>();
+    send::<kvrt::ced::CedSession<'static>>();
+
+    trait AmbiguousIfSync<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSync<()> for T {}
+    impl<T: ?Sized + Sync> AmbiguousIfSync<u8> for T {}
+    <kvrt::Context<'static> as AmbiguousIfSync<_>>::check();
+    <kvrt::Sampler as AmbiguousIfSync<_>>::check();
+    <kvrt::Layout as AmbiguousIfSync<_>>::check();
+    <kvrt::ced::CedSession<'static> as AmbiguousIfSync<_>>::check();
+}
