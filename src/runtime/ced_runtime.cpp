@@ -144,6 +144,11 @@ PagedKV CedRuntime::bank_view(SeqId id, int32_t source) {
     return banks_->paged_view(get(id).bank, bank_layer(source));
 }
 
+PagedKV CedRuntime::indexer_view(SeqId id, int32_t source) {
+    KVRT_CHECK(source >= 0 && source < c_.n_sources(), KVRT_ERR_OUT_OF_RANGE, "ced indexer_view: no such source");
+    return banks_->paged_view(get(id).bank, idx_layer(source));
+}
+
 int64_t CedRuntime::length(SeqId id) const { return static_cast<int64_t>(get(id).tokens.size()); }
 
 void CedRuntime::truncate(SeqId id, int64_t p) {

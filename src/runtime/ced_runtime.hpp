@@ -105,6 +105,8 @@ public:
     int64_t length(SeqId seq) const;
     // The kernels' view of source s's bank rows of seq (valid until seq changes).
     PagedKV bank_view(SeqId seq, int32_t source);
+    // The same for source s's indexer keys.
+    PagedKV indexer_view(SeqId seq, int32_t source);
     const CedConfig& config() const { return c_; }
     cache::Cache& bank_cache() { return *banks_; }
     cache::Cache& window_cache() { return *windows_; }
