@@ -33,6 +33,11 @@ llama-bench's default "auto" picks the fused one on the CPU). After each pair, a
       at the budget figure), and ttft_cold_A / ttft_cold_B (empty cache). Extra fields:
       prompt_tokens, reused_tokens, computed_tokens.
 
+prefill and decode lines also carry tokens_per_cpu_s: tokens per second of process CPU time
+(all threads). On a shared, loaded machine wall-clock figures collapse (OpenMP threads
+spin at barriers while their partner is descheduled); with threads=1 the CPU-time rate is
+close to what a quiet machine gives. Compare like with like.
+
 Prompt construction (deterministic; scripts/reference/kvrt_prompts.py; bench/README.md):
   - bench prompts: tools/kvrt/demo_document.txt read as UTF-8, the trailing newline
     stripped, tokenized as plain text (no template, no BOS, special tokens not parsed),
@@ -93,13 +98,19 @@ def make_llama(model: str, threads: int, flash_attn: bool):
     )
 
 
+CPU_SECONDS: List[float] = []  # process CPU time of the last timed region(s)
+
+
 def cold_prefill(llm, tokens: List[int]) -> float:
-    """Evaluates tokens on an empty cache; returns seconds."""
+    """Evaluates tokens on an empty cache; returns wall seconds (CPU seconds in CPU_SECONDS)."""
     llm.reset()
     llm._ctx.kv_cache_clear()
+    c0 = time.process_time()
     t0 = time.perf_counter()
     llm.eval(tokens)
-    return time.perf_counter() - t0
+    t = time.perf_counter() - t0
+    CPU_SECONDS.append(time.process_time() - c0)
+    return t
 
 
 def last_logits(llm) -> np.ndarray:
@@ -111,11 +122,12 @@ def last_logits(llm) -> np.ndarray:
 
 def bench_prefill(llm, tokens: List[int], reps: int, tags: Dict) -> float:
     cold_prefill(llm, tokens)  # warm-up
+    CPU_SECONDS.clear()
     secs = [cold_prefill(llm, tokens) for _ in range(reps)]
     rates = [len(tokens) / s for s in secs]
     med = statistics.median(rates)
     emit(f"prefill_{len(tokens)}", med, "tokens/s", min=round(min(rates), 2), max=round(max(rates), 2),
-         reps=reps, **tags)
+         reps=reps, tokens_per_cpu_s=round(len(tokens) / statistics.median(CPU_SECONDS), 2), **tags)
     return med
 
 
@@ -130,17 +142,22 @@ def bench_decode(llm, tokens: List[int], reps: int, tags: Dict) -> float:
         llm._ctx.kv_cache_seq_rm(-1, n0, -1)
         llm.n_tokens = n0
         tok = first
+        c0 = time.process_time()
         t0 = time.perf_counter()
         for _ in range(steps):
             llm.eval([tok])
             tok = int(np.argmax(last_logits(llm)))
-        return time.perf_counter() - t0
+        t = time.perf_counter() - t0
+        CPU_SECONDS.append(time.process_time() - c0)
+        return t
 
     run(DECODE_WARMUP_STEPS)
+    CPU_SECONDS.clear()
     rates = [DECODE_STEPS / run(DECODE_STEPS) for _ in range(reps)]
     med = statistics.median(rates)
     emit(f"decode_at_{len(tokens)}", med, "tokens/s", steps=DECODE_STEPS, min=round(min(rates), 2),
-         max=round(max(rates), 2), reps=reps, **tags)
+         max=round(max(rates), 2), reps=reps, tokens_per_cpu_s=round(DECODE_STEPS / statistics.median(CPU_SECONDS), 2),
+         **tags)
     return med
 
 
