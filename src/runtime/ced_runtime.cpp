@@ -342,12 +342,18 @@ std::vector<float> CedRuntime::extend(SeqId id, const int32_t* tokens, int64_t n
         KVRT_CHECK(tokens[i] >= 0 && tokens[i] < c_.n_vocab, KVRT_ERR_OUT_OF_RANGE,
                    "ced extend: token " + std::to_string(tokens[i]) + " is outside the vocabulary");
     const int64_t a = static_cast<int64_t>(s.tokens.size());
+    // What a failure must restore: the tail state (small: < r rows per source).
+    const auto tail_kv = s.tail_kv, tail_gate = s.tail_gate;
+    const int64_t dec_next = s.dec_next;
     s.tokens.insert(s.tokens.end(), tokens, tokens + n);
     try {
         return run(s, a, a + n);
     } catch (...) {
         // The caches may hold rows past a: cut them (rows before a are untouched).
         s.tokens.resize(a);
+        s.tail_kv = tail_kv;
+        s.tail_gate = tail_gate;
+        s.dec_next = dec_next;
         if (s.bank_len > a) banks_->truncate(s.bank, a), s.bank_len = a;
         if (s.win_len > a) windows_->truncate(s.win, a), s.win_len = a;
         throw;

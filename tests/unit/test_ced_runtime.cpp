@@ -265,6 +265,29 @@ TEST_CASE("ced runtime: bad input leaves the sequence as it was") {
     CHECK(rt.length(s) == 3);
     CHECK_THROWS_AS(rt.truncate(s, 4), kvrt::Error);
     CHECK_THROWS_AS(rt.decode(12345, 1), kvrt::Error);
+    // A full bank cache: CACHE_FULL, and the sequence continues exactly afterwards.
+    {
+        CedRuntimeOptions small = opts();
+        small.bank_budget_bytes = 6 * 1024;  // ~ 21 positions of banks
+        small.chunk = 4;                      // fails after some chunks ran
+        CedRuntime r2(m.weights, small);
+        auto q = r2.create();
+        std::vector<int32_t> p = test::random_tokens(13, 256, 10);
+        r2.prefill(q, p.data(), 13, PrefillMode::Exact);
+        std::vector<int32_t> more = test::random_tokens(64, 256, 11);
+        try {
+            r2.extend(q, more.data(), 64);
+            FAIL("extend fit");
+        } catch (const kvrt::Error& e) {
+            CHECK(e.status() == KVRT_ERR_CACHE_FULL);
+        }
+        CHECK(r2.length(q) == 13);
+        std::vector<float> got = r2.decode(q, 42);
+        p.push_back(42);
+        CedRuntime cold(m.weights, opts());
+        auto c = cold.create();
+        CHECK(cold.prefill(c, p.data(), 14, PrefillMode::Exact).logits == got);
+    }
     CedRuntimeOptions o = opts();
     o.block_tokens = 3;  // not a multiple of the r = 2 bank
     CHECK_THROWS_AS(CedRuntime(m.weights, o), kvrt::Error);
