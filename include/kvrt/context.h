@@ -24,6 +24,7 @@
 #ifndef KVRT_CONTEXT_H
 #define KVRT_CONTEXT_H
 
+#include "kvrt/cache.h"
 #include "kvrt/common.h"
 #include "kvrt/model.h"
 
@@ -32,9 +33,8 @@ extern "C" {
 #endif
 
 typedef struct kvrt_context kvrt_context;
-struct kvrt_cache; /* kvrt/cache.h */
 
-/* Element type of cached K/V rows (values equal kvrt/cache.h's dtypes). */
+/* Element type of cached K/V rows (values equal kvrt/cache.h's KVRT_DTYPE_*). */
 #define KVRT_KV_F32 0
 #define KVRT_KV_F16 1
 #define KVRT_KV_BF16 2
@@ -51,9 +51,12 @@ typedef struct kvrt_context_config {
     uint32_t block_tokens;      /* tokens per cache block when the context creates its cache; default 16 */
     uint64_t cache_bytes;       /* budget of a cache the context creates; 0 = room for
                                    n_seq_max full sequences plus as much again for cached prefixes */
-    struct kvrt_cache *cache;   /* NULL: the context creates and owns its cache. Else a cache
-                                   returned by kvrt_context_get_cache() of another context over
-                                   the same model: the contexts then share one prefix cache. */
+    kvrt_cache *cache;          /* NULL: the context creates its cache. Else a cache to share:
+                                   kvrt_context_get_cache() of another context over the same
+                                   model (the usual way), or one from kvrt_cache_create() whose
+                                   layout matches the model (one FULL layer per model layer, or
+                                   WINDOW(W) for window layers; n_kv_heads, head_dim, kv_dtype as
+                                   the model's). Contexts sharing a cache share one prefix cache. */
     int32_t prefix_caching;     /* 1 (default): reuse and publish cached prefixes; 0: never */
     int32_t reserved0;          /* must be 0 */
     const char *cache_salt;     /* NUL-terminated; prefixes are only shared between equal salts.
@@ -83,10 +86,13 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context **out, kvrt_model *model, 
 KVRT_API void kvrt_context_destroy(kvrt_context *ctx);
 
 /* The context's cache, for sharing with another context over the same model
- * (kvrt_context_config.cache). Shared ownership: the cache lives while any
- * context over it lives. The pointer may also be passed to kvrt/cache.h's
- * read-only queries (statistics). Returns KVRT_ERR_BAD_HANDLE for NULL ctx. */
-KVRT_API kvrt_status kvrt_context_get_cache(struct kvrt_cache **out, kvrt_context *ctx);
+ * (kvrt_context_config.cache) and for kvrt/cache.h's queries (statistics).
+ * Ownership: a cache the context created is owned by the contexts that use it
+ * (it lives while any of them lives; kvrt_cache_destroy ignores it); a cache
+ * the caller passed in stays the caller's, who destroys it after the contexts.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE (ctx), KVRT_ERR_INVALID_ARGUMENT (NULL
+ * out). Thread-safe with respect to other contexts. O(contexts). */
+KVRT_API kvrt_status kvrt_context_get_cache(kvrt_cache **out, kvrt_context *ctx);
 
 /* ---- Per-request statistics -------------------------------------------- */
 
@@ -160,6 +166,11 @@ KVRT_API kvrt_status kvrt_context_get_logits(float *dst, size_t capacity, size_t
 /* Number of tokens sequence seq_id holds. */
 KVRT_API kvrt_status kvrt_context_seq_length(size_t *out, const kvrt_context *ctx, int32_t seq_id);
 
+/* KV bytes sequence seq_id holds in the cache (every block it references,
+ * shared prefix blocks included). Returns KVRT_OK, KVRT_ERR_OUT_OF_RANGE,
+ * KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL out). O(blocks). */
+KVRT_API kvrt_status kvrt_context_seq_kv_bytes(uint64_t *out, const kvrt_context *ctx, int32_t seq_id);
+
 /* Empties sequence seq_id. Its full blocks stay in the prefix cache (when
  * prefix caching is on) until evicted. Releasing an empty sequence is a no-op.
  * Returns KVRT_OK, KVRT_ERR_OUT_OF_RANGE, KVRT_ERR_BAD_HANDLE. */
@@ -200,7 +211,9 @@ KVRT_API kvrt_status kvrt_sampler_sample(int32_t *out, kvrt_sampler *sampler, co
 
 /* Called once per generated token with the token and the text it completes
  * (UTF-8; may be empty while a multi-byte character or a possible stop string
- * is held back). Return 0 to continue, non-zero to stop. Must not unwind. */
+ * is held back). After the last token, text still held back (a partial stop
+ * string that never completed) is flushed in one more call with token = -1.
+ * Return 0 to continue, non-zero to stop. Must not unwind. */
 typedef int (*kvrt_token_fn)(int32_t token, const char *text, size_t text_len, void *user_data);
 
 typedef struct kvrt_generate_config {
@@ -218,9 +231,10 @@ KVRT_API kvrt_status kvrt_generate_config_init(kvrt_generate_config *cfg, size_t
 
 /* Prefills sequence seq_id with prompt (as kvrt_context_prefill), then
  * samples and decodes up to max_tokens tokens, streaming each through
- * on_token, until a stop condition. The sampled tokens (except one that
- * stopped generation) are appended to the sequence, so a following prefill of
- * prompt + answer + next turn reuses everything. stats (NULL or filled)
+ * on_token, until a stop condition. Afterwards the sequence holds the prompt
+ * and every generated token but the last one sampled (its K/V are only needed
+ * by a further step), so a following prefill of prompt + answer + next turn
+ * reuses all of it and computes from the last answer token on. stats (NULL or filled)
  * reports reuse, time to first token, decode speed and the stop reason.
  * Returns KVRT_OK (for every stop reason) or the errors of
  * kvrt_context_prefill / kvrt_context_decode. One thread at a time. */

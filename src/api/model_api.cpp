@@ -1,0 +1,262 @@
+// kvrt_model_*: loading, facts, metadata, tensors, tokenizer, chat template.
+#include "api/model_handles.hpp"
+#include "model/chat_template.hpp"
+#include "model/tokenizer.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+using kvrt::Error;
+using kvrt::api::model_of;
+using kvrt::api::guard;
+using kvrt::api::require_capacity;
+using kvrt::api::require_non_null;
+
+namespace {
+
+// Writes s NUL-terminated (needed size includes the NUL; *written excludes it).
+kvrt_status write_cstring(char* dst, size_t capacity, size_t* written, std::string_view s, const char* what) {
+    require_non_null(written, "written");
+    require_capacity(capacity, dst, s.size() + 1, written, what);  // *written = bytes needed (with the NUL)
+    if (dst == nullptr) return KVRT_OK;                             // size query
+    std::memcpy(dst, s.data(), s.size());
+    dst[s.size()] = '\0';
+    *written = s.size();
+    return KVRT_OK;
+}
+
+std::string value_text(const kvrt::GgufValue& v) {
+    using kvrt::GgufType;
+    char buf[64];
+    switch (v.type()) {
+        case GgufType::STRING: return std::string(v.as_string());
+        case GgufType::BOOL: return v.as_bool() ? "true" : "false";
+        case GgufType::F32:
+        case GgufType::F64: std::snprintf(buf, sizeof buf, "%.9g", v.as_f64()); return buf;
+        case GgufType::I8:
+        case GgufType::I16:
+        case GgufType::I32:
+        case GgufType::I64: std::snprintf(buf, sizeof buf, "%" PRId64, v.as_i64()); return buf;
+        case GgufType::ARRAY:
+            return "[array of " + std::to_string(v.array_size()) + " " + kvrt::gguf_type_name(v.array_type()) + "]";
+        default: std::snprintf(buf, sizeof buf, "%" PRIu64, v.as_u64()); return buf;
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+KVRT_API kvrt_status kvrt_model_config_init(kvrt_model_config* cfg, size_t struct_size) {
+    return guard("kvrt_model_config_init", [&] {
+        require_non_null(cfg, "cfg");
+        if (struct_size < offsetof(kvrt_model_config, n_threads) || struct_size > sizeof(kvrt_model_config))
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "struct_size " + std::to_string(struct_size) + " is not a known size of kvrt_model_config");
+        std::memset(cfg, 0, struct_size);
+        cfg->struct_size = struct_size;
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_load(kvrt_model** out, const char* path, const kvrt_model_config* cfg) {
+    if (out) *out = nullptr;
+    return guard("kvrt_model_load", [&] {
+        require_non_null(out, "out");
+        require_non_null(path, "path");
+        kvrt_model_config c;
+        kvrt_model_config_init(&c, sizeof c);
+        if (cfg) {
+            kvrt::api::require_config(cfg, "cfg", offsetof(kvrt_model_config, n_threads));
+            std::memcpy(&c, cfg, cfg->struct_size);
+            if (c.n_threads < 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->n_threads is negative");
+        }
+        kvrt::ModelLoadOptions opts;
+        opts.n_threads = c.n_threads;
+        if (c.progress) {
+            kvrt_progress_fn fn = c.progress;
+            void* ud = c.progress_user_data;
+            opts.progress = [fn, ud](float f, const char* stage) { return fn(f, stage, ud) == 0; };
+        }
+        *out = kvrt::api::models().add(kvrt::Model::load(path, opts));
+    });
+}
+
+KVRT_API void kvrt_model_destroy(kvrt_model* model) {
+    // Drops the handle's reference; contexts hold their own, so the weights live on while they do.
+    kvrt::api::models().remove(model);
+}
+
+KVRT_API kvrt_status kvrt_model_info_init(kvrt_model_info* info, size_t struct_size) {
+    return guard("kvrt_model_info_init", [&] {
+        require_non_null(info, "info");
+        if (struct_size < offsetof(kvrt_model_info, fingerprint) + 16 || struct_size > sizeof(kvrt_model_info))
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "struct_size " + std::to_string(struct_size) + " is not a known size of kvrt_model_info");
+        std::memset(info, 0, struct_size);
+        info->struct_size = struct_size;
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_get_info(kvrt_model_info* info, const kvrt_model* model) {
+    return guard("kvrt_model_get_info", [&] {
+        require_non_null(info, "info");
+        auto mp = model_of(model);
+        kvrt::api::require_config(info, "info", offsetof(kvrt_model_info, fingerprint) + 16);
+        const kvrt::Model& m = *mp;
+        const kvrt::LlamaConfig& c = m.config();
+        kvrt_model_info r;
+        std::memset(&r, 0, sizeof r);
+        r.struct_size = info->struct_size;
+        r.architecture = m.architecture().c_str();
+        r.name = m.name().c_str();
+        r.n_layers = c.n_layers;
+        r.n_vocab = c.n_vocab;
+        r.n_embd = c.n_embd;
+        r.n_ff = c.n_ff;
+        r.n_heads = c.n_heads;
+        r.n_kv_heads = c.n_kv_heads;
+        r.head_dim = c.head_dim;
+        r.n_ctx_train = c.n_ctx_train;
+        r.sliding_window = c.sliding_window;
+        for (uint32_t l = 0; l < c.n_layers; ++l) (c.layer_is_window(l) ? r.n_layers_window : r.n_layers_full)++;
+        r.rope_theta = c.rope_theta;
+        r.rms_eps = c.rms_eps;
+        const kvrt::Tokenizer& t = m.tokenizer();
+        r.bos_token = t.bos_id();
+        r.eos_token = t.eos_id();
+        r.eot_token = t.eot_id();
+        r.n_params = m.n_params();
+        r.weight_bytes = m.weight_bytes();
+        const uint64_t per_layer = m.kv_bytes_per_token_layer(2);
+        r.kv_bytes_per_token_full = per_layer * r.n_layers_full;
+        r.kv_bytes_per_token_window = per_layer * r.n_layers_window;
+        r.kv_bytes_per_token = r.kv_bytes_per_token_full + r.kv_bytes_per_token_window;
+        const auto fp = m.fingerprint().bytes();
+        std::memcpy(r.fingerprint, fp.data(), 16);
+        std::memcpy(info, &r, info->struct_size);
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_meta_string(char* dst, size_t capacity, size_t* written, const kvrt_model* model,
+                                            const char* key) {
+    return guard("kvrt_model_meta_string", [&]() -> kvrt_status {
+        require_non_null(written, "written");
+        auto mp = model_of(model);
+        require_non_null(key, "key");
+        const kvrt::GgufValue* v = mp->file().find(key);
+        if (!v) throw Error(KVRT_ERR_NOT_FOUND, std::string("no metadata key '") + key + "'");
+        return write_cstring(dst, capacity, written, value_text(*v), "kvrt_model_meta_string");
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_meta_count(size_t* out, const kvrt_model* model) {
+    return guard("kvrt_model_meta_count", [&] {
+        require_non_null(out, "out");
+        auto mp = model_of(model);
+        *out = mp->file().metadata().size();
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_meta_key(char* dst, size_t capacity, size_t* written, const kvrt_model* model,
+                                         size_t index) {
+    return guard("kvrt_model_meta_key", [&]() -> kvrt_status {
+        require_non_null(written, "written");
+        auto mp = model_of(model);
+        const auto md = mp->file().metadata();
+        if (index >= md.size())
+            throw Error(KVRT_ERR_OUT_OF_RANGE, "metadata index " + std::to_string(index) + " >= count " + std::to_string(md.size()));
+        return write_cstring(dst, capacity, written, md[index].key, "kvrt_model_meta_key");
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_tensor_count(size_t* out, const kvrt_model* model) {
+    return guard("kvrt_model_tensor_count", [&] {
+        require_non_null(out, "out");
+        auto mp = model_of(model);
+        *out = mp->file().tensors().size();
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_tensor_info(char* name, size_t name_capacity, size_t* name_written,
+                                            const char** type_name, uint64_t* n_elements, uint64_t* n_bytes,
+                                            const kvrt_model* model, size_t index) {
+    return guard("kvrt_model_tensor_info", [&]() -> kvrt_status {
+        auto mp = model_of(model);
+        const auto ts = mp->file().tensors();
+        if (index >= ts.size())
+            throw Error(KVRT_ERR_OUT_OF_RANGE, "tensor index " + std::to_string(index) + " >= count " + std::to_string(ts.size()));
+        const kvrt::GgufTensor& t = ts[index];
+        if (name_written || name) {
+            require_non_null(name_written, "name_written");
+            kvrt_status s = write_cstring(name, name_capacity, name_written, t.name, "kvrt_model_tensor_info");
+            if (s != KVRT_OK) return s;
+        }
+        if (type_name) *type_name = kvrt::tensor_type_name(t.type);
+        if (n_elements) *n_elements = t.n_elements;
+        if (n_bytes) *n_bytes = t.n_bytes;
+        return KVRT_OK;
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_tokenize(int32_t* dst, size_t capacity, size_t* written, const kvrt_model* model,
+                                         const char* text, size_t text_len, uint32_t flags) {
+    return guard("kvrt_model_tokenize", [&] {
+        require_non_null(written, "written");
+        auto mp = model_of(model);
+        if (text == nullptr && text_len > 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "text is NULL with text_len > 0");
+        if (flags & ~(KVRT_TOKENIZE_ADD_BOS | KVRT_TOKENIZE_PARSE_SPECIAL))
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "unknown tokenize flags " + std::to_string(flags));
+        kvrt::EncodeOptions o;
+        o.add_special = (flags & KVRT_TOKENIZE_ADD_BOS) != 0;
+        o.parse_special = (flags & KVRT_TOKENIZE_PARSE_SPECIAL) != 0;
+        const std::vector<int32_t> ids =
+            mp->tokenizer().encode(std::string_view(text ? text : "", text_len), o);
+        require_capacity(capacity, dst, ids.size(), written, "kvrt_model_tokenize");
+        if (dst) std::memcpy(dst, ids.data(), ids.size() * sizeof(int32_t));
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_detokenize(char* dst, size_t capacity, size_t* written, const kvrt_model* model,
+                                           const int32_t* tokens, size_t n_tokens, uint32_t flags) {
+    return guard("kvrt_model_detokenize", [&] {
+        require_non_null(written, "written");
+        auto mp = model_of(model);
+        if (tokens == nullptr && n_tokens > 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "tokens is NULL with n_tokens > 0");
+        if (flags & ~KVRT_DETOKENIZE_SPECIAL)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "unknown detokenize flags " + std::to_string(flags));
+        const std::string s = mp->tokenizer().decode(std::span<const int32_t>(tokens, n_tokens),
+                                                               (flags & KVRT_DETOKENIZE_SPECIAL) != 0);
+        require_capacity(capacity, dst, s.size(), written, "kvrt_model_detokenize");
+        if (dst) std::memcpy(dst, s.data(), s.size());
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_token_is_eog(int* out, const kvrt_model* model, int32_t token) {
+    return guard("kvrt_model_token_is_eog", [&] {
+        require_non_null(out, "out");
+        auto mp = model_of(model);
+        const uint32_t nv = mp->config().n_vocab;
+        if (token < 0 || static_cast<uint32_t>(token) >= nv)
+            throw Error(KVRT_ERR_OUT_OF_RANGE, "token id " + std::to_string(token) + " is outside [0, " + std::to_string(nv) + ")");
+        *out = mp->is_eog(token) ? 1 : 0;
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_chat_apply(char* dst, size_t capacity, size_t* written, const kvrt_model* model,
+                                           const kvrt_chat_message* messages, size_t n_messages, int add_assistant) {
+    return guard("kvrt_model_chat_apply", [&]() -> kvrt_status {
+        require_non_null(written, "written");
+        auto mp = model_of(model);
+        if (messages == nullptr && n_messages > 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "messages is NULL with n_messages > 0");
+        std::vector<kvrt::ChatMessage> msgs(n_messages);  // views into the caller's strings
+        for (size_t i = 0; i < n_messages; ++i) {
+            if (!messages[i].role || !messages[i].content)
+                throw Error(KVRT_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + " has a NULL role or content");
+            msgs[i].role = messages[i].role;
+            msgs[i].content = messages[i].content;
+        }
+        const std::string s = mp->apply_chat(msgs, add_assistant != 0);
+        return write_cstring(dst, capacity, written, s, "kvrt_model_chat_apply");
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,90 @@
+// The `llama` forward pass over a KV store.
+//
+// One call runs a batch of sequences: each contributes n >= 1 consecutive new
+// tokens at positions [pos0, pos0 + n) (a prefill chunk, or one decode
+// token). Per layer: RMSNorm, Q/K/V projections, RoPE (llama.cpp's NORM
+// pairing for LLM_ARCH_LLAMA: adjacent pairs (x[2i], x[2i+1]), angle
+// pos * theta^(-2i/n_rot)), the new K/V rows written into the store *first*,
+// then causal attention of the new queries over rows [0, pos0 + n) (sliding
+// window layers over their last W), output projection + residual, RMSNorm,
+// SwiGLU FFN + residual; then the final norm and the output head for the rows
+// that want logits.
+//
+// Exactness: every step is row-wise or (attention) depends only on the row's
+// own keys, and the kernels promise reduction orders that depend only on the
+// row, so a row's logits do not depend on chunking, batching, or on whether
+// earlier rows came from the prefix cache. The same code runs with the
+// reference kernels (ref/) for the reference forward.
+#pragma once
+
+#include "kernels/attention.hpp"
+#include "kernels/paged_kv.hpp"
+#include "util/dtype.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace kvrt {
+
+class Model;
+
+// Where the forward writes and reads K/V rows of one sequence.
+class KvStore {
+public:
+    virtual ~KvStore() = default;
+    virtual DType dtype() const noexcept = 0;
+    // Rows of `layer` at position pos (already reserved): n_kv_heads x head_dim elements.
+    virtual uint8_t* k_row_mut(int32_t layer, int64_t pos) = 0;
+    virtual uint8_t* v_row_mut(int32_t layer, int64_t pos) = 0;
+    // The kernels' view of `layer` covering positions [0, n_tokens).
+    virtual PagedKV view(int32_t layer, int64_t n_tokens) = 0;
+};
+
+// A contiguous store for one sequence (capacity positions): the reference
+// forward's per-call K/V and the tests' uncached runs. Not a cache: it lives
+// for one call.
+class ContiguousKv final : public KvStore {
+public:
+    ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType dtype, int64_t capacity);
+    DType dtype() const noexcept override { return dtype_; }
+    uint8_t* k_row_mut(int32_t layer, int64_t pos) override;
+    uint8_t* v_row_mut(int32_t layer, int64_t pos) override;
+    PagedKV view(int32_t layer, int64_t n_tokens) override;
+
+private:
+    int32_t n_layers_, n_kv_heads_, head_dim_;
+    DType dtype_;
+    int64_t capacity_;
+    size_t row_bytes_;
+    std::vector<uint8_t> data_;        // [layer][K rows | V rows]
+    std::vector<const uint8_t*> ptrs_;  // one "block" per layer
+};
+
+struct SeqStep {
+    KvStore* kv = nullptr;
+    const int32_t* tokens = nullptr;
+    int32_t n_tokens = 0;
+    int64_t pos0 = 0;
+    // logits_all: n_tokens x n_vocab floats; else the last token's n_vocab (nullptr = none wanted).
+    float* logits = nullptr;
+    bool logits_all = false;
+};
+
+enum class KernelSet : uint8_t { Fast, Reference };
+
+// Reusable scratch buffers of the forward (one per context; grows to the largest batch).
+struct ForwardScratch {
+    std::vector<float> x, xn, q, k, v, att, gate, up, logits_rows;
+    std::vector<int32_t> pos;
+    std::vector<PagedKV> views;
+    std::vector<DecodeSeq> decode;
+};
+
+// Runs the forward for a batch. Token ids must be < n_vocab and the stores must
+// have room for the rows (the caller reserved them). n_threads = 0: OpenMP default.
+void llama_forward(const Model& model, std::span<SeqStep> batch, ForwardScratch& scratch, KernelSet kernels,
+                   int n_threads = 0);
+
+}  // namespace kvrt

@@ -1,0 +1,210 @@
+#include "model/model.hpp"
+
+#include "model/chat_template.hpp"
+#include "model/tensor_type_dequant.hpp"
+#include "model/tokenizer.hpp"
+#include "model/tokenizer_gguf.hpp"
+#include "util/dtype.hpp"
+#include "util/error.hpp"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+namespace kvrt {
+
+std::array<uint8_t, 16> ModelFingerprint::bytes() const noexcept {
+    std::array<uint8_t, 16> b{};
+    for (int i = 0; i < 8; ++i) {
+        b[i] = static_cast<uint8_t>(lo >> (8 * i));
+        b[8 + i] = static_cast<uint8_t>(hi >> (8 * i));
+    }
+    return b;
+}
+
+std::string ModelFingerprint::hex() const {
+    char buf[33];
+    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(hi),
+                  static_cast<unsigned long long>(lo));
+    return buf;
+}
+
+Model::~Model() = default;
+
+bool Model::is_eog(int32_t token) const noexcept { return tok_->is_end_of_generation(token); }
+
+std::string_view Model::token_piece(int32_t token) const { return tok_->piece(token, false); }
+
+std::string Model::apply_chat(std::span<const ChatMessage> messages, bool add_assistant) const {
+    if (!chat_) fail(KVRT_ERR_UNSUPPORTED, chat_error_);
+    return chat_->render(messages, add_assistant);
+}
+
+namespace {
+
+// A norm weight vector of n elements (f32 / f16 / bf16 in the file).
+std::vector<float> read_vector(const GgufFile& f, const std::string& name, uint32_t n) {
+    const GgufTensor& t = f.expect_tensor(name, {n}, {TensorType::F32, TensorType::F16, TensorType::BF16});
+    std::vector<float> v(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        switch (t.type) {
+            case TensorType::F32: std::memcpy(&v[i], t.data + 4ull * i, 4); break;
+            case TensorType::F16: {
+                uint16_t h;
+                std::memcpy(&h, t.data + 2ull * i, 2);
+                v[i] = f16_to_f32(h);
+                break;
+            }
+            default: {
+                uint16_t h;
+                std::memcpy(&h, t.data + 2ull * i, 2);
+                v[i] = bf16_to_f32(h);
+                break;
+            }
+        }
+    }
+    return v;
+}
+
+// Every type kvrt can compute with: packed as is, or dequantised to f32 first.
+constexpr std::initializer_list<TensorType> kMatmulTypes = {
+    TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
+    TensorType::Q5_1, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+
+bool packs_natively(TensorType t) {
+    return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q4_0 ||
+           t == TensorType::Q4_1 || t == TensorType::Q8_0;
+}
+
+struct PackJob {
+    const GgufTensor* t;
+    std::unique_ptr<PackedWeight>* dst;
+};
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoadOptions& opts) {
+    std::shared_ptr<Model> m(new Model());
+    auto report = [&](float frac, const char* stage) {
+        if (opts.progress && !opts.progress(frac, stage))
+            fail(KVRT_ERR_CANCELLED, path + ": loading cancelled by the progress callback");
+    };
+    report(0.0f, "load");
+    m->file_ = std::make_unique<GgufFile>(GgufFile::open(path));
+    const GgufFile& f = *m->file_;
+    m->cfg_ = read_llama_config(f);
+    m->tok_ = std::make_unique<Tokenizer>(tokenizer_from_gguf(f));
+    try {
+        auto text = [&](int32_t id) { return id >= 0 ? m->tok_->token_text(id) : std::string_view(); };
+        m->chat_ = std::make_unique<ChatTemplate>(
+            ChatTemplate::detect(m->tok_->chat_template(), text(m->tok_->bos_id()), text(m->tok_->eos_id())));
+    } catch (const Error& e) {
+        // A model without a known template still loads; kvrt_model_chat_apply reports why.
+        m->chat_error_ = e.what();
+    }
+    LlamaConfig& c = m->cfg_;
+    m->arch_ = std::string(f.architecture());
+    m->name_ = std::string(f.get_string("general.name", ""));
+
+    // Fingerprint: XXH3-128 over the whole mapped file (metadata + tensor data), in slices
+    // so that progress can be reported.
+    {
+        XXH3_state_t* st = XXH3_createState();
+        if (!st) throw std::bad_alloc();
+        XXH3_128bits_reset(st);
+        const uint64_t total = f.file_size();
+        const uint64_t slice = 16ull << 20;
+        for (uint64_t off = 0; off < total; off += slice) {
+            XXH3_128bits_update(st, f.base() + off, static_cast<size_t>(std::min(slice, total - off)));
+            try {
+                report(0.3f * static_cast<float>(off + std::min(slice, total - off)) / static_cast<float>(total), "hash");
+            } catch (...) {
+                XXH3_freeState(st);
+                throw;
+            }
+        }
+        const XXH128_hash_t h = XXH3_128bits_digest(st);
+        XXH3_freeState(st);
+        m->fp_.lo = h.low64;
+        m->fp_.hi = h.high64;
+    }
+
+    // Tensors and their shapes (ggml order: ne[0] = the row length K).
+    const GgufTensor* te = &f.require_tensor("token_embd.weight");
+    if (te->n_dims != 2 || te->ne[0] != c.n_embd || te->ne[1] == 0 || te->ne[1] > (1u << 24))
+        fail(KVRT_ERR_BAD_FORMAT, path + ": token_embd.weight has shape " + te->shape_string() + ", expected [" +
+                                      std::to_string(c.n_embd) + ", n_vocab]");
+    c.n_vocab = static_cast<uint32_t>(te->ne[1]);
+    if (static_cast<uint32_t>(m->tok_->n_tokens()) != c.n_vocab)
+        fail(KVRT_ERR_BAD_FORMAT, path + ": the tokenizer has " + std::to_string(m->tok_->n_tokens()) +
+                                      " tokens but token_embd.weight has " + std::to_string(c.n_vocab) + " rows");
+    f.expect_tensor("token_embd.weight", {c.n_embd, c.n_vocab}, kMatmulTypes);
+
+    std::vector<PackJob> jobs;
+    jobs.push_back({te, &m->tok_embd_});
+    if (f.find_tensor("output.weight") != nullptr)
+        jobs.push_back({&f.expect_tensor("output.weight", {c.n_embd, c.n_vocab}, kMatmulTypes), &m->output_own_});
+    m->output_norm_ = read_vector(f, "output_norm.weight", c.n_embd);
+    m->layers_.resize(c.n_layers);
+    for (uint32_t i = 0; i < c.n_layers; ++i) {
+        const std::string p = "blk." + std::to_string(i) + ".";
+        LlamaLayerWeights& L = m->layers_[i];
+        L.attn_norm = read_vector(f, p + "attn_norm.weight", c.n_embd);
+        L.ffn_norm = read_vector(f, p + "ffn_norm.weight", c.n_embd);
+        jobs.push_back({&f.expect_tensor(p + "attn_q.weight", {c.n_embd, c.q_dim()}, kMatmulTypes), &L.wq});
+        jobs.push_back({&f.expect_tensor(p + "attn_k.weight", {c.n_embd, c.kv_dim()}, kMatmulTypes), &L.wk});
+        jobs.push_back({&f.expect_tensor(p + "attn_v.weight", {c.n_embd, c.kv_dim()}, kMatmulTypes), &L.wv});
+        jobs.push_back({&f.expect_tensor(p + "attn_output.weight", {c.q_dim(), c.n_embd}, kMatmulTypes), &L.wo});
+        jobs.push_back({&f.expect_tensor(p + "ffn_gate.weight", {c.n_embd, c.n_ff}, kMatmulTypes), &L.w_gate});
+        jobs.push_back({&f.expect_tensor(p + "ffn_up.weight", {c.n_embd, c.n_ff}, kMatmulTypes), &L.w_up});
+        jobs.push_back({&f.expect_tensor(p + "ffn_down.weight", {c.n_ff, c.n_embd}, kMatmulTypes), &L.w_down});
+    }
+    for (const GgufTensor& t : f.tensors()) {
+        m->n_params_ += t.n_elements;
+        m->weight_bytes_ += t.n_bytes;
+    }
+
+    // Repack every matmul weight (in parallel; progress and cancellation from the first thread).
+    std::atomic<size_t> done{0};
+    std::atomic<bool> stop{false};
+    std::exception_ptr err;
+    const int nt = opts.n_threads > 0 ? opts.n_threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        if (stop.load(std::memory_order_relaxed)) continue;
+        try {
+            const GgufTensor& t = *jobs[j].t;
+            if (opts.f32_weights || !packs_natively(t.type)) {
+                if (!dequant_supported(t.type))
+                    fail(KVRT_ERR_UNSUPPORTED, path + ": tensor " + std::string(t.name) + " has type " +
+                                                   tensor_type_name(t.type) + ", which kvrt cannot compute with");
+                std::vector<float> f(t.n_elements);
+                dequantize_rows_f32(t, 0, t.n_rows(), f.data());
+                *jobs[j].dst = std::make_unique<PackedWeight>(TensorType::F32, f.data(), static_cast<int64_t>(t.n_rows()),
+                                                              static_cast<int64_t>(t.row_elems()));
+            } else {
+                *jobs[j].dst = std::make_unique<PackedWeight>(t.type, t.data, static_cast<int64_t>(t.n_rows()),
+                                                              static_cast<int64_t>(t.row_elems()));
+            }
+            const size_t d = done.fetch_add(1) + 1;
+            if (omp_get_thread_num() == 0)
+                report(0.3f + 0.7f * static_cast<float>(d) / static_cast<float>(jobs.size()), "pack");
+        } catch (...) {
+#pragma omp critical(kvrt_model_load_err)
+            if (!err) err = std::current_exception();
+            stop = true;
+        }
+    }
+    if (err) std::rethrow_exception(err);
+    m->output_ = m->output_own_ ? m->output_own_.get() : m->tok_embd_.get();
+    report(1.0f, "pack");
+    return m;
+}
+
+}  // namespace kvrt

@@ -1,0 +1,412 @@
+#include "runtime/context.hpp"
+
+#include "kvrt/context.h"
+#include "model/model.hpp"
+#include "util/error.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace kvrt::runtime {
+
+namespace {
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Sets the OpenMP thread count of the calling thread for the duration of a call.
+class ThreadScope {
+public:
+    explicit ThreadScope(int n) : prev_(omp_get_max_threads()), set_(n > 0) {
+        if (set_) omp_set_num_threads(n);
+    }
+    ~ThreadScope() {
+        if (set_) omp_set_num_threads(prev_);
+    }
+
+private:
+    int prev_;
+    bool set_;
+};
+}  // namespace
+
+cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget) {
+    const LlamaConfig& c = model.config();
+    cache::CacheConfig cc;
+    cc.block_tokens = block_tokens;
+    cc.budget_bytes = budget;
+    cc.layers.resize(c.n_layers);
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+        cache::LayerSpec& s = cc.layers[l];
+        s.kind = c.layer_is_window(l) ? cache::LayerKind::Window : cache::LayerKind::Full;
+        s.window = c.layer_is_window(l) ? static_cast<int32_t>(c.sliding_window) : 0;
+        s.n_kv_heads = static_cast<int32_t>(c.n_kv_heads);
+        s.head_dim = static_cast<int32_t>(c.head_dim);
+        s.dtype = kv_dtype;
+    }
+    return cc;
+}
+
+// The forward's view of one cache sequence.
+class Context::CacheKv final : public KvStore {
+public:
+    CacheKv(cache::Cache& c, cache::SeqId id, DType dt) : c_(c), id_(id), dt_(dt) {}
+    DType dtype() const noexcept override { return dt_; }
+    uint8_t* k_row_mut(int32_t layer, int64_t pos) override { return c_.k_row_mut(id_, layer, pos); }
+    uint8_t* v_row_mut(int32_t layer, int64_t pos) override { return c_.v_row_mut(id_, layer, pos); }
+    PagedKV view(int32_t layer, int64_t n_tokens) override {
+        PagedKV v = c_.paged_view(id_, layer);
+        KVRT_CHECK(n_tokens <= v.n_tokens, KVRT_ERR_INTERNAL, "cache view shorter than the forward needs");
+        v.n_tokens = static_cast<int32_t>(n_tokens);
+        return v;
+    }
+
+private:
+    cache::Cache& c_;
+    cache::SeqId id_;
+    DType dt_;
+};
+
+Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, std::shared_ptr<cache::Cache> cache)
+    : model_(std::move(model)), p_(params), cache_(std::move(cache)) {
+    KVRT_CHECK(model_ != nullptr, KVRT_ERR_BAD_HANDLE, "model is NULL");
+    const LlamaConfig& c = model_->config();
+    if (p_.n_ctx == 0) p_.n_ctx = c.n_ctx_train;
+    KVRT_CHECK(p_.n_ctx <= c.n_ctx_train, KVRT_ERR_INVALID_ARGUMENT,
+               "n_ctx " + std::to_string(p_.n_ctx) + " exceeds the model's context length " +
+                   std::to_string(c.n_ctx_train));
+    KVRT_CHECK(p_.n_seq_max >= 1 && p_.n_seq_max <= 4096, KVRT_ERR_INVALID_ARGUMENT,
+               "n_seq_max must be in [1, 4096], got " + std::to_string(p_.n_seq_max));
+    if (p_.n_batch == 0) p_.n_batch = 512;
+    KVRT_CHECK(p_.n_batch <= 65536, KVRT_ERR_INVALID_ARGUMENT, "n_batch above 65536");
+    KVRT_CHECK(p_.block_tokens >= 1 && p_.block_tokens <= 4096, KVRT_ERR_INVALID_ARGUMENT,
+               "block_tokens must be in [1, 4096]");
+    KVRT_CHECK(p_.n_threads >= 0, KVRT_ERR_INVALID_ARGUMENT, "n_threads is negative");
+    if (!cache_) {
+        uint64_t budget = p_.cache_bytes;
+        if (budget == 0) {
+            const uint64_t per_token = static_cast<uint64_t>(c.n_layers) *
+                                       model_->kv_bytes_per_token_layer(static_cast<uint32_t>(dtype_size(p_.kv_dtype)));
+            // Room for every sequence at full length, plus as much again for cached prefixes.
+            budget = 2ull * p_.n_seq_max * (p_.n_ctx + static_cast<uint64_t>(p_.block_tokens)) * per_token;
+        }
+        cache_ = std::make_shared<cache::Cache>(cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, budget));
+    } else {
+        const cache::ResolvedLayout& lay = cache_->layout();
+        const cache::CacheConfig want = cache_config_for(*model_, p_.kv_dtype, cache_->block_tokens(), 0);
+        bool ok = lay.layers.size() == want.layers.size();
+        for (size_t l = 0; ok && l < want.layers.size(); ++l) {
+            const cache::LayerSpec &a = lay.layers[l], &b = want.layers[l];
+            ok = a.kind == b.kind && a.n_kv_heads == b.n_kv_heads && a.head_dim == b.head_dim &&
+                 a.window == b.window && a.dtype == b.dtype;
+        }
+        KVRT_CHECK(ok, KVRT_ERR_MISMATCH,
+                   "the shared cache's layout does not match this model and KV dtype (" +
+                       std::to_string(lay.layers.size()) + " layers vs " + std::to_string(want.layers.size()) + ")");
+        p_.block_tokens = cache_->block_tokens();
+    }
+    keys_.fingerprint_lo = model_->fingerprint().lo;
+    keys_.fingerprint_hi = model_->fingerprint().hi;
+    keys_.salt = p_.salt;
+    seqs_.resize(p_.n_seq_max);
+}
+
+Context::~Context() {
+    for (Seq& s : seqs_) {
+        try {
+            drop(s);
+        } catch (...) {
+        }
+    }
+}
+
+Context::Seq& Context::seq_ref(int32_t seq) {
+    KVRT_CHECK(seq >= 0 && static_cast<uint32_t>(seq) < p_.n_seq_max, KVRT_ERR_OUT_OF_RANGE,
+               "sequence id " + std::to_string(seq) + " is outside [0, " + std::to_string(p_.n_seq_max) + ")");
+    return seqs_[static_cast<size_t>(seq)];
+}
+const Context::Seq& Context::seq_ref(int32_t seq) const { return const_cast<Context*>(this)->seq_ref(seq); }
+
+void Context::check_tokens(const int32_t* tokens, size_t n) const {
+    const uint32_t nv = model_->config().n_vocab;
+    for (size_t i = 0; i < n; ++i)
+        KVRT_CHECK(tokens[i] >= 0 && static_cast<uint32_t>(tokens[i]) < nv, KVRT_ERR_OUT_OF_RANGE,
+                   "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                       " is outside the vocabulary [0, " + std::to_string(nv) + ")");
+}
+
+void Context::drop(Seq& s) {
+    if (s.id != 0) cache_->release(s.id);
+    s.id = 0;
+    s.tokens.clear();
+    s.has_logits = false;
+}
+
+void Context::release(int32_t seq) { drop(seq_ref(seq)); }
+
+const std::vector<int32_t>& Context::tokens(int32_t seq) const { return seq_ref(seq).tokens; }
+bool Context::has_logits(int32_t seq) const { return seq_ref(seq).has_logits; }
+const std::vector<float>& Context::logits(int32_t seq) const {
+    const Seq& s = seq_ref(seq);
+    KVRT_CHECK(s.has_logits, KVRT_ERR_INVALID_STATE,
+               "sequence " + std::to_string(seq) + " has no logits (empty, or its last call failed)");
+    return s.logits;
+}
+uint64_t Context::kv_bytes(int32_t seq) const {
+    const Seq& s = seq_ref(seq);
+    return s.id ? cache_->seq_info(s.id).bytes : 0;
+}
+
+void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats* stats,
+                      std::vector<float>* all_logits) {
+    const double t0 = now_s();
+    Seq& s = seq_ref(seq);
+    KVRT_CHECK(tokens != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, "prefill: the prompt is empty");
+    KVRT_CHECK(n <= p_.n_ctx, KVRT_ERR_OUT_OF_RANGE,
+               "the prompt has " + std::to_string(n) + " tokens, more than the context's n_ctx = " +
+                   std::to_string(p_.n_ctx));
+    check_tokens(tokens, n);
+    ThreadScope threads(p_.n_threads);
+    const uint32_t V = model_->config().n_vocab;
+
+    // 1. What can be kept: the common prefix with the sequence's own tokens...
+    size_t common = 0;
+    while (common < s.tokens.size() && common < n && s.tokens[common] == tokens[common]) ++common;
+    if (common == n && s.tokens.size() == n && s.has_logits && !all_logits) {
+        if (stats) {
+            *stats = {};
+            stats->prompt_tokens = stats->reused_tokens = n;
+            stats->ttft_s = now_s() - t0;
+            stats->kv_bytes = kv_bytes(seq);
+        }
+        return;
+    }
+    if (common == n) common = n - 1;  // the last token's logits must be computed
+    // ... or the shared prefix cache, when it offers more.
+    size_t from_cache = 0;
+    const int64_t hit = p_.prefix_caching && !all_logits
+                            ? cache_->lookup_prefix(keys_, tokens, static_cast<int64_t>(n))
+                            : 0;
+    s.has_logits = false;
+    if (s.id != 0 && static_cast<size_t>(hit) <= common && common > 0) {
+        try {
+            cache_->truncate(s.id, static_cast<int64_t>(common));
+            s.tokens.resize(common);
+        } catch (const Error& e) {
+            if (e.status() != KVRT_ERR_INVALID_STATE) throw;
+            drop(s);  // a window layer no longer holds what position `common` needs
+            common = 0;
+        }
+    } else {
+        drop(s);
+        common = 0;
+    }
+    if (s.id == 0) {
+        s.id = cache_->create_sequence(keys_);
+        if (p_.prefix_caching && !all_logits) {
+            from_cache = static_cast<size_t>(cache_->match_prefix(s.id, tokens, static_cast<int64_t>(n)));
+            s.tokens.assign(tokens, tokens + from_cache);
+        }
+        common = from_cache;
+    }
+
+    // 2. Compute [common, n) in chunks.
+    if (all_logits) all_logits->assign((n - common) * V, 0.0f);
+    s.logits.resize(V);
+    const size_t start = common;
+    for (size_t pos = start; pos < n;) {
+        const size_t len = std::min<size_t>(p_.n_batch, n - pos);
+        cache_->append(s.id, tokens + pos, static_cast<int64_t>(len));
+        try {
+            CacheKv kv(*cache_, s.id, p_.kv_dtype);
+            SeqStep step;
+            step.kv = &kv;
+            step.tokens = tokens + pos;
+            step.n_tokens = static_cast<int32_t>(len);
+            step.pos0 = static_cast<int64_t>(pos);
+            const bool last = pos + len == n;
+            if (all_logits) {
+                step.logits = all_logits->data() + (pos - start) * V;
+                step.logits_all = true;
+            } else if (last) {
+                step.logits = s.logits.data();
+            }
+            llama_forward(*model_, std::span<SeqStep>(&step, 1), scratch_, KernelSet::Fast, p_.n_threads);
+            cache_->mark_computed(s.id, static_cast<int64_t>(pos + len));
+            if (last && all_logits) std::copy_n(all_logits->data() + (n - 1 - start) * V, V, s.logits.data());
+        } catch (...) {
+            cache_->truncate(s.id, static_cast<int64_t>(pos));  // never keep rows that were not computed
+            throw;
+        }
+        s.tokens.insert(s.tokens.end(), tokens + pos, tokens + pos + len);
+        pos += len;
+        if (p_.progress && n - start > p_.n_batch && !p_.progress(static_cast<float>(pos - start) / (n - start), "prefill"))
+            fail(KVRT_ERR_CANCELLED, "prefill cancelled by the progress callback after " + std::to_string(pos) +
+                                         " of " + std::to_string(n) + " tokens");
+    }
+    s.has_logits = true;
+    if (stats) {
+        *stats = {};
+        stats->prompt_tokens = n;
+        stats->reused_tokens = start;
+        stats->reused_from_cache = from_cache;
+        stats->computed_tokens = n - start;
+        stats->prefill_s = now_s() - t0;
+        stats->ttft_s = stats->prefill_s;
+        stats->kv_bytes = kv_bytes(seq);
+    }
+}
+
+void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
+    KVRT_CHECK(seqs != nullptr && toks != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, "decode: empty batch");
+    check_tokens(toks, n);
+    std::vector<Seq*> ss(n);
+    for (size_t i = 0; i < n; ++i) {
+        ss[i] = &seq_ref(seqs[i]);
+        for (size_t j = 0; j < i; ++j)
+            KVRT_CHECK(seqs[j] != seqs[i], KVRT_ERR_INVALID_ARGUMENT,
+                       "decode: sequence " + std::to_string(seqs[i]) + " appears twice in the batch");
+        KVRT_CHECK(ss[i]->id != 0 && !ss[i]->tokens.empty(), KVRT_ERR_INVALID_ARGUMENT,
+                   "decode: sequence " + std::to_string(seqs[i]) + " is empty (prefill it first)");
+        KVRT_CHECK(ss[i]->tokens.size() < p_.n_ctx, KVRT_ERR_OUT_OF_RANGE,
+                   "decode: sequence " + std::to_string(seqs[i]) + " is full (n_ctx = " + std::to_string(p_.n_ctx) + ")");
+    }
+    ThreadScope threads(p_.n_threads);
+    // Reserve every row first; undo on failure (all-or-nothing).
+    size_t appended = 0;
+    try {
+        for (; appended < n; ++appended) cache_->append(ss[appended]->id, &toks[appended], 1);
+    } catch (...) {
+        for (size_t i = 0; i < appended; ++i)
+            cache_->truncate(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));
+        throw;
+    }
+    const uint32_t V = model_->config().n_vocab;
+    std::vector<std::unique_ptr<CacheKv>> kvs(n);
+    std::vector<SeqStep> steps(n);
+    for (size_t i = 0; i < n; ++i) {
+        kvs[i] = std::make_unique<CacheKv>(*cache_, ss[i]->id, p_.kv_dtype);
+        ss[i]->logits.resize(V);
+        ss[i]->has_logits = false;
+        steps[i].kv = kvs[i].get();
+        steps[i].tokens = &toks[i];
+        steps[i].n_tokens = 1;
+        steps[i].pos0 = static_cast<int64_t>(ss[i]->tokens.size());
+        steps[i].logits = ss[i]->logits.data();
+    }
+    try {
+        llama_forward(*model_, std::span<SeqStep>(steps), scratch_, KernelSet::Fast, p_.n_threads);
+    } catch (...) {
+        for (size_t i = 0; i < n; ++i) cache_->truncate(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));
+        throw;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        ss[i]->tokens.push_back(toks[i]);
+        cache_->mark_computed(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));
+        ss[i]->has_logits = true;
+    }
+}
+
+namespace {
+// Bytes at the end of s that form an incomplete UTF-8 character.
+size_t incomplete_utf8_tail(const std::string& s) {
+    const size_t n = s.size();
+    for (size_t back = 1; back <= 3 && back <= n; ++back) {
+        const unsigned char c = static_cast<unsigned char>(s[n - back]);
+        if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+        size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+}  // namespace
+
+void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, const GenerateParams& gp,
+                       RequestStats* stats, std::vector<int32_t>* out_tokens) {
+    const double t0 = now_s();
+    RequestStats st;
+    prefill(seq, prompt, n_prompt, &st);
+    Sampler greedy_sampler(SamplerParams{});
+    Sampler& sampler = gp.sampler ? *gp.sampler : greedy_sampler;
+    const uint32_t V = model_->config().n_vocab;
+    std::string text;     // everything generated so far
+    size_t emitted = 0;   // bytes of text passed to on_token
+    size_t max_stop = 0;
+    for (const std::string& ss : gp.stop_strings) max_stop = std::max(max_stop, ss.size());
+    int reason = KVRT_STOP_NONE;
+    double decode_s = 0;
+    uint64_t decoded = 0;
+    for (uint32_t i = 0;; ++i) {
+        if (i >= gp.max_tokens) {
+            reason = KVRT_STOP_MAX_TOKENS;
+            break;
+        }
+        const int32_t tok = sampler.sample(logits(seq).data(), V);
+        if (i == 0) st.ttft_s = now_s() - t0;
+        if (gp.stop_at_eog && model_->is_eog(tok)) {
+            reason = KVRT_STOP_EOG;
+            break;
+        }
+        st.generated_tokens++;
+        if (out_tokens) out_tokens->push_back(tok);
+        text += model_->token_piece(tok);
+        // Stop strings: cut the text before the first occurrence.
+        size_t stop_at = std::string::npos;
+        for (const std::string& ss : gp.stop_strings) {
+            if (ss.empty()) continue;
+            const size_t from = emitted >= ss.size() ? emitted - ss.size() + 1 : 0;
+            const size_t f = text.find(ss, from);
+            if (f != std::string::npos) stop_at = std::min(stop_at, f);
+        }
+        size_t safe = text.size();
+        if (stop_at != std::string::npos) {
+            safe = std::max(stop_at, emitted);
+        } else {
+            // Hold back a tail that could start a stop string, and an incomplete UTF-8 character.
+            for (const std::string& ss : gp.stop_strings)
+                for (size_t k = std::min(ss.size() - (ss.empty() ? 0 : 1), text.size() - emitted); k > 0; --k)
+                    if (text.compare(text.size() - k, k, ss, 0, k) == 0) {
+                        safe = std::min(safe, text.size() - k);
+                        break;
+                    }
+            safe = std::min(safe, text.size() - incomplete_utf8_tail(text));
+            safe = std::max(safe, emitted);
+        }
+        bool go_on = true;
+        if (gp.on_token) go_on = gp.on_token(tok, text.data() + emitted, safe - emitted);
+        emitted = safe;
+        if (stop_at != std::string::npos) {
+            reason = KVRT_STOP_STRING;
+            break;
+        }
+        if (!go_on) {
+            reason = KVRT_STOP_CALLBACK;
+            break;
+        }
+        if (i + 1 >= gp.max_tokens) {
+            reason = KVRT_STOP_MAX_TOKENS;
+            break;
+        }
+        if (tokens(seq).size() >= p_.n_ctx) {
+            reason = KVRT_STOP_CONTEXT_FULL;
+            break;
+        }
+        const double td = now_s();
+        decode(&seq, &tok, 1);
+        decode_s += now_s() - td;
+        decoded++;
+    }
+    // Flush text held back for a stop string that never came.
+    if (reason != KVRT_STOP_STRING && emitted < text.size() && gp.on_token && !text.empty())
+        gp.on_token(-1, text.data() + emitted, text.size() - emitted);
+    (void)max_stop;
+    st.decode_s = decode_s;
+    st.stop_reason = reason;
+    st.kv_bytes = kv_bytes(seq);
+    if (stats) *stats = st;
+    (void)decoded;
+}
+
+}  // namespace kvrt::runtime

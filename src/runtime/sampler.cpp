@@ -1,0 +1,91 @@
+#include "runtime/sampler.hpp"
+
+#include "util/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace kvrt::runtime {
+
+int32_t argmax(const float* logits, size_t n) noexcept {
+    size_t best = 0;
+    for (size_t i = 1; i < n; ++i)
+        if (logits[i] > logits[best] || (std::isnan(logits[best]) && !std::isnan(logits[i]))) best = i;
+    return static_cast<int32_t>(best);
+}
+
+Sampler::Sampler(const SamplerParams& p) : p_(p), state_(p.seed) {
+    auto bad = [](const std::string& m) { fail(KVRT_ERR_INVALID_ARGUMENT, m); };
+    if (std::isnan(p.temperature) || std::isnan(p.top_p) || std::isnan(p.min_p)) bad("sampler parameter is NaN");
+    if (p.top_k < 0) bad("top_k is negative (" + std::to_string(p.top_k) + ")");
+    if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) bad("top_p must be in (0, 1], got " + std::to_string(p.top_p));
+    if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) bad("min_p must be in [0, 1], got " + std::to_string(p.min_p));
+    if (std::isinf(p.temperature)) bad("temperature is infinite");
+}
+
+double Sampler::next_uniform() noexcept {
+    // splitmix64: passes BigCrush, one state word, trivially seedable.
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+int32_t Sampler::sample(const float* logits, size_t n) {
+    if (greedy() || n == 1) return argmax(logits, n);
+
+    cands_.clear();
+    cands_.reserve(n);
+    for (size_t i = 0; i < n; ++i)
+        if (!std::isnan(logits[i])) cands_.push_back({logits[i], static_cast<int32_t>(i)});
+    if (cands_.empty()) return 0;
+    auto by_logit = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
+
+    // top-k: keep the k best (sorted), else sort all (needed for top-p anyway).
+    size_t keep = cands_.size();
+    if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < keep) keep = static_cast<size_t>(p_.top_k);
+    std::partial_sort(cands_.begin(), cands_.begin() + static_cast<std::ptrdiff_t>(keep), cands_.end(), by_logit);
+    cands_.resize(keep);
+
+    // Softmax at temperature 1 for the truncation rules (as llama.cpp's chain does before temp).
+    const double mx = cands_[0].logit;
+    probs_.resize(keep);
+    double sum = 0;
+    for (size_t i = 0; i < keep; ++i) sum += (probs_[i] = std::exp(static_cast<double>(cands_[i].logit) - mx));
+
+    // top-p: smallest prefix whose mass reaches top_p.
+    if (p_.top_p < 1.0f) {
+        double acc = 0;
+        size_t cut = keep;
+        for (size_t i = 0; i < keep; ++i) {
+            acc += probs_[i] / sum;
+            if (acc >= p_.top_p) {
+                cut = i + 1;
+                break;
+            }
+        }
+        keep = cut;
+    }
+    // min-p: p_i >= min_p * p_max (p_max is probs_[0]).
+    if (p_.min_p > 0.0f) {
+        size_t cut = 1;
+        while (cut < keep && probs_[cut] >= p_.min_p * probs_[0]) ++cut;
+        keep = cut;
+    }
+
+    // Temperature over the survivors, then one draw.
+    const double inv_t = 1.0 / static_cast<double>(p_.temperature);
+    double total = 0;
+    for (size_t i = 0; i < keep; ++i)
+        total += (probs_[i] = std::exp((static_cast<double>(cands_[i].logit) - mx) * inv_t));
+    double r = next_uniform() * total;
+    for (size_t i = 0; i < keep; ++i) {
+        r -= probs_[i];
+        if (r < 0) return cands_[i].id;
+    }
+    return cands_[keep - 1].id;
+}
+
+}  // namespace kvrt::runtime

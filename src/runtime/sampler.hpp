@@ -1,0 +1,54 @@
+// Sampler: turns a row of logits into a token id.
+//
+// Greedy (temperature <= 0): argmax, ties to the lowest id. Otherwise the
+// chain top-k -> top-p -> min-p -> temperature -> one draw from a seeded
+// 64-bit PRNG (splitmix64 state, xoshiro-free: one multiply-xorshift per
+// draw), so the same seed and the same logits give the same tokens on every
+// machine. Probabilities are computed in double from max-subtracted logits.
+//
+// Thread safety: one thread at a time (the PRNG state changes per draw).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kvrt::runtime {
+
+struct SamplerParams {
+    float temperature = 0.0f;  // <= 0: greedy
+    int32_t top_k = 0;         // 0: off
+    float top_p = 1.0f;        // 1: off
+    float min_p = 0.0f;        // 0: off
+    uint64_t seed = 0;
+};
+
+// Index of the largest value (lowest index on ties; NaN never wins unless all are NaN).
+int32_t argmax(const float* logits, size_t n) noexcept;
+
+class Sampler {
+public:
+    // Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) for out-of-domain parameters.
+    explicit Sampler(const SamplerParams& p);
+
+    const SamplerParams& params() const noexcept { return p_; }
+    bool greedy() const noexcept { return p_.temperature <= 0.0f; }
+
+    // Picks a token from logits[0, n). n >= 1.
+    int32_t sample(const float* logits, size_t n);
+
+    // Uniform double in [0, 1) from the PRNG (exposed for tests).
+    double next_uniform() noexcept;
+
+private:
+    SamplerParams p_;
+    uint64_t state_;
+    struct Cand {
+        float logit;
+        int32_t id;
+    };
+    std::vector<Cand> cands_;
+    std::vector<double> probs_;
+};
+
+}  // namespace kvrt::runtime
