@@ -1,0 +1,159 @@
+// The KV cache changes nothing: a row's logits do not depend on whether its
+// prefix was computed in one pass, in chunks, token by token through decode,
+// taken from the prefix cache, kept across an edit, or batched with other
+// sequences. All comparisons here are bit for bit, against the uncached
+// forward (the same fast kernels over a per-call contiguous K/V buffer,
+// every position recomputed from scratch).
+#include "runtime/reference_forward.hpp"
+#include "runtime_test_support.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace kvrt;
+using kvrt::test::bit_equal;
+using kvrt::test::greedy_run;
+using kvrt::test::small_params;
+using kvrt::test::smollm;
+
+namespace {
+
+std::vector<int32_t> encode(const std::string& s) { return smollm()->tokenizer().encode(s, EncodeOptions{true, false}); }
+
+const float* row(const std::vector<float>& all, size_t t) { return all.data() + t * smollm()->config().n_vocab; }
+
+size_t vocab() { return smollm()->config().n_vocab; }
+
+}  // namespace
+
+TEST_CASE("runtime: chunked cached prefill equals the uncached forward at every prompt position, bit for bit") {
+    const std::vector<int32_t> p = encode("The quick brown fox jumps over the lazy dog because it was late.");
+    REQUIRE(p.size() >= 12);
+    const std::vector<float> want = runtime::uncached_forward(*smollm(), p.data(), static_cast<int32_t>(p.size()), DType::F16);
+    for (uint32_t chunk : {1u, 5u, 512u}) {
+        runtime::Context ctx(smollm(), small_params(256, chunk, false));
+        std::vector<float> all;
+        ctx.prefill(0, p.data(), p.size(), nullptr, &all);
+        REQUIRE(all.size() == p.size() * vocab());
+        for (size_t t = 0; t < p.size(); ++t)
+            CHECK_MESSAGE(bit_equal(row(all, t), row(want, t), vocab()), "chunk " << chunk << ", position " << t);
+        CHECK(bit_equal(ctx.logits(0).data(), row(want, p.size() - 1), vocab()));
+    }
+}
+
+TEST_CASE("runtime: 32 greedy decode steps through the cache equal the uncached forward, bit for bit") {
+    const std::vector<int32_t> p = encode("Once upon a time, in a small village,");
+    const int steps = kvrt::test::kSanitized ? 12 : 32;
+    runtime::Context ctx(smollm(), small_params(256));
+    const kvrt::test::GreedyRun run = greedy_run(ctx, 0, p, steps);
+    std::vector<int32_t> all = p;
+    all.insert(all.end(), run.tokens.begin(), run.tokens.end() - 1);  // the last choice was not decoded
+    const std::vector<float> want =
+        runtime::uncached_forward(*smollm(), all.data(), static_cast<int32_t>(all.size()), DType::F16);
+    for (int s = 0; s <= steps; ++s)
+        CHECK_MESSAGE(bit_equal(run.logits[static_cast<size_t>(s)].data(), row(want, p.size() - 1 + static_cast<size_t>(s)), vocab()),
+                      "decode step " << s);
+}
+
+TEST_CASE("runtime: a prefix-cache hit gives the cold run's logits and greedy text, bit for bit") {
+    // Two prompts sharing a 40+ token document prefix; block size 16 so the hit covers >= 32 tokens.
+    const std::string doc =
+        "Project memo. The bridge repair starts on 3 May and must finish by 30 June. The budget is fixed. "
+        "Two contractors bid; the city chose the cheaper one after an audit of its safety record.";
+    const std::vector<int32_t> a = encode(doc + " Question: when does the repair start?");
+    const std::vector<int32_t> b = encode(doc + " Question: who won the bid?");
+    size_t common = 0;
+    while (common < a.size() && common < b.size() && a[common] == b[common]) ++common;
+    REQUIRE(common >= 32);
+    const int steps = kvrt::test::kSanitized ? 4 : 16;
+
+    runtime::Context warm(smollm(), small_params(256));
+    runtime::RequestStats sa, sb;
+    greedy_run(warm, 0, a, 2, &sa);
+    CHECK(sa.reused_tokens == 0);
+    CHECK(sa.computed_tokens == a.size());
+    warm.release(0);  // A's full blocks stay in the prefix cache
+    const kvrt::test::GreedyRun hit = greedy_run(warm, 0, b, steps, &sb);
+    CHECK(sb.reused_from_cache == (common / 16) * 16);
+    CHECK(sb.reused_tokens == sb.reused_from_cache);
+    CHECK(sb.computed_tokens == b.size() - sb.reused_tokens);
+
+    runtime::Context cold(smollm(), small_params(256));
+    runtime::RequestStats sc;
+    const kvrt::test::GreedyRun ref = greedy_run(cold, 0, b, steps, &sc);
+    CHECK(sc.reused_tokens == 0);
+    CHECK(hit.tokens == ref.tokens);
+    for (int s = 0; s <= steps; ++s)
+        CHECK_MESSAGE(bit_equal(hit.logits[static_cast<size_t>(s)].data(), ref.logits[static_cast<size_t>(s)].data(), vocab()),
+                      "step " << s);
+}
+
+TEST_CASE("runtime: an edited prompt keeps the positions before the first changed token and equals a cold run") {
+    const std::vector<int32_t> orig = encode("The total budget is 1,000,000 EUR and the deadline is in March. Summary:");
+    const std::vector<int32_t> edit = encode("The total budget is 500,000 EUR and the deadline is in March. Summary:");
+    size_t first = 0;
+    while (first < orig.size() && orig[first] == edit[first]) ++first;
+    REQUIRE(first > 2);
+    REQUIRE(first < edit.size());
+    runtime::Context ctx(smollm(), small_params(256));
+    greedy_run(ctx, 0, orig, 3);
+    runtime::RequestStats st;
+    const kvrt::test::GreedyRun edited = greedy_run(ctx, 0, edit, 6, &st);
+    CHECK(st.reused_tokens == first);
+    CHECK(st.computed_tokens == edit.size() - first);
+    runtime::Context cold(smollm(), small_params(256));
+    const kvrt::test::GreedyRun ref = greedy_run(cold, 0, edit, 6);
+    CHECK(edited.tokens == ref.tokens);
+    for (size_t s = 0; s < ref.logits.size(); ++s)
+        CHECK_MESSAGE(bit_equal(edited.logits[s].data(), ref.logits[s].data(), vocab()), "step " << s);
+
+    // Appending (a next chat turn) keeps everything and computes only the new tokens.
+    std::vector<int32_t> longer = edit;
+    longer.push_back(edited.tokens[0]);
+    longer.push_back(edited.tokens[1]);
+    ctx.release(0);
+    ctx.prefill(0, edit.data(), edit.size(), &st);
+    ctx.prefill(0, longer.data(), longer.size(), &st);
+    CHECK(st.reused_tokens == edit.size());
+    CHECK(st.computed_tokens == 2);
+}
+
+TEST_CASE("runtime: a batched decode step equals each sequence decoded alone, bit for bit") {
+    const std::vector<std::vector<int32_t>> prompts = {encode("Paris is the capital of"), encode("1, 2, 3, 4,"),
+                                                       encode("def add(a, b):\n    return")};
+    runtime::ContextParams p = small_params(256);
+    p.n_seq_max = 3;
+    runtime::Context batched(smollm(), p);
+    std::vector<int32_t> seqs = {0, 1, 2}, next(3);
+    for (int s = 0; s < 3; ++s) {
+        batched.prefill(s, prompts[static_cast<size_t>(s)].data(), prompts[static_cast<size_t>(s)].size());
+        next[static_cast<size_t>(s)] = runtime::argmax(batched.logits(s).data(), vocab());
+    }
+    const int steps = kvrt::test::kSanitized ? 2 : 6;
+    std::vector<std::vector<std::vector<float>>> got(3);
+    for (int i = 0; i < steps; ++i) {
+        batched.decode(seqs.data(), next.data(), 3);
+        for (int s = 0; s < 3; ++s) {
+            got[static_cast<size_t>(s)].push_back(batched.logits(s));
+            next[static_cast<size_t>(s)] = runtime::argmax(batched.logits(s).data(), vocab());
+        }
+    }
+    for (int s = 0; s < 3; ++s) {
+        runtime::Context alone(smollm(), small_params(256));
+        const kvrt::test::GreedyRun r = greedy_run(alone, 0, prompts[static_cast<size_t>(s)], steps);
+        for (int i = 0; i < steps; ++i)
+            CHECK_MESSAGE(bit_equal(got[static_cast<size_t>(s)][static_cast<size_t>(i)].data(),
+                                    r.logits[static_cast<size_t>(i) + 1].data(), vocab()),
+                          "sequence " << s << " step " << i);
+    }
+}
+
+TEST_CASE("runtime: the thread count does not change a bit of the logits") {
+    const std::vector<int32_t> p = encode("Threads must not matter for the result.");
+    runtime::ContextParams p1 = small_params(128), p2 = small_params(128);
+    p1.n_threads = 1;
+    p2.n_threads = 2;
+    runtime::Context c1(smollm(), p1), c2(smollm(), p2);
+    const kvrt::test::GreedyRun a = greedy_run(c1, 0, p, 3), b = greedy_run(c2, 0, p, 3);
+    CHECK(a.tokens == b.tokens);
+    for (size_t s = 0; s < a.logits.size(); ++s) CHECK(bit_equal(a.logits[s].data(), b.logits[s].data(), vocab()));
+}
