@@ -4,4 +4,10 @@
 
 namespace kvrt_cli {
 using CommandFn = int (*)(int argc, char** argv);  // argv[0] is the subcommand name
+
+int cmd_run(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
+int cmd_demo(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 }

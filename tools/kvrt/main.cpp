@@ -27,6 +27,11 @@ struct Command {
 };
 
 const Command kCommands[] = {
+    {"run", kvrt_cli::cmd_run, "generate from a prompt: kvrt run [-m MODEL] -p TEXT [--chat] (streams tokens)"},
+    {"chat", kvrt_cli::cmd_chat, "interactive chat on stdin; the conversation stays in the cache"},
+    {"inspect", kvrt_cli::cmd_inspect, "metadata, tensor types and KV bytes per token of a GGUF model"},
+    {"demo", kvrt_cli::cmd_demo, "prefix caching on a long document: requests A, B (hit), C (edit); B == cold"},
+    {"bench", kvrt_cli::cmd_bench, "prefill / decode tokens/s and time to first token (vs llama.cpp with --baseline)"},
     {"version", kvrt_cli::cmd_version, "print the library version"},
     {"cache-demo", kvrt_cli::cmd_cache_demo, "the cache manager through the C API: prefix reuse, fork, eviction, bytes"},
     {"ced-init", kvrt_cli::cmd_ced_init, "write a CED model of deterministic random weights (--preset tiny|base)"},

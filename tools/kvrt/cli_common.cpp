@@ -1,0 +1,162 @@
+#include "cli_common.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace kvrt_cli {
+
+std::string default_model_path() {
+    if (const char* p = std::getenv("KVRT_MODEL"); p && *p) return p;
+    std::string dir;
+    if (const char* d = std::getenv("KVRT_MODEL_DIR"); d && *d)
+        dir = d;
+    else if (const char* h = std::getenv("HOME"); h && *h)
+        dir = std::string(h) + "/.cache/kvrt/models";
+    else
+        dir = "/root/.cache/kvrt/models";
+    return dir + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+
+int report_error(const char* cmd, const std::string& what, kvrt_status s) {
+    std::fprintf(stderr, "kvrt %s: %s: %s (%s)\n", cmd, what.c_str(), kvrt_status_string(s), kvrt_last_error());
+    return 1;
+}
+
+int progress_bar(float fraction, const char* stage, void*) {
+    const int width = 30;
+    const int fill = static_cast<int>(fraction * width + 0.5f);
+    char bar[width + 1];
+    for (int i = 0; i < width; ++i) bar[i] = i < fill ? '#' : ' ';
+    bar[width] = '\0';
+    std::fprintf(stderr, "\r%-8s [%s] %3d%%", stage, bar, static_cast<int>(fraction * 100 + 0.5f));
+    if (fraction >= 1.0f) std::fprintf(stderr, "\r%*s\r", width + 20, "");
+    std::fflush(stderr);
+    return 0;
+}
+
+kvrt_model* load_model(const char* cmd, const std::string& path, int n_threads) {
+    kvrt_model_config cfg;
+    kvrt_model_config_init(&cfg, sizeof cfg);
+    cfg.n_threads = n_threads;
+    if (stderr_is_tty()) cfg.progress = progress_bar;
+    kvrt_model* m = nullptr;
+    kvrt_status s = kvrt_model_load(&m, path.c_str(), &cfg);
+    if (stderr_is_tty()) std::fprintf(stderr, "\r%60s\r", "");
+    if (s != KVRT_OK) {
+        report_error(cmd, "cannot load model " + path, s);
+        return nullptr;
+    }
+    return m;
+}
+
+bool tokenize(const kvrt_model* m, const std::string& text, bool parse_special, std::vector<int32_t>& out) {
+    size_t n = 0;
+    const uint32_t flags = KVRT_TOKENIZE_ADD_BOS | (parse_special ? KVRT_TOKENIZE_PARSE_SPECIAL : 0u);
+    kvrt_status s = kvrt_model_tokenize(nullptr, 0, &n, m, text.data(), text.size(), flags);
+    if (s != KVRT_OK) return report_error("tokenize", "size query", s), false;
+    out.resize(n);
+    s = kvrt_model_tokenize(out.data(), out.size(), &n, m, text.data(), text.size(), flags);
+    if (s != KVRT_OK) return report_error("tokenize", "tokenize", s), false;
+    out.resize(n);
+    return true;
+}
+
+std::string detokenize(const kvrt_model* m, const std::vector<int32_t>& toks) {
+    size_t n = 0;
+    if (kvrt_model_detokenize(nullptr, 0, &n, m, toks.data(), toks.size(), 0) != KVRT_OK) return {};
+    std::string s(n, '\0');
+    if (kvrt_model_detokenize(s.data(), s.size(), &n, m, toks.data(), toks.size(), 0) != KVRT_OK) return {};
+    s.resize(n);
+    return s;
+}
+
+bool chat_prompt(const kvrt_model* m, const std::vector<std::pair<std::string, std::string>>& msgs,
+                 std::string& out) {
+    std::vector<kvrt_chat_message> cm(msgs.size());
+    for (size_t i = 0; i < msgs.size(); ++i) cm[i] = {msgs[i].first.c_str(), msgs[i].second.c_str()};
+    size_t n = 0;
+    kvrt_status s = kvrt_model_chat_apply(nullptr, 0, &n, m, cm.data(), cm.size(), 1);
+    if (s != KVRT_OK) return report_error("chat", "chat template", s), false;
+    out.assign(n, '\0');
+    s = kvrt_model_chat_apply(out.data(), out.size(), &n, m, cm.data(), cm.size(), 1);
+    if (s != KVRT_OK) return report_error("chat", "chat template", s), false;
+    out.resize(n);
+    return true;
+}
+
+std::string json_escape(const std::string& s) {
+    std::string o;
+    o.reserve(s.size() + 8);
+    for (unsigned char c : s) {
+        switch (c) {
+            case '"': o += "\\\""; break;
+            case '\\': o += "\\\\"; break;
+            case '\n': o += "\\n"; break;
+            case '\r': o += "\\r"; break;
+            case '\t': o += "\\t"; break;
+            default:
+                if (c < 0x20) {
+                    char b[8];
+                    std::snprintf(b, sizeof b, "\\u%04x", c);
+                    o += b;
+                } else {
+                    o += static_cast<char>(c);
+                }
+        }
+    }
+    return o;
+}
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool Args::has(const std::string& name) const {
+    for (const auto& o : opts)
+        if (o.first == name) return true;
+    return false;
+}
+std::string Args::get(const std::string& name, const std::string& def) const {
+    std::string v = def;
+    for (const auto& o : opts)
+        if (o.first == name) v = o.second;
+    return v;
+}
+std::vector<std::string> Args::all(const std::string& name) const {
+    std::vector<std::string> v;
+    for (const auto& o : opts)
+        if (o.first == name) v.push_back(o.second);
+    return v;
+}
+
+Args parse_args(int argc, char** argv, const std::vector<std::string>& value_opts) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        std::string s = argv[i];
+        if (s.size() > 1 && s[0] == '-') {
+            std::string val;
+            const size_t eq = s.find('=');
+            if (s.rfind("--", 0) == 0 && eq != std::string::npos) {
+                val = s.substr(eq + 1);
+                s = s.substr(0, eq);
+                a.opts.emplace_back(s, val);
+                continue;
+            }
+            bool takes = false;
+            for (const auto& v : value_opts) takes |= v == s;
+            if (takes && i + 1 < argc) val = argv[++i];
+            a.opts.emplace_back(s, val);
+        } else {
+            a.positional.push_back(s);
+        }
+    }
+    return a;
+}
+
+}  // namespace kvrt_cli

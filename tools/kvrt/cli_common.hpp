@@ -1,0 +1,51 @@
+// Helpers shared by the kvrt subcommands: argument parsing, the default model
+// path, model loading with progress, status checks, JSON escaping, timing.
+#pragma once
+
+#include <kvrt/kvrt.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvrt_cli {
+
+// $KVRT_MODEL, else $KVRT_MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf, else
+// ~/.cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf.
+std::string default_model_path();
+
+// True when stderr is a terminal (progress bars go there only then).
+bool stderr_is_tty();
+
+// Prints "kvrt <cmd>: <what>: <status> (<last error>)" to stderr; returns 1.
+int report_error(const char* cmd, const std::string& what, kvrt_status s);
+
+// Loads a model, with a progress bar on stderr when it is a terminal. Returns
+// nullptr after reporting the error.
+kvrt_model* load_model(const char* cmd, const std::string& path, int n_threads);
+
+// A progress callback drawing "stage [#####     ] 42%" on stderr.
+int progress_bar(float fraction, const char* stage, void* user_data);
+
+// Text -> tokens / tokens -> text through the C API (throws nothing; empty on error after reporting).
+bool tokenize(const kvrt_model* m, const std::string& text, bool parse_special, std::vector<int32_t>& out);
+std::string detokenize(const kvrt_model* m, const std::vector<int32_t>& toks);
+// Renders messages with the model's chat template (assistant turn opened).
+bool chat_prompt(const kvrt_model* m, const std::vector<std::pair<std::string, std::string>>& msgs,
+                 std::string& out);
+
+std::string json_escape(const std::string& s);
+double now_seconds();
+
+// Minimal option parsing: "--name value" / "-n value" pairs and flags.
+struct Args {
+    std::vector<std::string> positional;
+    std::vector<std::pair<std::string, std::string>> opts;  // name -> value ("" for flags)
+    bool has(const std::string& name) const;
+    std::string get(const std::string& name, const std::string& def = "") const;
+    std::vector<std::string> all(const std::string& name) const;
+};
+// value_opts lists the options that take a value (e.g. {"-m","--model","-p"}).
+Args parse_args(int argc, char** argv, const std::vector<std::string>& value_opts);
+
+}  // namespace kvrt_cli

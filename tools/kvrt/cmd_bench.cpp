@@ -1,0 +1,263 @@
+// kvrt bench: the model runtime's figures on the same prompts as
+// bench/llamacpp_baseline.py (scripts/reference/kvrt_prompts.py):
+//   prefill_2048    tokens/s of a cold 2,048-token prompt (the demo document's plain-text
+//                   tokens repeated), prefix caching off, median of --reps;
+//   decode_at_4096  tokens/s of 64 greedy decode steps after a 4,096-token prompt
+//                   (positions 4096..4159 every repetition), median of --reps;
+//   ttft_A1..ttft_C time to first token of the demo's requests A, B, A, B, C on one
+//                   context (prefix cache on), and cold A / B on empty caches.
+// --baseline FILE reads llamacpp_baseline.py's JSON lines and prints each figure
+// beside llama.cpp's (same thread count, its faster attention path) as a ratio.
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "demo_prompts.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kvrt_cli {
+
+namespace {
+
+struct Figure {
+    std::string metric;
+    double value;
+    std::string unit;
+    std::string extra;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+std::vector<int32_t> repeat_to_length(const std::vector<int32_t>& t, size_t n) {
+    std::vector<int32_t> out;
+    while (out.size() < n) out.insert(out.end(), t.begin(), t.end());
+    out.resize(n);
+    return out;
+}
+
+int32_t argmax_logits(kvrt_context* ctx, std::vector<float>& buf) {
+    size_t w = 0;
+    kvrt_context_get_logits(buf.data(), buf.size(), &w, ctx, 0);
+    return static_cast<int32_t>(std::max_element(buf.begin(), buf.end()) - buf.begin());
+}
+
+// Pulls "key":value (number or string) out of one JSON line (flat objects only).
+bool json_field(const std::string& line, const std::string& key, std::string& out) {
+    const std::string k = "\"" + key + "\":";
+    size_t p = line.find(k);
+    if (p == std::string::npos) return false;
+    p += k.size();
+    while (p < line.size() && line[p] == ' ') ++p;
+    if (p < line.size() && line[p] == '"') {
+        const size_t e = line.find('"', p + 1);
+        out = line.substr(p + 1, e - p - 1);
+    } else {
+        size_t e = p;
+        while (e < line.size() && line[e] != ',' && line[e] != '}') ++e;
+        out = line.substr(p, e - p);
+    }
+    return true;
+}
+
+// llama.cpp figures per metric for `threads`: the "best" attention path when present.
+std::map<std::string, double> read_baseline(const std::string& path, int threads) {
+    std::map<std::string, double> best, any;
+    std::ifstream f(path);
+    std::string line;
+    while (std::getline(f, line)) {
+        std::string metric, value, th, fa, bench;
+        if (!json_field(line, "metric", metric) || !json_field(line, "value", value)) continue;
+        if (json_field(line, "threads", th) && std::atoi(th.c_str()) != threads) continue;
+        const double v = std::atof(value.c_str());
+        if (json_field(line, "flash_attn", fa) && fa == "best") best[metric] = v;
+        const bool lower_better = metric.rfind("ttft", 0) == 0;
+        auto it = any.find(metric);
+        if (it == any.end() || (lower_better ? v < it->second : v > it->second)) any[metric] = v;
+    }
+    for (auto& [k, v] : best) any[k] = v;
+    return any;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+    Args a = parse_args(argc, argv, {"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only"});
+    if (a.has("-h") || a.has("--help")) {
+        std::fprintf(stderr,
+                     "usage: kvrt bench [-m MODEL] [-t THREADS] [--reps 3] [--only prefill,decode,ttft]\n"
+                     "                  [--baseline llamacpp.jsonl] [--json]\n");
+        return 0;
+    }
+    const std::string path = a.get("-m", a.get("--model", default_model_path()));
+    int threads = std::atoi(a.get("-t", a.get("--threads", "0")).c_str());
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int reps = std::max(1, std::atoi(a.get("--reps", "3").c_str()));
+    const std::string only = a.get("--only", "prefill,decode,ttft");
+    const bool json = a.has("--json");
+    kvrt_model* model = load_model("bench", path, threads);
+    if (!model) return 1;
+    kvrt_model_info info;
+    kvrt_model_info_init(&info, sizeof info);
+    kvrt_model_get_info(&info, model);
+    std::vector<float> logits(info.n_vocab);
+    std::vector<Figure> figs;
+    const std::string tag = "\"threads\":" + std::to_string(threads);
+    int rc = 0;
+
+    std::vector<int32_t> doc_toks;
+    {
+        // Plain text: no template, no BOS (the model does not ask for one), specials not parsed.
+        size_t n = 0;
+        const std::string doc = demo_document();
+        kvrt_model_tokenize(nullptr, 0, &n, model, doc.data(), doc.size(), 0);
+        doc_toks.resize(n);
+        kvrt_model_tokenize(doc_toks.data(), n, &n, model, doc.data(), doc.size(), 0);
+    }
+    auto make_ctx = [&](int prefix_caching) {
+        kvrt_context_config cc;
+        kvrt_context_config_init(&cc, sizeof cc);
+        cc.n_ctx = 8192;
+        cc.n_threads = threads;
+        cc.prefix_caching = prefix_caching;
+        kvrt_context* c = nullptr;
+        kvrt_status s = kvrt_context_create(&c, model, &cc);
+        if (s != KVRT_OK) report_error("bench", "context", s);
+        return c;
+    };
+
+    if (only.find("prefill") != std::string::npos) {
+        const std::vector<int32_t> p = repeat_to_length(doc_toks, 2048);
+        kvrt_context* c = make_ctx(0);
+        if (!c) return 1;
+        std::vector<double> rates;
+        for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+            kvrt_context_seq_release(c, 0);
+            const double t0 = now_seconds();
+            kvrt_status s = kvrt_context_prefill(nullptr, c, 0, p.data(), p.size());
+            const double dt = now_seconds() - t0;
+            if (s != KVRT_OK) { rc = report_error("bench", "prefill", s); break; }
+            if (r >= 0) rates.push_back(p.size() / dt);
+        }
+        figs.push_back({"prefill_2048", median(rates), "tokens/s", tag + ",\"reps\":" + std::to_string(reps)});
+        kvrt_context_destroy(c);
+    }
+    if (rc == 0 && only.find("decode") != std::string::npos) {
+        const std::vector<int32_t> p = repeat_to_length(doc_toks, 4096);
+        kvrt_context* c = make_ctx(0);
+        if (!c) return 1;
+        const double t0 = now_seconds();
+        kvrt_status s = kvrt_context_prefill(nullptr, c, 0, p.data(), p.size());
+        const double dt = now_seconds() - t0;
+        if (s != KVRT_OK) return report_error("bench", "prefill 4096", s);
+        figs.push_back({"prefill_4096", p.size() / dt, "tokens/s", tag + ",\"reps\":1"});
+        const int32_t first = argmax_logits(c, logits);
+        auto run = [&](int steps) {
+            // Back to exactly the 4,096-token prompt (keeps 4,095 positions, recomputes the last).
+            kvrt_context_prefill(nullptr, c, 0, p.data(), p.size());
+            int32_t tok = first;
+            const int32_t seq = 0;
+            const double t = now_seconds();
+            for (int i = 0; i < steps; ++i) {
+                if (kvrt_context_decode(c, &seq, &tok, 1) != KVRT_OK) return -1.0;
+                tok = argmax_logits(c, logits);
+            }
+            return now_seconds() - t;
+        };
+        run(4);
+        std::vector<double> rates;
+        for (int r = 0; r < reps; ++r) rates.push_back(64 / run(64));
+        figs.push_back({"decode_at_4096", median(rates), "tokens/s", tag + ",\"steps\":64,\"reps\":" + std::to_string(reps)});
+        kvrt_context_destroy(c);
+    }
+    if (rc == 0 && only.find("ttft") != std::string::npos) {
+        const std::string doc = demo_document(), doc_c = edited_demo_document();
+        std::string pa, pb, pc;
+        std::vector<int32_t> ta, tb, tc;
+        if (!chat_prompt(model, {{"user", demo_user_message(doc, kQuestionRisks)}}, pa) ||
+            !chat_prompt(model, {{"user", demo_user_message(doc, kQuestionDeadlines)}}, pb) ||
+            !chat_prompt(model, {{"user", demo_user_message(doc_c, kQuestionDeadlines)}}, pc) ||
+            !tokenize(model, pa, true, ta) || !tokenize(model, pb, true, tb) || !tokenize(model, pc, true, tc))
+            return 1;
+        std::map<std::string, const std::vector<int32_t>*> req = {{"A", &ta}, {"B", &tb}, {"C", &tc}};
+        auto request = [&](kvrt_context* c, const std::vector<int32_t>& t, kvrt_request_stats& st) {
+            kvrt_request_stats_init(&st, sizeof st);
+            const double t0 = now_seconds();
+            kvrt_context_prefill(&st, c, 0, t.data(), t.size());
+            int32_t tok = argmax_logits(c, logits);
+            const double ttft = now_seconds() - t0;
+            // Answer up to 32 more tokens (untimed), as a server would, then end the request.
+            for (int i = 0; i < 32; ++i) {
+                int eog = 0;
+                kvrt_model_token_is_eog(&eog, model, tok);
+                if (eog) break;
+                const int32_t seq = 0;
+                if (kvrt_context_decode(c, &seq, &tok, 1) != KVRT_OK) break;
+                tok = argmax_logits(c, logits);
+            }
+            kvrt_context_seq_release(c, 0);
+            return ttft;
+        };
+        kvrt_context* c = make_ctx(1);
+        if (!c) return 1;
+        {
+            std::vector<int32_t> warm;
+            tokenize(model, "Warm-up.", false, warm);
+            kvrt_request_stats st;
+            request(c, warm, st);
+        }
+        const char* order[][2] = {{"A1", "A"}, {"B1", "B"}, {"A2", "A"}, {"B2", "B"}, {"C", "C"}};
+        for (auto& o : order) {
+            kvrt_request_stats st;
+            const double t = request(c, *req[o[1]], st);
+            figs.push_back({std::string("ttft_") + o[0], t * 1e3, "ms",
+                            tag + ",\"request\":\"" + o[1] + "\",\"prompt_tokens\":" + std::to_string(st.prompt_tokens) +
+                                ",\"reused_tokens\":" + std::to_string(st.reused_tokens) +
+                                ",\"computed_tokens\":" + std::to_string(st.computed_tokens)});
+        }
+        kvrt_context_destroy(c);
+        for (const char* k : {"A", "B"}) {
+            kvrt_context* cold = make_ctx(1);
+            if (!cold) return 1;
+            kvrt_request_stats st;
+            const double t = request(cold, *req[k], st);
+            figs.push_back({std::string("ttft_cold_") + k, t * 1e3, "ms",
+                            tag + ",\"request\":\"" + k + "\",\"prompt_tokens\":" + std::to_string(st.prompt_tokens) +
+                                ",\"reused_tokens\":0,\"computed_tokens\":" + std::to_string(st.computed_tokens)});
+            kvrt_context_destroy(cold);
+        }
+    }
+
+    std::map<std::string, double> base;
+    if (a.has("--baseline")) base = read_baseline(a.get("--baseline"), threads);
+    for (const Figure& f : figs) {
+        auto it = base.find(f.metric);
+        if (json) {
+            if (it != base.end())
+                std::printf("{\"bench\":\"kvrt\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\",%s,"
+                            "\"baseline\":\"llama.cpp\",\"baseline_value\":%.6g,\"ratio\":%.4f}\n",
+                            f.metric.c_str(), f.value, f.unit.c_str(), f.extra.c_str(), it->second,
+                            it->second != 0 ? f.value / it->second : 0.0);
+            else
+                std::printf("{\"bench\":\"kvrt\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\",%s}\n", f.metric.c_str(),
+                            f.value, f.unit.c_str(), f.extra.c_str());
+        } else {
+            std::printf("%-16s %10.2f %-9s", f.metric.c_str(), f.value, f.unit.c_str());
+            if (it != base.end())
+                std::printf("  llama.cpp %10.2f  ratio %.3f", it->second, it->second != 0 ? f.value / it->second : 0.0);
+            std::printf("\n");
+        }
+    }
+    kvrt_model_destroy(model);
+    return rc;
+}
+
+}  // namespace kvrt_cli

@@ -1,0 +1,142 @@
+// kvrt run -m MODEL -p TEXT: generates a continuation, streaming tokens.
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace kvrt_cli {
+
+namespace {
+void run_usage() {
+    std::fprintf(stderr,
+                 "usage: kvrt run [-m MODEL] -p TEXT [options]\n"
+                 "  -m, --model PATH   GGUF model (default: the fetched SmolLM2, $KVRT_MODEL)\n"
+                 "  -p, --prompt TEXT  the prompt\n"
+                 "  --chat             wrap the prompt as a user turn with the model's chat template\n"
+                 "  -n, --max-tokens N tokens to generate (default 128)\n"
+                 "  --temp T           temperature (default 0: greedy)\n"
+                 "  --top-k K, --top-p P, --min-p M, --seed S   sampling (with --temp > 0)\n"
+                 "  --stop STR         stop string (repeatable)\n"
+                 "  --ignore-eos       do not stop at end-of-generation tokens\n"
+                 "  -t, --threads N    threads (default: all)\n"
+                 "  --json             print one JSON object (text + stats) instead of streaming\n");
+}
+
+struct StreamState {
+    bool json;
+    std::string text;
+};
+
+int on_token(int32_t, const char* text, size_t len, void* ud) {
+    auto* st = static_cast<StreamState*>(ud);
+    st->text.append(text, len);
+    if (!st->json) {
+        std::fwrite(text, 1, len, stdout);
+        std::fflush(stdout);
+    }
+    return 0;
+}
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+    Args a = parse_args(argc, argv,
+                        {"-m", "--model", "-p", "--prompt", "-n", "--max-tokens", "--temp", "--top-k", "--top-p",
+                         "--min-p", "--seed", "--stop", "-t", "--threads"});
+    if (a.has("-h") || a.has("--help")) return run_usage(), 0;
+    std::string prompt = a.get("-p", a.get("--prompt"));
+    if (prompt.empty() && !a.positional.empty()) prompt = a.positional[0];
+    if (prompt.empty()) return run_usage(), 2;
+    const std::string path = a.get("-m", a.get("--model", default_model_path()));
+    const int threads = std::atoi(a.get("-t", a.get("--threads", "0")).c_str());
+    const bool json = a.has("--json");
+
+    kvrt_model* model = load_model("run", path, threads);
+    if (!model) return 1;
+    int rc = 0;
+    kvrt_context* ctx = nullptr;
+    kvrt_sampler* sampler = nullptr;
+    do {
+        std::string text = prompt;
+        if (a.has("--chat") && !chat_prompt(model, {{"user", prompt}}, text)) {
+            rc = 1;
+            break;
+        }
+        std::vector<int32_t> toks;
+        if (!tokenize(model, text, a.has("--chat"), toks) || toks.empty()) {
+            std::fprintf(stderr, "kvrt run: the prompt has no tokens\n");
+            rc = 1;
+            break;
+        }
+        kvrt_context_config cc;
+        kvrt_context_config_init(&cc, sizeof cc);
+        cc.n_threads = threads;
+        if (stderr_is_tty()) cc.progress = progress_bar;
+        kvrt_status s = kvrt_context_create(&ctx, model, &cc);
+        if (s != KVRT_OK) {
+            rc = report_error("run", "context", s);
+            break;
+        }
+        kvrt_sampler_config sc;
+        kvrt_sampler_config_init(&sc, sizeof sc);
+        sc.temperature = static_cast<float>(std::atof(a.get("--temp", "0").c_str()));
+        sc.top_k = std::atoi(a.get("--top-k", "0").c_str());
+        sc.top_p = static_cast<float>(std::atof(a.get("--top-p", "1").c_str()));
+        sc.min_p = static_cast<float>(std::atof(a.get("--min-p", "0").c_str()));
+        sc.seed = std::strtoull(a.get("--seed", "0").c_str(), nullptr, 10);
+        s = kvrt_sampler_create(&sampler, &sc);
+        if (s != KVRT_OK) {
+            rc = report_error("run", "sampler", s);
+            break;
+        }
+        std::vector<std::string> stops = a.all("--stop");
+        std::vector<const char*> stop_ptrs;
+        for (const auto& st : stops) stop_ptrs.push_back(st.c_str());
+        StreamState st{json, {}};
+        kvrt_generate_config g;
+        kvrt_generate_config_init(&g, sizeof g);
+        g.max_tokens = static_cast<uint32_t>(std::atoi(a.get("-n", a.get("--max-tokens", "128")).c_str()));
+        g.stop_at_eog = a.has("--ignore-eos") ? 0 : 1;
+        g.sampler = sampler;
+        g.stop_strings = stop_ptrs.empty() ? nullptr : stop_ptrs.data();
+        g.n_stop_strings = stop_ptrs.size();
+        g.on_token = on_token;
+        g.user_data = &st;
+        kvrt_request_stats rs;
+        kvrt_request_stats_init(&rs, sizeof rs);
+        if (!json && !a.has("--chat")) std::fputs(prompt.c_str(), stdout);
+        s = kvrt_context_generate(&rs, ctx, 0, toks.data(), toks.size(), &g);
+        if (s != KVRT_OK) {
+            rc = report_error("run", "generate", s);
+            break;
+        }
+        static const char* reasons[] = {"none", "eog", "max_tokens", "stop_string", "callback", "context_full"};
+        const char* reason = rs.stop_reason >= 0 && rs.stop_reason <= 5 ? reasons[rs.stop_reason] : "?";
+        if (json) {
+            std::printf(
+                "{\"text\":\"%s\",\"prompt_tokens\":%llu,\"reused_tokens\":%llu,\"computed_tokens\":%llu,"
+                "\"generated_tokens\":%llu,\"ttft_ms\":%.3f,\"prefill_tokens_per_s\":%.2f,"
+                "\"decode_tokens_per_s\":%.2f,\"kv_bytes\":%llu,\"stop_reason\":\"%s\"}\n",
+                json_escape(st.text).c_str(), (unsigned long long)rs.prompt_tokens,
+                (unsigned long long)rs.reused_tokens, (unsigned long long)rs.computed_tokens,
+                (unsigned long long)rs.generated_tokens, rs.time_to_first_token_s * 1e3,
+                rs.prefill_s > 0 ? rs.computed_tokens / rs.prefill_s : 0.0, rs.decode_tokens_per_s,
+                (unsigned long long)rs.kv_bytes, reason);
+        } else {
+            std::printf("\n");
+            std::fprintf(stderr,
+                         "[%llu prompt tokens (%llu reused, %llu computed), %llu generated; TTFT %.1f ms, "
+                         "decode %.1f tokens/s, KV %.2f MiB; stop: %s]\n",
+                         (unsigned long long)rs.prompt_tokens, (unsigned long long)rs.reused_tokens,
+                         (unsigned long long)rs.computed_tokens, (unsigned long long)rs.generated_tokens,
+                         rs.time_to_first_token_s * 1e3, rs.decode_tokens_per_s, rs.kv_bytes / 1048576.0, reason);
+        }
+    } while (false);
+    kvrt_sampler_destroy(sampler);
+    kvrt_context_destroy(ctx);
+    kvrt_model_destroy(model);
+    return rc;
+}
+
+}  // namespace kvrt_cli
