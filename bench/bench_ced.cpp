@@ -11,7 +11,7 @@
 //             all visible groups), which is what must stay flat.
 //   sparse    sparse K=V attention over k selected rows vs the same selection
 //             computed densely over every row with a mask.
-// Usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T]
+// Usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T] [--decode-only]
 //   (no --model: the base preset, q8_0, seed 1, generated in memory).
 // Times are the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) with one
 // OpenMP thread by default: on a shared, oversubscribed machine wall time
@@ -241,9 +241,11 @@ int main(int argc, char** argv) {
     int64_t prefill_n = 16384;
     bool quick = false, big = true;
     int threads = 1;
+    bool decode_only = false;
     for (int i = 1; i < argc; i++) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         else if (std::strcmp(argv[i], "--no-1m") == 0) big = false;
+        else if (std::strcmp(argv[i], "--decode-only") == 0) decode_only = true;
         else if (std::strcmp(argv[i], "--prefill") == 0 && i + 1 < argc) prefill_n = std::atoll(argv[++i]);
         else if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
         else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -255,8 +257,10 @@ int main(int argc, char** argv) {
     if (threads > 0) omp_set_num_threads(threads);
     try {
         Model m = load(model, quick ? "tiny" : "base");
-        bench_sparse(m, quick ? 4096 : 65536);
-        bench_prefill(m, quick ? 512 : prefill_n);
+        if (!decode_only) {
+            bench_sparse(m, quick ? 4096 : 65536);
+            bench_prefill(m, quick ? 512 : prefill_n);
+        }
         std::vector<int64_t> ctxs = {8192, 65536};
         if (big) ctxs.push_back(1 << 20);
         bench_decode(m, quick ? std::vector<int64_t>{1024, 8192} : ctxs, quick ? 3 : 8);

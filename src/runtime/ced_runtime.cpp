@@ -516,8 +516,11 @@ void CedRuntime::select(Seq& s, int32_t l, int64_t p0, int64_t n, const float* H
     for (int64_t t = 0; t < n; t++) pos[t] = int32_t(p0 + t);
     rope(IQ.data(), n, pos.data(), Hi, Di, false);
     const PagedKV keys = banks_->paged_view(s.bank, idx_layer(si));
-    std::vector<float> scores, cs;
-    std::vector<int32_t> blocks;
+    // Reused across calls: at 1M positions a fresh 4 MB score buffer per layer
+    // and step costs page faults that show in the decode step.
+    std::vector<float>& scores = scratch_scores_;
+    std::vector<float>& cs = scratch_cand_scores_;
+    std::vector<int32_t>& blocks = scratch_blocks_;
     for (int64_t t = 0; t < n; t++) {
         const int32_t nvis = int32_t((p0 + t + 1) / r);
         IndexerQuery q{IQ.data() + size_t(t) * Hi * Di, IW.data() + size_t(t) * Hi, Hi};

@@ -152,6 +152,8 @@ private:
     // Per-position selections / decoder candidates of the current pass
     // (encoder or decoder) over one chunk: published by index sources, reused by the others.
     std::vector<std::vector<int32_t>> pass_sel_, pass_cand_;
+    std::vector<float> scratch_scores_, scratch_cand_scores_;  // indexer scores (select)
+    std::vector<int32_t> scratch_blocks_;
 };
 
 }  // namespace kvrt::ced
