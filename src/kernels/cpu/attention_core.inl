@@ -71,6 +71,22 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.zero = z;
 }
 
+// Prefetches the K and V rows (all heads) of positions [a, b]: paged blocks are scattered, so
+// the hardware prefetchers lose the stream at every block boundary.
+inline void prefetch_rows(const PagedKV& kv, int64_t a, int64_t b) {
+    const size_t lines = (kv.row_bytes + 63) / 64;
+    for (int64_t pos = a; pos <= b; ++pos) {
+        const uint8_t* k = kv.k_row(pos);
+        const uint8_t* v = kv.v_row(pos);
+        for (size_t l = 0; l < lines; ++l) __builtin_prefetch(k + l * 64, 0, 2);
+        if (v != k)
+            for (size_t l = 0; l < lines; ++l) __builtin_prefetch(v + l * 64, 0, 2);
+    }
+    // GCC's IPA deems a void function of prefetches alone "const" and deletes its calls
+    // before inlining; an empty volatile asm is a side effect that keeps them.
+    asm volatile("");
+}
+
 // Fills the tile with keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j.
 // need_v = false skips V (indexer). Keys equal to values (K = V) are converted once.
 template <class KP, class VP>
@@ -105,6 +121,26 @@ inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp
     }
     // Transpose K into kt[c][j], W keys x W dims at a time; groups without keys are skipped
     // (their lanes are masked out by every row).
+    constexpr int W = Ops::W;
+    for (int g = 0; g < T; g += W) {
+        if (g + W - 1 < ja || g > jb) continue;
+        int c = 0;
+        for (; c + W <= d; c += W) Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
+        for (; c < d; ++c)
+            for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = t.krow[g + j][c];
+    }
+}
+
+// Builds the tile from keys already in f32: key j's head slice at kbase + j * stride (values at
+// vbase + j * stride), for j in [ja, jb].
+inline void tile_build_f32(KeyTile& t, int d, int ja, int jb, const float* kbase, const float* vbase, size_t stride) {
+    t.ja = ja;
+    t.jb = jb;
+    for (int j = 0; j < T; ++j) {
+        const bool in = j >= ja && j <= jb;
+        t.krow[j] = in ? kbase + j * stride : t.zero;
+        t.vrow[j] = in ? vbase + j * stride : t.zero;
+    }
     constexpr int W = Ops::W;
     for (int g = 0; g < T; g += W) {
         if (g + W - 1 < ja || g > jb) continue;
@@ -359,6 +395,7 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                 const int32_t chunk = static_cast<int32_t>(base / C);
                 const int ja = static_cast<int>(mx(lo[r0], base) - base);
                 const int jb = static_cast<int>(mn(hi[r1 - 1], last) - base);
+                if (last < uhi) prefetch_rows(kv, last + 1, mn(uhi, last + T));
                 tile_build(
                     tile, d, kv.dtype, ja, jb, [&](int j) { return kv.k_row(base + j) + size_t(g) * d * es; },
                     [&](int j) { return kv.v_row(base + j) + size_t(g) * d * es; }, true);
@@ -424,12 +461,15 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
         const DecodeSeq& sq = seqs[ci.seq];
         const PagedKV& kv = *sq.kv;
         const int n_kv = kv.n_kv_heads, G = H / n_kv;
-        const size_t es = dtype_size(kv.dtype);
         const size_t tf = tile_floats(d);
-        float* mem = scratch_floats(tf + size_t(H) * d);
+        const size_t row_el = size_t(n_kv) * d;  // elements of one position's K (or V) row
+        const bool shared = kv.k_offset == kv.v_offset;
+        float* mem = scratch_floats(tf + size_t(H) * d + row_el * T * 2);
         KeyTile tile;
         tile_init(tile, mem, d);
         float* qs = mem + tf;
+        float* kall = qs + size_t(H) * d;  // [T][n_kv * d]: the tile's K rows, all heads, in f32
+        float* vall = kall + row_el * T;
         float* pp = part + size_t(ci.part) * H * stride;
         RowRef* rw = scratch<RowRef>(5, size_t(G));
         for (int h = 0; h < H; ++h) {
@@ -443,10 +483,17 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             const int64_t base = k * T;
             const int ja = static_cast<int>(mx(ci.lo, base) - base);
             const int jb = static_cast<int>(mn(ci.hi, base + T - 1) - base);
+            if (base + 4 * T <= ci.hi) prefetch_rows(kv, base + 4 * T, mn(ci.hi, base + 5 * T - 1));
+            // One sequential pass over the tile's rows (every head's bytes read once, in address
+            // order: what the hardware prefetchers stream best), converted to f32.
+            for (int j = ja; j <= jb; ++j) {
+                Ops::cvt_row(kv.k_row(base + j), kv.dtype, static_cast<int>(row_el), kall + size_t(j) * row_el);
+                if (!shared)
+                    Ops::cvt_row(kv.v_row(base + j), kv.dtype, static_cast<int>(row_el), vall + size_t(j) * row_el);
+            }
+            const float* vsrc = shared ? kall : vall;
             for (int g = 0; g < n_kv; ++g) {
-                tile_build(
-                    tile, d, kv.dtype, ja, jb, [&](int j) { return kv.k_row(base + j) + size_t(g) * d * es; },
-                    [&](int j) { return kv.v_row(base + j) + size_t(g) * d * es; }, true);
+                tile_build_f32(tile, d, ja, jb, kall + size_t(g) * d, vsrc + size_t(g) * d, row_el);
                 for (int i = 0; i < G; ++i) {
                     const int h = g * G + i;
                     float* st = pp + size_t(h) * stride;
