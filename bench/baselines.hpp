@@ -8,8 +8,8 @@
 //   - gemm(): oneDNN matmul GFLOP/s for C[M,N] = A[M,K] x B[K,N] in f32, bf16
 //     (f32 output) or bf16 with f32 accumulation, with a given thread count:
 //     the compute limit for prefill kernels.
-// Both take the best of several repetitions (the machine is shared; the best
-// run is the least disturbed one). Header-only; benchmark programs link
+// Both take the best of several repetitions, each timed by run_seconds() (the machine
+// is shared; the best, least disturbed run is the figure). Header-only; benchmark programs link
 // kvrt_internal, which brings oneDNN and OpenMP.
 #pragma once
 
@@ -19,6 +19,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,25 @@
 #include <vector>
 
 namespace kvrt::bench {
+
+// CPU seconds used by the whole process so far.
+inline double cpu_seconds() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Seconds one run of fn() took with `threads` threads: min(wall, process CPU time / threads).
+// On a machine shared with other work, wall time counts the slices the scheduler gave to
+// others; CPU time / threads is what the run costs undisturbed (idle spinning of OpenMP
+// threads still counts, so it never flatters). Every figure and baseline uses this clock.
+template <class Fn>
+double run_seconds(int threads, Fn&& fn) {
+    const double w0 = now_seconds(), c0 = cpu_seconds();
+    fn();
+    const double wall = now_seconds() - w0, cpu = (cpu_seconds() - c0) / (threads > 0 ? threads : 1);
+    return cpu < wall ? cpu : wall;
+}
 
 // Last-level cache size in bytes (sysfs; 32 MiB if unknown).
 inline size_t llc_bytes() {
@@ -90,14 +110,14 @@ inline double stream_read(int threads, size_t bytes = 0, int reps = 5) {
     volatile uint64_t sink = 0;
     for (int r = 0; r < reps; ++r) {
         uint64_t acc = 0;
-        double t0 = now_seconds();
+        double dt = run_seconds(threads, [&] {
 #pragma omp parallel num_threads(threads) reduction(+ : acc)
-        {
-            int t = omp_get_thread_num(), n = omp_get_num_threads();
-            size_t a = lines * t / n, b = lines * (t + 1) / n;
-            acc += detail::read_lines(buf + a, b - a);
-        }
-        double dt = now_seconds() - t0;
+            {
+                int t = omp_get_thread_num(), n = omp_get_num_threads();
+                size_t a = lines * t / n, b = lines * (t + 1) / n;
+                acc += detail::read_lines(buf + a, b - a);
+            }
+        });
         sink = sink + acc;
         best = std::max(best, double(bytes) / dt);
     }
@@ -148,15 +168,14 @@ inline double gemm(GemmType type, int64_t M, int64_t N, int64_t K, int threads, 
         mm.execute(s, args);  // warm-up (JIT, pages)
         s.wait();
         for (int r = 0; r < reps; ++r) {
-            int iters = 0;
-            double t0 = now_seconds(), t1 = t0;
+            double t0 = now_seconds();
             do {
-                mm.execute(s, args);
-                s.wait();
-                ++iters;
-                t1 = now_seconds();
-            } while (t1 - t0 < min_seconds);
-            best = std::max(best, 2.0 * double(M) * double(N) * double(K) * iters / (t1 - t0) / 1e9);
+                double dt = run_seconds(threads, [&] {
+                    mm.execute(s, args);
+                    s.wait();
+                });
+                best = std::max(best, 2.0 * double(M) * double(N) * double(K) / dt / 1e9);
+            } while (now_seconds() - t0 < min_seconds);
         }
     } catch (const dnnl::error&) {
         best = 0;

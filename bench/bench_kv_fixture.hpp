@@ -3,6 +3,7 @@
 // them out), K rows then V rows in each block (or one shared row when K = V).
 #pragma once
 
+#include "baselines.hpp"
 #include "bench_json.hpp"
 #include "kernels/paged_kv.hpp"
 #include "util/dtype.hpp"
@@ -75,14 +76,14 @@ struct BenchKV {
 };
 
 // Best-of timing: runs fn until min_seconds have passed (at least min_iters times); returns
-// the fastest single run in seconds.
+// the fastest single run in seconds, each run timed by run_seconds() (baselines.hpp) with the
+// current OpenMP thread count.
 template <class Fn>
 double time_best(Fn&& fn, double min_seconds, int min_iters = 3) {
     double best = 1e30, start = now_seconds();
+    const int threads = omp_get_max_threads();
     for (int i = 0; i < min_iters || now_seconds() - start < min_seconds; ++i) {
-        double t0 = now_seconds();
-        fn();
-        best = std::min(best, now_seconds() - t0);
+        best = std::min(best, run_seconds(threads, fn));
         if (i > 10000) break;
     }
     return best;

@@ -123,7 +123,11 @@ inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp
     // (their lanes are masked out by every row).
     constexpr int W = Ops::W;
     for (int g = 0; g < T; g += W) {
-        if (g + W - 1 < ja || g > jb) continue;
+        if (g + W - 1 < ja || g > jb) {  // no keys: zeros, so the masked lanes compute on zeros
+            for (int c = 0; c < d; ++c)
+                for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = 0.0f;
+            continue;
+        }
         int c = 0;
         for (; c + W <= d; c += W) Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
         for (; c < d; ++c)
@@ -143,7 +147,11 @@ inline void tile_build_f32(KeyTile& t, int d, int ja, int jb, const float* kbase
     }
     constexpr int W = Ops::W;
     for (int g = 0; g < T; g += W) {
-        if (g + W - 1 < ja || g > jb) continue;
+        if (g + W - 1 < ja || g > jb) {  // no keys: zeros, so the masked lanes compute on zeros
+            for (int c = 0; c < d; ++c)
+                for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = 0.0f;
+            continue;
+        }
         int c = 0;
         for (; c + W <= d; c += W) Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
         for (; c < d; ++c)

@@ -28,7 +28,7 @@ struct Ops {
         return _mm_cvtss_f32(d);
     }
     static V exp2(V x) {
-        x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
+        x = _mm256_max_ps(x, _mm256_set1_ps(-125.0f));  // no denormals (see simd_avx512.hpp)
         V xi = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         V f = _mm256_sub_ps(x, xi);
         V p = _mm256_set1_ps(1.5403530393381609e-4f);

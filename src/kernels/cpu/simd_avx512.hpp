@@ -25,8 +25,10 @@ struct Ops {
         return _mm_cvtss_f32(d);
     }
     static float hmax(V v) { return _mm512_reduce_max_ps(v); }
+    // 2^x for x <= 0 (tiny results clamp to ~2^-125: never a denormal, which would cost a
+    // microcode assist per lane on every later instruction that touches it).
     static V exp2(V x) {
-        x = _mm512_max_ps(x, _mm512_set1_ps(-127.0f));
+        x = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
         V xi = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         V f = _mm512_sub_ps(x, xi);
         V p = _mm512_set1_ps(1.5403530393381609e-4f);
