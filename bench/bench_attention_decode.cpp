@@ -16,9 +16,7 @@ using namespace kvrt;
 using namespace kvrt::bench;
 
 int main(int argc, char** argv) {
-    // Idle OpenMP threads sleep instead of spinning: on a shared machine a spinning waiter
-    // burns the CPU time run_seconds() counts (set before the OpenMP runtime starts).
-    setenv("OMP_WAIT_POLICY", "passive", 0);
+    use_passive_omp_wait(argv);
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     const int max_t = std::min(2, std::max(1, omp_get_max_threads()));
     double stream[3] = {0, 0, 0};

@@ -8,6 +8,7 @@
 using namespace kvrt::bench;
 
 int main(int argc, char** argv) {
+    use_passive_omp_wait(argv);
     bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     int max_t = std::max(1, omp_get_max_threads());
     for (int t = 1; t <= max_t; ++t) {

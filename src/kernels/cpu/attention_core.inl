@@ -294,6 +294,13 @@ inline void tile_rows_block(const KeyTile& t, int d, const RowRef* rows) {
 inline void tile_rows(const KeyTile& t, int d, const RowRef* rows, int n) {
     int i = 0;
     for (; i + kRowsScore <= n; i += kRowsScore) tile_rows_block<kRowsScore>(t, d, rows + i);
+    // The remainder in one block (a GQA group of 3 reads the tile once, not three times).
+    if constexpr (kRowsScore > 3) {
+        if (n - i == 3) return tile_rows_block<3>(t, d, rows + i);
+    }
+    if constexpr (kRowsScore > 2) {
+        if (n - i == 2) return tile_rows_block<2>(t, d, rows + i);
+    }
     for (; i < n; ++i) tile_rows_block<1>(t, d, rows + i);
 }
 
