@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     use_passive_omp_wait(argv);
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     const int max_t = std::min(2, std::max(1, omp_get_max_threads()));
-    const double min_s = quick ? 0.05 : 0.2;
+    const double min_s = quick ? 0.05 : 0.1;
     struct Shape {
         int h, hkv, d;
     };
