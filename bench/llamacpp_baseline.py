@@ -178,7 +178,7 @@ def request(llm, tokens: List[int], eos: int) -> Dict:
     return {"ttft": ttft, "reused": reused, "computed": len(tokens) - reused, "answer": out}
 
 
-def bench_ttft(llm, reqs: Dict[str, List[int]], tags: Dict) -> Dict[str, float]:
+def bench_ttft(llm, reqs: Dict[str, List[int]], tags: Dict, cold: bool = True) -> Dict[str, float]:
     eos = llm.token_eos()
     res = {}
     llm.reset()
@@ -193,7 +193,7 @@ def bench_ttft(llm, reqs: Dict[str, List[int]], tags: Dict) -> Dict[str, float]:
         res[label] = r["ttft"]
         emit(f"ttft_{label}", r["ttft"] * 1e3, "ms", request=key, prompt_tokens=len(reqs[key]),
              reused_tokens=r["reused"], computed_tokens=r["computed"], **tags)
-    for key in ("A", "B"):
+    for key in ("A", "B") if cold else ():
         llm.reset()
         llm._ctx.kv_cache_clear()
         r = request(llm, reqs[key], eos)
@@ -210,6 +210,7 @@ def main() -> None:
     ap.add_argument("--flash-attn", default="off,on", help="off, on or off,on")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", default="prefill,decode,ttft")
+    ap.add_argument("--no-cold", action="store_true", help="skip ttft_cold_A/B (A1 is cold anyway)")
     args = ap.parse_args()
 
     import llama_cpp
@@ -244,7 +245,7 @@ def main() -> None:
             if "decode" in only:
                 figs["decode_at_4096"] = (bench_decode(llm, decode_prompt, args.reps, tags), "tokens/s", True)
             if "ttft" in only:
-                for k, v in bench_ttft(llm, reqs, tags).items():
+                for k, v in bench_ttft(llm, reqs, tags, not args.no_cold).items():
                     figs[f"ttft_{k}"] = (v * 1e3, "ms", False)
             llm.close()
             for m, (v, unit, higher) in figs.items():
