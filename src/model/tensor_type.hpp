@@ -15,7 +15,7 @@
 //   Q5_1: q as Q5_0;                                          x = q * d + m
 //   Q8_0: x = qs[j] * d
 //   Q8_1: x = qs[j] * d   (s = d * sum(qs) is a dot-product helper)
-// (each product and sum is a separate f32 rounding: no fused multiply-add).
+// (each product nibble * d is exact in f32; the add of m is the only rounding).
 #pragma once
 
 #include <cstddef>

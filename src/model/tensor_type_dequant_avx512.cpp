@@ -1,5 +1,6 @@
 // AVX-512 dequantisation (every dequantisable type), bit-identical to the scalar reference
-// (tensor_type_dequant.cpp): same f32 multiply then add per element (no FMA),
+// (tensor_type_dequant.cpp): the same f32 operations per element (a multiply
+// followed by an add is exact before the add, so FMA contraction cannot change it),
 // bf16 by integer round-to-nearest-even (not VCVTNEPS2BF16, which flushes
 // denormals). Compiled with a target attribute; called only when the CPU has
 // AVX-512F/BW/VL (dequant_isa_available).
