@@ -170,10 +170,18 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
             targs.a = &shared;
 #pragma omp barrier
         }
-        const int64_t t0 = tasks * tid / nth, t1 = tasks * (tid + 1) / nth;
-        if (row_chunks == 1) {
-            if (t0 < t1) kernel(targs, 2 * t0, 2 * t1);
-        } else {
+        // Tasks are handed out in contiguous chunks, dynamically: a thread that
+        // is descheduled (a shared machine) or slower (hybrid P/E cores) holds
+        // up the call less. ~4 chunks per thread keep each weight stream long.
+        const int64_t chunk = std::max<int64_t>(1, tasks / (4 * nth));
+        const int64_t n_chunks = (tasks + chunk - 1) / chunk;
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int64_t c = 0; c < n_chunks; c++) {
+            const int64_t t0 = c * chunk, t1 = std::min(tasks, t0 + chunk);
+            if (row_chunks == 1) {
+                kernel(targs, 2 * t0, 2 * t1);
+                continue;
+            }
             for (int64_t task = t0; task < t1; task++) {
                 const int64_t pair = task / row_chunks, rc = task % row_chunks;
                 const int64_t m0 = M * rc / row_chunks, m1 = M * (rc + 1) / row_chunks;
