@@ -93,6 +93,15 @@ void* Arena::allocate(size_t bytes) noexcept {
         mi_heap_collect(h, false);
         p = mi_heap_malloc_aligned(h, bytes, kBlockAlign);
     }
+    if (!p) {
+        // The reservation is sized from the byte budget, but mimalloc gives
+        // every thread's heap whole segments of it, so many threads can
+        // exhaust the address space while the budget (which the block pool
+        // enforces exactly) still has room. Take the block from the default
+        // heap then, rather than failing an allocation the budget allows.
+        p = mi_malloc_aligned(bytes, kBlockAlign);
+        if (p) fallback_allocations_.fetch_add(1, std::memory_order_relaxed);
+    }
     return p;
 }
 

@@ -18,6 +18,7 @@
 // objects to its pages/segments.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -34,8 +35,9 @@ public:
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;
 
-    // 64-byte-aligned memory of `bytes` bytes, or nullptr when the arena is
-    // exhausted. Thread-safe. Cost: one mimalloc allocation.
+    // 64-byte-aligned memory of `bytes` bytes (from the default heap when the
+    // arena's address space is exhausted), or nullptr when the system is out
+    // of memory. Thread-safe. Cost: one mimalloc allocation.
     void* allocate(size_t bytes) noexcept;
     // Returns memory from allocate(). Any thread. nullptr is ignored.
     void release(void* p) noexcept;
@@ -44,11 +46,16 @@ public:
     bool large_pages() const noexcept { return large_pages_; }
     uint64_t reserved_bytes() const noexcept { return reserved_; }
     int arena_id() const noexcept { return arena_id_; }
+    // Blocks that came from the default heap because the dedicated arena's
+    // address space was exhausted (each allocating thread holds whole
+    // mimalloc segments of it); the byte budget still bounds them.
+    uint64_t fallback_allocations() const noexcept { return fallback_allocations_.load(std::memory_order_relaxed); }
 
 private:
     int arena_id_ = -1;  // mimalloc arena id, -1 = default heap fallback
     uint64_t reserved_ = 0;
     bool large_pages_ = false;
+    std::atomic<uint64_t> fallback_allocations_{0};
 };
 
 }  // namespace kvrt::memory

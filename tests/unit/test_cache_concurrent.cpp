@@ -135,3 +135,30 @@ TEST_CASE("cache concurrent: C handles are checked while another thread destroys
         CHECK(kvrt_cache_seq_create(&s, cache, nullptr) == KVRT_ERR_BAD_HANDLE);
     }
 }
+
+TEST_CASE("cache concurrent: many threads on a small-budget cache never fail for arena address space") {
+    // Each allocating thread gets its own mimalloc heap, which holds whole
+    // segments of the cache's arena; with more threads than the reservation
+    // has segments, allocation must fall back instead of failing while the
+    // byte budget still has room.
+    Cache cache(kvrt::test::dense_config(2, 1, 4, 8, 64 * 512, DType::F32));
+    constexpr int kThreads = 12;
+    std::atomic<int> oom{0}, ok{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++)
+        threads.emplace_back([&, t] {
+            try {
+                SeqId s = cache.create_sequence();
+                std::vector<int32_t> toks(16, 100 + t);  // two blocks per thread: 24 of 64 blocks
+                cache.append(s, toks.data(), int64_t(toks.size()));
+                cache.release(s);
+                ok++;
+            } catch (const Error& e) {
+                if (e.status() == KVRT_ERR_OUT_OF_MEMORY) oom++;
+            }
+        });
+    for (auto& th : threads) th.join();
+    CHECK(oom.load() == 0);
+    CHECK(ok.load() == kThreads);
+    cache.check_invariants();
+}
