@@ -1,26 +1,11 @@
 /* C99 test of kvrt/cache.h: every function's success and failure paths. */
 #include <kvrt/kvrt.h>
 
+#include "expect.h"
+
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-#define EXPECT(cond)                                                                  \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                    kvrt_last_error());                                               \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
-#define EXPECT_OK(call) EXPECT((call) == KVRT_OK)
-/* A failing call must name the problem. */
-#define EXPECT_ERR(call, code)                                        \
-    do {                                                              \
-        kvrt_clear_error();                                           \
-        EXPECT((call) == (code));                                     \
-        EXPECT(kvrt_last_error()[0] != '\0');                         \
-    } while (0)
 
 /* A foreign pointer: a real object of another type, never a kvrt handle. */
 static int not_a_handle = 42;

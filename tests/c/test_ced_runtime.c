@@ -1,28 +1,14 @@
 /* C99 test of the CED runtime functions of kvrt/ced.h: success and failure paths. */
 #include <kvrt/kvrt.h>
 
+#include "expect.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int failures = 0;
-#define EXPECT(cond)                                                                                   \
-    do {                                                                                               \
-        if (!(cond)) {                                                                                 \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                    kvrt_last_error());                                                                \
-            failures++;                                                                                \
-        }                                                                                              \
-    } while (0)
-#define EXPECT_OK(call) EXPECT((call) == KVRT_OK)
-#define EXPECT_ERR(call, code)                \
-    do {                                      \
-        kvrt_clear_error();                   \
-        EXPECT((call) == (code));             \
-        EXPECT(kvrt_last_error()[0] != '\0'); \
-    } while (0)
 
 static int not_a_handle = 42;
 #define FOREIGN_MODEL ((kvrt_ced_model *)(void *)&not_a_handle)

@@ -1,17 +1,11 @@
 /* C99 test of the common API: version, status strings, last error. */
 #include <kvrt/kvrt.h>
 
+#include "expect.h"
+
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-#define EXPECT(cond)                                                         \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 int main(void) {
     char buf[32];

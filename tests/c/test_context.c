@@ -4,28 +4,13 @@
  * on the real SmolLM2 model (short prompts: this also runs under ASan). */
 #include <kvrt/kvrt.h>
 
+#include "expect.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-#define EXPECT(cond)                                                                  \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed (last error: %s)\n", __FILE__, \
-                    __LINE__, #cond, kvrt_last_error());                              \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
-static void model_path(char *buf, size_t cap) {
-    const char *p = getenv("KVRT_MODEL");
-    const char *d = getenv("KVRT_MODEL_DIR");
-    const char *h = getenv("HOME");
-    if (p && *p) snprintf(buf, cap, "%s", p);
-    else if (d && *d) snprintf(buf, cap, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", d);
-    else snprintf(buf, cap, "%s/.cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf", h && *h ? h : "/root");
-}
 
 struct Stream {
     int calls;
@@ -70,7 +55,7 @@ int main(void) {
     uint64_t kvb = 0;
     const char *stops[1];
 
-    model_path(path, sizeof path);
+    expect_model_path(path, sizeof path);
     if (kvrt_model_load(&m, path, NULL) != KVRT_OK) {
         fprintf(stderr, "test_context: cannot load %s: %s\n", path, kvrt_last_error());
         return 1;

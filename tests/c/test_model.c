@@ -4,29 +4,14 @@
  * on small hand-written bad files. */
 #include <kvrt/kvrt.h>
 
+#include "expect.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int failures = 0;
-#define EXPECT(cond)                                                                  \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: EXPECT(%s) failed (last error: %s)\n", __FILE__, \
-                    __LINE__, #cond, kvrt_last_error());                              \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
-static void model_path(char *buf, size_t cap) {
-    const char *p = getenv("KVRT_MODEL");
-    const char *d = getenv("KVRT_MODEL_DIR");
-    const char *h = getenv("HOME");
-    if (p && *p) snprintf(buf, cap, "%s", p);
-    else if (d && *d) snprintf(buf, cap, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", d);
-    else snprintf(buf, cap, "%s/.cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf", h && *h ? h : "/root");
-}
 
 static void put_u32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
 static void put_u64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
@@ -74,7 +59,7 @@ int main(void) {
     uint64_t ne = 0, nb = 0;
     kvrt_chat_message msgs[2];
 
-    model_path(path, sizeof path);
+    expect_model_path(path, sizeof path);
 
     /* config_init */
     EXPECT(kvrt_model_config_init(&cfg, sizeof cfg) == KVRT_OK);
