@@ -57,6 +57,18 @@ public:
     }
     static bool other(uint8_t c) { return !(c & (kWhitespace | kLetter | kNumber)) && c != kOutside; }
 
+    // The alternatives every pattern ends with, at pos with nws whitespace code points
+    // ahead: \s+(?!\S) (a run of whitespace leaves its last one to the next piece when a
+    // non-space follows), then \s+, then any single code point. Emits the piece and returns
+    // where the next one starts.
+    size_t whitespace_tail(size_t pos, size_t nws) {
+        if (nws > 1 && pos + nws < b_) pos += nws - 1;
+        else if (nws > 0) pos += nws;
+        else ++pos;
+        emit(pos);
+        return pos;
+    }
+
     void gpt2() {
         size_t pos = a_;
         while (pos < b_) {
@@ -98,17 +110,7 @@ public:
             }
             size_t nws = 0;
             while (cls(pos + nws) & kWhitespace) ++nws;
-            if (nws > 1 && pos + nws < b_) {  // \s+(?!\S)
-                pos += nws - 1;
-                emit(pos);
-                continue;
-            }
-            if (nws > 0) {  // \s+
-                pos += nws;
-                emit(pos);
-                continue;
-            }
-            emit(++pos);
+            pos = whitespace_tail(pos, nws);
         }
     }
 
@@ -174,17 +176,7 @@ public:
                 emit(pos);
                 continue;
             }
-            if (nws > 1 && pos + nws < b_) {  // \s+(?!\S)
-                pos += nws - 1;
-                emit(pos);
-                continue;
-            }
-            if (nws > 0) {  // \s+
-                pos += nws;
-                emit(pos);
-                continue;
-            }
-            emit(++pos);
+            pos = whitespace_tail(pos, nws);
         }
     }
 

@@ -8,136 +8,19 @@
 #include "model/tokenizer.hpp"
 #include "model/tokenizer_gguf.hpp"
 #include "model/unicode.hpp"
+#include "json_reader.hpp"
 #include "test_support.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
-// A minimal JSON reader for the reference file (objects, arrays, strings with
-// escapes, integers, booleans, null).
-struct Json {
-    enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
-    bool b = false;
-    double num = 0;
-    std::string str;
-    std::vector<Json> arr;
-    std::map<std::string, Json> obj;
-    const Json& operator[](const std::string& k) const { return obj.at(k); }
-};
-
-class JsonParser {
-public:
-    explicit JsonParser(const std::string& s) : s_(s) {}
-    Json parse() {
-        Json v = value();
-        ws();
-        if (i_ != s_.size()) throw std::runtime_error("trailing JSON");
-        return v;
-    }
-
-private:
-    void ws() {
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
-    }
-    char peek() {
-        ws();
-        if (i_ >= s_.size()) throw std::runtime_error("truncated JSON");
-        return s_[i_];
-    }
-    void expect(char c) {
-        if (peek() != c) throw std::runtime_error(std::string("JSON: expected ") + c + " at " + std::to_string(i_));
-        ++i_;
-    }
-    static void utf8(std::string& out, uint32_t cp) {
-        if (cp < 0x80) out += char(cp);
-        else if (cp < 0x800) { out += char(0xC0 | (cp >> 6)); out += char(0x80 | (cp & 0x3F)); }
-        else if (cp < 0x10000) { out += char(0xE0 | (cp >> 12)); out += char(0x80 | ((cp >> 6) & 0x3F)); out += char(0x80 | (cp & 0x3F)); }
-        else { out += char(0xF0 | (cp >> 18)); out += char(0x80 | ((cp >> 12) & 0x3F)); out += char(0x80 | ((cp >> 6) & 0x3F)); out += char(0x80 | (cp & 0x3F)); }
-    }
-    uint32_t hex4() {
-        uint32_t v = 0;
-        for (int k = 0; k < 4; ++k) {
-            char c = s_.at(i_++);
-            v = v * 16 + uint32_t(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-        }
-        return v;
-    }
-    std::string string() {
-        expect('"');
-        std::string out;
-        while (true) {
-            char c = s_.at(i_++);
-            if (c == '"') return out;
-            if (c != '\\') { out += c; continue; }
-            char e = s_.at(i_++);
-            switch (e) {
-                case 'n': out += '\n'; break;
-                case 't': out += '\t'; break;
-                case 'r': out += '\r'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'u': {
-                    uint32_t cp = hex4();
-                    if (cp >= 0xD800 && cp < 0xDC00 && s_.compare(i_, 2, "\\u") == 0) {
-                        i_ += 2;
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (hex4() - 0xDC00);
-                    }
-                    utf8(out, cp);
-                    break;
-                }
-                default: out += e;
-            }
-        }
-    }
-    Json value() {
-        Json v;
-        char c = peek();
-        if (c == '{') {
-            v.kind = Json::Object;
-            ++i_;
-            if (peek() == '}') { ++i_; return v; }
-            while (true) {
-                std::string k = string();
-                expect(':');
-                v.obj[k] = value();
-                if (peek() == ',') { ++i_; continue; }
-                expect('}');
-                return v;
-            }
-        }
-        if (c == '[') {
-            v.kind = Json::Array;
-            ++i_;
-            if (peek() == ']') { ++i_; return v; }
-            while (true) {
-                v.arr.push_back(value());
-                if (peek() == ',') { ++i_; continue; }
-                expect(']');
-                return v;
-            }
-        }
-        if (c == '"') { v.kind = Json::String; v.str = string(); return v; }
-        if (s_.compare(i_, 4, "true") == 0) { i_ += 4; v.kind = Json::Bool; v.b = true; return v; }
-        if (s_.compare(i_, 5, "false") == 0) { i_ += 5; v.kind = Json::Bool; return v; }
-        if (s_.compare(i_, 4, "null") == 0) { i_ += 4; return v; }
-        size_t used = 0;
-        v.num = std::stod(s_.substr(i_, 32), &used);
-        v.kind = Json::Number;
-        i_ += used;
-        return v;
-    }
-    const std::string& s_;
-    size_t i_ = 0;
-};
+using Json = kvrt::test::JsonValue;
 
 std::string from_hex(const std::string& h) {
     std::string out;
@@ -165,11 +48,22 @@ const kvrt::Tokenizer& smollm_tokenizer() {
 }
 
 Json load_reference() {
-    std::ifstream in(kvrt::test::data_dir() + "/tokenizer_reference.json", std::ios::binary);
-    REQUIRE_MESSAGE(in.good(), "missing tests/data/tokenizer_reference.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return JsonParser(ss.str()).parse();
+    const std::string path = kvrt::test::data_dir() + "/tokenizer_reference.json";
+    REQUIRE_MESSAGE(std::filesystem::exists(path), "missing tests/data/tokenizer_reference.json");
+    return kvrt::test::JsonReader::parse_file(path);
+}
+
+// Encodes case c's text as the reference did and checks the ids and every token's piece
+// against it; returns kvrt's ids.
+std::vector<int32_t> check_ids_and_pieces(const kvrt::Tokenizer& tok, const Json& c) {
+    std::vector<int32_t> want;
+    for (const Json& id : c["ids"].arr) want.push_back(int32_t(id.num));
+    const std::vector<int32_t> got = tok.encode(c["text"].str, {.add_special = true, .parse_special = c["parse_special"].b});
+    CHECK(got == want);
+    const auto& pieces = c["pieces_hex"].arr;
+    REQUIRE(pieces.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) CHECK(tok.piece(want[i], true) == from_hex(pieces[i].str));
+    return got;
 }
 
 }  // namespace
@@ -202,14 +96,7 @@ TEST_CASE("tokenizer.reference: SmolLM2 matches llama.cpp token for token") {
         const bool parse_special = c["parse_special"].b;
         CAPTURE(text);
         CAPTURE(parse_special);
-        std::vector<int32_t> want;
-        for (const Json& id : c["ids"].arr) want.push_back(int32_t(id.num));
-        const std::vector<int32_t> got = tok.encode(text, {.add_special = true, .parse_special = parse_special});
-        CHECK(got == want);
-        // Pieces, token by token.
-        const auto& pieces = c["pieces_hex"].arr;
-        REQUIRE(pieces.size() == want.size());
-        for (size_t i = 0; i < want.size(); ++i) CHECK(tok.piece(want[i], true) == from_hex(pieces[i].str));
+        const std::vector<int32_t> got = check_ids_and_pieces(tok, c);
         // Round trip: rendering specials gives back the text exactly.
         CHECK(tok.decode(got, true) == c["detokenized"].str);
         CHECK(tok.decode(got, true) == text);
@@ -325,13 +212,7 @@ TEST_CASE("tokenizer.reference: SentencePiece vocabulary matches llama.cpp and r
         const bool parse_special = c["parse_special"].b;
         CAPTURE(text);
         CAPTURE(parse_special);
-        std::vector<int32_t> want;
-        for (const Json& id : c["ids"].arr) want.push_back(int32_t(id.num));
-        const std::vector<int32_t> got = tok.encode(text, {.add_special = true, .parse_special = parse_special});
-        CHECK(got == want);
-        const auto& pieces = c["pieces_hex"].arr;
-        REQUIRE(pieces.size() == want.size());
-        for (size_t i = 0; i < want.size(); ++i) CHECK(tok.piece(want[i], true) == from_hex(pieces[i].str));
+        const std::vector<int32_t> got = check_ids_and_pieces(tok, c);
         // BOS is dropped (not rendered) and the space prefix removed: the text comes back.
         // Except after a user-defined token: the text after it got a space prefix
         // of its own (as in llama.cpp), which decodes as a space.

@@ -41,8 +41,7 @@ void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32
             const float a = std::fabs(xb[j]);
             amax = a > amax ? a : amax;
         }
-        const float db = amax / 127.0f;
-        const float id = db != 0.0f ? 1.0f / db : 0.0f;
+        const auto [db, id] = block_scale(amax);
         int32_t total = 0;
         for (int j = 0; j < 32; j++) {
             const float r = std::nearbyint(xb[j] * id);  // round half to even (default FP environment)
@@ -50,9 +49,7 @@ void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32
             qs[b * 32 + j] = static_cast<int8_t>(q);
             total += q;
         }
-        d[b] = db;
-        sum[b] = total;
-        s[b] = db * static_cast<float>(total);
+        store_block_stats(b, db, total, d, sum, s);
     }
 }
 

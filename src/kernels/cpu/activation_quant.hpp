@@ -53,6 +53,22 @@ private:
 // into `out`. isa must be supported by the CPU (not Auto).
 void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const QuantizedRows& out, KernelIsa isa);
 
+// The block's scale d = amax / 127 and its inverse (0 for an all-zero block): the one
+// definition every ISA path uses, so they agree to the bit.
+struct BlockScale {
+    float d, id;
+};
+inline BlockScale block_scale(float amax) {
+    const float d = amax / 127.0f;
+    return BlockScale{d, d != 0.0f ? 1.0f / d : 0.0f};
+}
+// Stores block b's scale, integer sum and d * sum.
+inline void store_block_stats(int64_t b, float d, int32_t total, float* ds, int32_t* sum, float* s) {
+    ds[b] = d;
+    sum[b] = total;
+    s[b] = d * static_cast<float>(total);
+}
+
 // One row with the portable code (also what the scalar path uses).
 void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s);
 

@@ -24,8 +24,7 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t
         m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
         m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
         const float amax = _mm_cvtss_f32(m4);
-        const float db = amax / 127.0f;
-        const float id = db != 0.0f ? 1.0f / db : 0.0f;
+        const auto [db, id] = block_scale(amax);
         const __m256 vid = _mm256_set1_ps(id);
         __m256i q[4];
         __m256i acc = _mm256_setzero_si256();
@@ -42,9 +41,7 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
         const int32_t total = _mm_cvtsi128_si32(s4);
-        d[b] = db;
-        sum[b] = total;
-        s[b] = db * static_cast<float>(total);
+        store_block_stats(b, db, total, d, sum, s);
     }
 }
 

@@ -19,8 +19,7 @@ void quantize_row_avx512(const float* x, int64_t nb, int8_t* qs, float* d, int32
         const __m512 x1 = _mm512_loadu_ps(x + b * 32 + 16);
         const __m512 a = _mm512_max_ps(_mm512_andnot_ps(sign, x0), _mm512_andnot_ps(sign, x1));
         const float amax = _mm512_reduce_max_ps(a);
-        const float db = amax / 127.0f;
-        const float id = db != 0.0f ? 1.0f / db : 0.0f;
+        const auto [db, id] = block_scale(amax);
         const __m512 vid = _mm512_set1_ps(id);
         __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, vid));  // round half to even (MXCSR default)
         __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, vid));
@@ -29,9 +28,7 @@ void quantize_row_avx512(const float* x, int64_t nb, int8_t* qs, float* d, int32
         _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + b * 32), _mm512_cvtepi32_epi8(i0));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + b * 32 + 16), _mm512_cvtepi32_epi8(i1));
         const int32_t total = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
-        d[b] = db;
-        sum[b] = total;
-        s[b] = db * static_cast<float>(total);
+        store_block_stats(b, db, total, d, sum, s);
     }
 }
 
