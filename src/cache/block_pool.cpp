@@ -65,24 +65,7 @@ BlockId BlockPool::allocate(int32_t m) {
     const size_t need = block_bytes_[m];
     for (;;) {
         if (used_bytes_ + need <= budget_) {
-            void* p = arena_.allocate(need);
-            if (p) {
-                BlockId id;
-                try {
-                    id = new_slot();
-                } catch (...) {
-                    arena_.release(p);
-                    throw;
-                }
-                Block& b = blocks_[id];
-                b = Block{};
-                b.mem = static_cast<uint8_t*>(p);
-                b.ref = 1;
-                b.manager = m;
-                used_bytes_ += need;
-                in_use_[m]++;
-                return id;
-            }
+            if (void* p = arena_.allocate(need)) return adopt(m, p);
             // The arena is fragmented: evicting a cached block may help.
             if (lru_head_ == kNil)
                 fail(KVRT_ERR_OUT_OF_MEMORY, "the arena could not provide a block of " + std::to_string(need) + " bytes");
@@ -109,7 +92,10 @@ BlockId BlockPool::allocate(int32_t m) {
 BlockId BlockPool::allocate_if_free(int32_t m) {
     if (used_bytes_ + block_bytes_[m] > budget_) return kNullBlock;
     void* p = arena_.allocate(block_bytes_[m]);
-    if (!p) return kNullBlock;
+    return p ? adopt(m, p) : kNullBlock;
+}
+
+BlockId BlockPool::adopt(int32_t m, void* p) {
     BlockId id;
     try {
         id = new_slot();

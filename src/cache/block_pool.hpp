@@ -95,6 +95,9 @@ private:
     void lru_push_back(BlockId id);
     void lru_remove(BlockId id);
     BlockId new_slot();
+    // Wraps freshly allocated block memory p in a slot for manager m (ref 1, counted in use);
+    // releases p if no slot can be had.
+    BlockId adopt(int32_t m, void* p);
     void evict(BlockId id);  // drop hash + index entry of an LRU block
 
     memory::Arena arena_;

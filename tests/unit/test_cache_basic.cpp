@@ -10,17 +10,7 @@ using namespace kvrt;
 using namespace kvrt::cache;
 using kvrt::test::dense_config;
 using kvrt::test::iota_tokens;
-
-namespace {
-kvrt_status status_of(auto&& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.status();
-    }
-    return KVRT_OK;
-}
-}  // namespace
+using kvrt::test::status_of;
 
 TEST_CASE("cache layout: bytes per token equal the formula and blocks have no padding") {
     // 30 layers x 3 KV heads x 64 x f16: 2 * 30 * 3 * 64 * 2 = 23040 bytes per token.

@@ -13,17 +13,9 @@
 using namespace kvrt;
 using namespace kvrt::cache;
 using kvrt::test::iota_tokens;
+using kvrt::test::status_of;
 
 namespace {
-
-kvrt_status status_of(auto&& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.status();
-    }
-    return KVRT_OK;
-}
 
 std::string temp_path(const char* name) {
     return (std::filesystem::temp_directory_path() / (std::string("kvrt_test_") + std::to_string(::getpid()) + "_" + name))
