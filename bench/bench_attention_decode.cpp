@@ -2,7 +2,13 @@
 // STREAM read bandwidth measured in the same run. Metric: KV bytes read per second
 // (K and V rows of every visible position, each read once for the whole query group).
 // Goal (issue 3): >= 0.85 x STREAM read when the KV is larger than the last-level cache.
-//   bench_attention_decode [--quick]
+// The KV is laid out as the cache lays it out (bench_kv_fixture.hpp: arena blocks holding
+// several layers, on 2 MiB pages unless --4k).
+//   bench_attention_decode [--quick] [--4k] [--only SUBSTRING] [--layers N]
+//     --quick: 8,192 and 131,072 keys (f32 only at 9/3), shorter timing
+//     --4k: arena on 4 KiB pages (what the cache had before transparent huge pages)
+//     --only: run the shapes whose label ("9/3 bf16 131072") contains SUBSTRING
+//     --layers N: layers per block (default: as many as keep the arena near 1 GiB, <= 30)
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
 #include "kernels/attention.hpp"
@@ -15,9 +21,32 @@
 using namespace kvrt;
 using namespace kvrt::bench;
 
+// The same K and V bytes read by a plain loop, block by block in table order (chunks of 32
+// blocks shared among the threads): the memory-level bound of the paged layout itself.
+static uint64_t paged_read(const PagedKV& kv) {
+    const size_t bytes = size_t(kv.block_tokens) * kv.row_bytes;
+    const int n_chunks = (kv.n_blocks + 31) / 32;
+    uint64_t acc = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : acc)
+    for (int c = 0; c < n_chunks; ++c)
+        for (int b = c * 32; b < std::min(kv.n_blocks, c * 32 + 32); ++b) {
+            acc += detail::read_lines(reinterpret_cast<const detail::u64x8*>(kv.blocks[b] + kv.k_offset), bytes / 64);
+            acc += detail::read_lines(reinterpret_cast<const detail::u64x8*>(kv.blocks[b] + kv.v_offset), bytes / 64);
+        }
+    return acc;
+}
+
 int main(int argc, char** argv) {
     use_passive_omp_wait(argv);
-    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    bool quick = false, thp = true;
+    const char* only = nullptr;
+    int force_layers = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+        else if (std::strcmp(argv[i], "--4k") == 0) thp = false;
+        else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) force_layers = std::atoi(argv[++i]);
+    }
     const int max_t = std::min(2, std::max(1, omp_get_max_threads()));
     double stream[3] = {0, 0, 0};
     for (int t = 1; t <= max_t; ++t) {
@@ -30,11 +59,16 @@ int main(int argc, char** argv) {
     const Shape shapes[] = {{9, 3, 64}, {32, 8, 128}};
     const size_t llc = llc_bytes();
     for (const Shape& s : shapes)
-        for (DType dt : {DType::BF16, DType::F32}) {
+        for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
             for (int64_t n : {int64_t(512), int64_t(8192), int64_t(131072)}) {
-                if (quick && n > 8192) continue;
-                if (dt == DType::F32 && s.h == 32 && n > 8192 && !quick) continue;  // 1 GiB: skip
-                BenchKV kv(n, s.hkv, s.d, dt, 16);
+                if (quick && (n < 8192 || (s.h == 32 && dt != DType::BF16))) continue;
+                if (dt == DType::F32 && s.h == 32 && n > 8192) continue;  // 1 GiB: skip
+                char label[64];
+                std::snprintf(label, sizeof label, "%d/%d %s %lld", s.h, s.hkv, dtype_name(dt), (long long)n);
+                if (only && !std::strstr(label, only)) continue;
+                const size_t layer_bytes = size_t(n) * s.hkv * s.d * dtype_size(dt) * 2;
+                const int32_t layers = force_layers > 0 ? force_layers : bench_layers(layer_bytes);
+                BenchKV kv(n, s.hkv, s.d, dt, 16, false, 1, layers, thp);
                 AttnParams p;
                 p.n_heads = s.h;
                 p.head_dim = s.d;
@@ -48,16 +82,22 @@ int main(int argc, char** argv) {
                     char extra[256];
                     std::snprintf(extra, sizeof extra,
                                   "\"heads\":\"%d/%d\",\"head_dim\":%d,\"kv\":\"%s\",\"keys\":%lld,\"threads\":%d,"
-                                  "\"kv_mib\":%.1f,\"beyond_llc\":%s,\"us\":%.1f,\"isa\":\"%s\"",
+                                  "\"kv_mib\":%.1f,\"beyond_llc\":%s,\"us\":%.1f,\"isa\":\"%s\",\"layers\":%d,"
+                                  "\"pages\":\"%s\"",
                                   s.h, s.hkv, s.d, dtype_name(dt), (long long)n, t, kv.payload_bytes / 1048576.0,
-                                  kv.payload_bytes > llc ? "true" : "false", sec * 1e6, isa_name(isa_active()));
+                                  kv.payload_bytes > llc ? "true" : "false", sec * 1e6, isa_name(isa_active()), layers,
+                                  kv.arena->page_kind() == memory::PageKind::Base ? "4k" : "2m");
                     emit_vs("attention_decode", "kv_read_bandwidth", bps / 1e9, "GB/s", "stream_read", stream[t] / 1e9,
                             extra);
+                    volatile uint64_t sink = 0;
+                    double psec = time_best([&] { sink = sink + paged_read(kv.kv); }, quick ? 0.05 : 0.3);
+                    emit_vs("attention_decode", "paged_read_bandwidth", double(kv.payload_bytes) / psec / 1e9, "GB/s",
+                            "stream_read", stream[t] / 1e9, extra);
                 }
             }
         }
     // A batch of 8 sequences of different lengths (one decode step of a serving batch).
-    {
+    if (!only) {
         const Shape s{9, 3, 64};
         std::vector<std::unique_ptr<BenchKV>> kvs;
         std::vector<DecodeSeq> seqs;
@@ -65,7 +105,7 @@ int main(int argc, char** argv) {
         size_t bytes = 0;
         for (int i = 0; i < 8; ++i) {
             int64_t n = quick ? 1000 + 500 * i : 4000 + 3000 * i;
-            kvs.emplace_back(new BenchKV(n, s.hkv, s.d, DType::BF16, 16, false, 10 + i));
+            kvs.emplace_back(new BenchKV(n, s.hkv, s.d, DType::BF16, 16, false, 10 + i, 8, thp));
             bytes += kvs.back()->payload_bytes;
         }
         for (int i = 0; i < 8; ++i)

@@ -36,6 +36,7 @@ struct Composition {
     Composition(int n_q_, int q_pos0_, int H_, int Hkv_, int d_, float scale_)
         : n_q(n_q_), n_keys(q_pos0_ + n_q_), q_pos0(q_pos0_), H(H_), Hkv(Hkv_), d(d_), scale(scale_) {
         using namespace dnnl;
+        using memory = dnnl::memory;
         using dt = memory::data_type;
         const memory::dim nq = n_q, nk = n_keys, D = d;
         q_md = memory::desc({nq, D}, dt::f32, memory::dims{D, 1});
@@ -66,6 +67,7 @@ struct Composition {
 
     void run(const PagedKV& kv, const float* q, float* out) {
         using namespace dnnl;
+        using memory = dnnl::memory;
         // The copy the alternative needs: paged rows -> contiguous f32 [Hkv][n][d].
         const size_t es = dtype_size(kv.dtype);
 #pragma omp parallel for schedule(static)

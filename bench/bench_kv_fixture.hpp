@@ -1,11 +1,15 @@
-// A paged KV cache for the attention benchmarks: blocks of `block_tokens` rows carved from
-// one arena in a shuffled order (as a cache that has served other sequences would hand
-// them out), K rows then V rows in each block (or one shared row when K = V).
+// A paged KV cache for the attention benchmarks, laid out as the cache manager lays it out
+// (src/cache/layout.hpp): blocks of `block_tokens` positions come from a memory::Arena (the
+// cache's allocator, on 2 MiB pages by default) and hold `layers` layers each, every layer's
+// K rows then V rows (one shared region when K = V); the benchmark reads the middle layer.
+// The block table is shuffled, as a cache that has served other sequences hands blocks out.
+// Only the read layer's rows are written (the others' bytes are never touched).
 #pragma once
 
 #include "baselines.hpp"
 #include "bench_json.hpp"
 #include "kernels/paged_kv.hpp"
+#include "memory/arena.hpp"
 #include "util/dtype.hpp"
 
 #include <algorithm>
@@ -14,52 +18,63 @@
 #include <cstring>
 #include <numeric>
 #include <random>
-#include <sys/mman.h>
+#include <stdexcept>
 #include <vector>
 
 namespace kvrt::bench {
 
+// Layers per block so that the arena stays near `budget` bytes (at least 1, at most the
+// 30 of SmolLM2-135M).
+inline int32_t bench_layers(size_t layer_bytes, size_t budget = size_t(1) << 30) {
+    return static_cast<int32_t>(std::clamp<size_t>(budget / std::max<size_t>(layer_bytes, 1), 1, 30));
+}
+
 struct BenchKV {
-    uint8_t* arena = nullptr;
+    std::unique_ptr<memory::Arena> arena;
+    std::vector<void*> mem;  // blocks in allocation order
     std::vector<const uint8_t*> ptrs;
     PagedKV kv;
     size_t payload_bytes = 0;  // K and V bytes of all rows (what a decode must read)
 
     BenchKV(int64_t n_tokens, int32_t n_kv_heads, int32_t head_dim, DType dt, int32_t block_tokens,
-            bool kv_shared = false, uint32_t seed = 1, bool huge_pages = true) {
+            bool kv_shared = false, uint32_t seed = 1, int32_t layers = 1, bool huge_pages = true) {
         const size_t es = dtype_size(dt);
         kv.block_tokens = block_tokens;
         kv.n_kv_heads = n_kv_heads;
         kv.head_dim = head_dim;
         kv.dtype = dt;
         kv.row_bytes = size_t(n_kv_heads) * head_dim * es;
-        kv.k_offset = 0;
-        kv.v_offset = kv_shared ? 0 : kv.row_bytes * block_tokens;
+        const size_t region = (kv.row_bytes * block_tokens + 63) & ~size_t(63);
+        const size_t layer_bytes = (kv_shared ? 1 : 2) * region;
+        const size_t block_bytes = layer_bytes * size_t(layers);
+        kv.k_offset = layer_bytes * size_t(layers / 2);
+        kv.v_offset = kv_shared ? kv.k_offset : kv.k_offset + region;
         kv.n_tokens = static_cast<int32_t>(n_tokens);
         kv.n_blocks = static_cast<int32_t>((n_tokens + block_tokens - 1) / block_tokens);
-        const size_t block_bytes = (kv_shared ? 1 : 2) * kv.row_bytes * block_tokens;
         payload_bytes = size_t(n_tokens) * kv.row_bytes * (kv_shared ? 1 : 2);
-        const size_t total = (block_bytes * kv.n_blocks + 4095) & ~size_t(4095);
-        // 2 MiB-aligned and MADV_HUGEPAGE, as the cache arena should be: scattered blocks over
-        // 4 KiB pages cost a page walk per block (measured: ~2.5x less bandwidth).
-        const size_t huge = size_t(2) << 20;
-        const size_t total_h = (total + huge - 1) / huge * huge;
-        arena = static_cast<uint8_t*>(std::aligned_alloc(huge, total_h));
-        if (huge_pages) madvise(arena, total_h, MADV_HUGEPAGE);
-        // Fill with small random values in the row's dtype (fast generator: this can be 1 GB).
+        arena = std::make_unique<memory::Arena>(uint64_t(block_bytes) * kv.n_blocks, false, huge_pages);
+        mem.resize(kv.n_blocks);
+        for (auto& m : mem) {
+            m = arena->allocate(block_bytes);
+            if (!m) throw std::bad_alloc();
+        }
+        // Fill the read layer with small random values in the row's dtype (fast generator).
         uint32_t x = seed * 2654435761u + 1;
-        if (dt == DType::F32) {
-            float* f = reinterpret_cast<float*>(arena);
-            for (size_t i = 0; i < total / 4; ++i) {
-                x = x * 1664525u + 1013904223u;
-                f[i] = float(int32_t(x >> 8) - (1 << 23)) * (1.0f / (1 << 23));
-            }
-        } else {
-            uint16_t* h = reinterpret_cast<uint16_t*>(arena);
-            for (size_t i = 0; i < total / 2; ++i) {
-                x = x * 1664525u + 1013904223u;
-                float v = float(int32_t(x >> 8) - (1 << 23)) * (1.0f / (1 << 23));
-                h[i] = dt == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+        for (void* m : mem) {
+            uint8_t* b = static_cast<uint8_t*>(m) + kv.k_offset;
+            if (dt == DType::F32) {
+                float* f = reinterpret_cast<float*>(b);
+                for (size_t i = 0; i < layer_bytes / 4; ++i) {
+                    x = x * 1664525u + 1013904223u;
+                    f[i] = float(int32_t(x >> 8) - (1 << 23)) * (1.0f / (1 << 23));
+                }
+            } else {
+                uint16_t* h = reinterpret_cast<uint16_t*>(b);
+                for (size_t i = 0; i < layer_bytes / 2; ++i) {
+                    x = x * 1664525u + 1013904223u;
+                    float v = float(int32_t(x >> 8) - (1 << 23)) * (1.0f / (1 << 23));
+                    h[i] = dt == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+                }
             }
         }
         std::vector<int32_t> order(kv.n_blocks);
@@ -67,12 +82,14 @@ struct BenchKV {
         std::mt19937 rng(seed);
         std::shuffle(order.begin(), order.end(), rng);
         ptrs.resize(kv.n_blocks);
-        for (int32_t b = 0; b < kv.n_blocks; ++b) ptrs[b] = arena + size_t(order[b]) * block_bytes;
+        for (int32_t b = 0; b < kv.n_blocks; ++b) ptrs[b] = static_cast<const uint8_t*>(mem[order[b]]);
         kv.blocks = ptrs.data();
     }
     BenchKV(const BenchKV&) = delete;
     BenchKV& operator=(const BenchKV&) = delete;
-    ~BenchKV() { std::free(arena); }
+    ~BenchKV() {
+        for (void* m : mem) arena->release(m);
+    }
 };
 
 // Best-of timing: runs fn until min_seconds have passed (at least min_iters times); returns

@@ -48,4 +48,21 @@ void check_attn_params(const PagedKV& kv, const AttnParams& p, const char* what)
     if (p.window_floor < 0) bad(what, "window_floor is negative");
 }
 
+void check_sparse_args(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries,
+                       const char* what) {
+    check_attn_params(bank, p, what);
+    if (bank.n_kv_heads != 1) bad(what, "the bank must have one KV head");
+    if (n_queries < 0 || (n_queries > 0 && !queries)) bad(what, "null queries");
+    for (int32_t i = 0; i < n_queries; ++i) {
+        const SparseQuery& sq = queries[i];
+        if (!sq.q || !sq.out || !sq.lse || sq.n_rows < 0 || (sq.n_rows > 0 && !sq.rows))
+            bad(what, "query " + std::to_string(i) + ": null q, out, lse or rows");
+        for (int32_t j = 0; j < sq.n_rows; ++j) {
+            const int32_t r = sq.rows[j];
+            if (r < 0 || r >= bank.n_tokens || !bank.blocks[r / bank.block_tokens])
+                bad(what, "selected row " + std::to_string(r) + " is not in the bank");
+        }
+    }
+}
+
 }  // namespace kvrt::kernels

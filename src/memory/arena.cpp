@@ -1,7 +1,9 @@
 #include "memory/arena.hpp"
 
 #include <mimalloc.h>
+#include <sys/mman.h>
 
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -13,22 +15,59 @@ constexpr uint64_t kMiB = 1ull << 20;
 struct ArenaSlot {
     mi_arena_id_t id;
     uint64_t size;
-    bool large;
+    PageKind kind;
     bool busy;
 };
+
+// mimalloc places segments at multiples of its segment size (32 MiB in 2.0.9); align arenas we
+// map ourselves to 64 MiB to be safe (reservations are multiples of 64 MiB).
+constexpr uint64_t kArenaAlign = 64 * kMiB;
+
+// Maps `size` bytes of read-write address space at a kArenaAlign boundary (the slack around it
+// is unmapped). hugetlb: from the explicit 2 MiB page pool (every page reserved now: fails
+// unless the pool holds them all). Otherwise committed lazily (MAP_NORESERVE).
+void* map_aligned(uint64_t size, bool hugetlb) {
+    const uint64_t total = size + kArenaAlign;
+    const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (hugetlb ? MAP_HUGETLB : MAP_NORESERVE);
+    void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    const uintptr_t b = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t a = (b + kArenaAlign - 1) & ~uintptr_t(kArenaAlign - 1);
+    if (a > b) munmap(p, a - b);
+    if (b + total > a + size) munmap(reinterpret_cast<void*>(a + size), b + total - (a + size));
+    return reinterpret_cast<void*>(a);
+}
+
+// A new exclusive mimalloc arena of `size` bytes backed by pages of `kind`, or -1.
+int new_arena(uint64_t size, PageKind kind, mi_arena_id_t* id) {
+    if (kind == PageKind::Base)
+        return mi_reserve_os_memory_ex(size, /*commit=*/false, /*allow_large=*/false, /*exclusive=*/true, id) == 0 ? 0
+                                                                                                                : -1;
+    void* p = map_aligned(size, kind == PageKind::HugeTlb);
+    if (!p) return -1;
+    // THP in "madvise" mode (the common default) backs only advised ranges with 2 MiB pages;
+    // in "always" mode this is a no-op and in "never" mode it fails harmlessly (4 KiB pages).
+    if (kind == PageKind::Transparent) madvise(p, size, MADV_HUGEPAGE);
+    if (!mi_manage_os_memory_ex(p, size, /*is_committed=*/true, /*is_large=*/kind == PageKind::HugeTlb,
+                                /*is_zero=*/true, /*numa_node=*/-1, /*exclusive=*/true, id)) {
+        munmap(p, size);
+        return -1;
+    }
+    return 0;
+}
 
 // Process-wide: mimalloc arenas outlive the Arena objects that use them.
 struct ArenaRegistry {
     std::mutex mu;
     std::vector<ArenaSlot> slots;
 
-    // Returns an arena id (>= 0) of at least `size` bytes, or -1.
-    int acquire(uint64_t size, bool large, uint64_t* got) {
+    // Returns an arena id (>= 0) of at least `size` bytes on pages of `kind`, or -1.
+    int acquire(uint64_t size, PageKind kind, uint64_t* got) {
         std::lock_guard<std::mutex> lock(mu);
         int best = -1;
         for (size_t i = 0; i < slots.size(); i++) {
             const ArenaSlot& s = slots[i];
-            if (s.busy || s.large != large || s.size < size) continue;
+            if (s.busy || s.kind != kind || s.size < size) continue;
             if (best < 0 || s.size < slots[best].size) best = static_cast<int>(i);
         }
         if (best >= 0) {
@@ -37,9 +76,8 @@ struct ArenaRegistry {
             return slots[best].id;
         }
         mi_arena_id_t id{};
-        if (mi_reserve_os_memory_ex(size, /*commit=*/false, /*allow_large=*/large, /*exclusive=*/true, &id) != 0)
-            return -1;
-        slots.push_back({id, size, large, true});
+        if (new_arena(size, kind, &id) != 0) return -1;
+        slots.push_back({id, size, kind, true});
         *got = size;
         return id;
     }
@@ -71,12 +109,22 @@ thread_local ThreadHeaps t_heaps;
 
 }  // namespace
 
-Arena::Arena(uint64_t budget_bytes, bool large_pages) : large_pages_(large_pages) {
+Arena::Arena(uint64_t budget_bytes, bool large_pages, bool transparent_huge_pages) : large_pages_(large_pages) {
     // Reservation: 2x the budget plus 64 MiB of address space (not committed).
     uint64_t want = budget_bytes > (1ull << 46) ? (1ull << 47) : budget_bytes * 2 + 64 * kMiB;
     want = (want + 64 * kMiB - 1) / (64 * kMiB) * (64 * kMiB);
-    arena_id_ = registry().acquire(want, large_pages, &reserved_);
-    if (arena_id_ < 0) reserved_ = 0;
+    // Most preferred first; each falls back to the next when the OS refuses.
+    const PageKind order[3] = {PageKind::HugeTlb, PageKind::Transparent, PageKind::Base};
+    for (PageKind k : order) {
+        if (k == PageKind::HugeTlb && !large_pages) continue;
+        if (k == PageKind::Transparent && !transparent_huge_pages) continue;
+        arena_id_ = registry().acquire(want, k, &reserved_);
+        if (arena_id_ >= 0) {
+            page_kind_ = k;
+            return;
+        }
+    }
+    reserved_ = 0;
 }
 
 Arena::~Arena() {

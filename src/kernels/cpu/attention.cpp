@@ -45,20 +45,7 @@ void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p
 
 void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries) {
     const char* what = "attention_sparse";
-    kernels::check_attn_params(bank, p, what);
-    KVRT_CHECK(bank.n_kv_heads == 1, KVRT_ERR_INVALID_ARGUMENT, "attention_sparse: the bank must have one KV head");
-    KVRT_CHECK(n_queries >= 0 && (n_queries == 0 || queries), KVRT_ERR_INVALID_ARGUMENT,
-               "attention_sparse: null queries");
-    for (int32_t i = 0; i < n_queries; ++i) {
-        const SparseQuery& sq = queries[i];
-        KVRT_CHECK(sq.q && sq.out && sq.lse && sq.n_rows >= 0 && (sq.n_rows == 0 || sq.rows),
-                   KVRT_ERR_INVALID_ARGUMENT, "attention_sparse: null q, out, lse or rows");
-        for (int32_t j = 0; j < sq.n_rows; ++j) {
-            const int32_t r = sq.rows[j];
-            KVRT_CHECK(r >= 0 && r < bank.n_tokens && bank.blocks[r / bank.block_tokens], KVRT_ERR_INVALID_ARGUMENT,
-                       "attention_sparse: selected row " + std::to_string(r) + " is not in the bank");
-        }
-    }
+    kernels::check_sparse_args(bank, p, queries, n_queries, what);
     if (n_queries == 0) return;
     attention_impl().sparse(bank, p, queries, n_queries);
 }

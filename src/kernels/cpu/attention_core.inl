@@ -22,6 +22,9 @@ constexpr int T = kKeyTile;
 // costs microseconds, far more than small calls (a one-token prefill chunk, a short decode).
 constexpr double kParallelWork = double(1 << 20);
 constexpr int C = kKeyChunk;
+// Decode prefetches the rows of the tile this many tiles ahead (8 x 32 keys: 192 KiB ahead for
+// 9/3 heads of 64 bf16, within L2; measured best of 2, 4, 8, 16 with bench_attention_decode).
+constexpr int kDecodePrefetch = 8;
 constexpr int NV = T / Ops::W;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -49,14 +52,18 @@ inline X* scratch(int slot, size_t n) {
 }
 inline float* scratch_floats(size_t n) { return scratch<float>(0, n); }
 
-// One tile of keys of one KV head, ready for the row kernels.
+// One tile of keys of one KV head, ready for the row kernels. K is transposed into kt (f32,
+// converted while transposing); V rows stay where they are, in the cache's dtype, and are
+// converted as P.V loads them (conversions to f32 are exact: where they happen changes no bit).
 struct KeyTile {
     float* kt = nullptr;    // [d][T] transposed keys (f32)
-    float* kbuf = nullptr;  // [T][d] converted K rows (non-f32 caches)
-    float* vbuf = nullptr;  // [T][d] converted V rows (non-f32 caches)
+    float* kbuf = nullptr;  // [T][d] spare f32 rows (not used by the kernels here)
+    float* vbuf = nullptr;  // [T][d] spare f32 rows (not used by the kernels here)
     const float* zero = nullptr;
-    const float* krow[T];
-    const float* vrow[T];
+    const float* krow[T];   // f32 tiles: key j's row (absent keys: zero); 16-bit tiles: zero
+    const float* vrow[T];   // f32 tiles: value j's row (absent keys: zero); 16-bit tiles: zero
+    const uint8_t* vraw[T]; // value j's row in the dtype vdt (absent keys: zero)
+    DType vdt = DType::F32;
     int ja = 0, jb = -1;  // keys present: [ja, jb]
 };
 
@@ -71,91 +78,84 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.zero = z;
 }
 
-// Prefetches the K and V rows (all heads) of positions [a, b]: paged blocks are scattered, so
-// the hardware prefetchers lose the stream at every block boundary.
+inline void prefetch_range(const uint8_t* p, size_t bytes) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63), e = reinterpret_cast<uintptr_t>(p) + bytes;
+    for (uintptr_t x = a; x < e; x += 64) __builtin_prefetch(reinterpret_cast<const void*>(x), 0, 2);
+}
+
+// Prefetches the K and V rows (all heads) of positions [a, b], block by block (a block's rows
+// are contiguous): paged blocks are scattered, so the hardware prefetchers lose the stream at
+// every block boundary.
 inline void prefetch_rows(const PagedKV& kv, int64_t a, int64_t b) {
-    const size_t lines = (kv.row_bytes + 63) / 64;
-    for (int64_t pos = a; pos <= b; ++pos) {
-        const uint8_t* k = kv.k_row(pos);
-        const uint8_t* v = kv.v_row(pos);
-        for (size_t l = 0; l < lines; ++l) __builtin_prefetch(k + l * 64, 0, 2);
-        if (v != k)
-            for (size_t l = 0; l < lines; ++l) __builtin_prefetch(v + l * 64, 0, 2);
+    const int64_t bt = kv.block_tokens;
+    while (a <= b) {
+        const int64_t blk = a / bt, e = mn(b, blk * bt + bt - 1);
+        const uint8_t* base = kv.blocks[blk];
+        const size_t off = size_t(a - blk * bt) * kv.row_bytes, bytes = size_t(e - a + 1) * kv.row_bytes;
+        prefetch_range(base + kv.k_offset + off, bytes);
+        if (kv.v_offset != kv.k_offset) prefetch_range(base + kv.v_offset + off, bytes);
+        a = e + 1;
     }
     // GCC's IPA deems a void function of prefetches alone "const" and deletes its calls
     // before inlining; an empty volatile asm is a side effect that keeps them.
     asm volatile("");
 }
 
-// Fills the tile with keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j.
-// need_v = false skips V (indexer). Keys equal to values (K = V) are converted once.
+// kr[j] / vr[j] = the K / V row (all heads) of position base + j, for j in [ja, jb]
+// (one division per tile, not one per row).
+inline void row_ptrs(const PagedKV& kv, int64_t base, int ja, int jb, const uint8_t** kr, const uint8_t** vr) {
+    const int64_t bt = kv.block_tokens;
+    int64_t blk = (base + ja) / bt, o = base + ja - blk * bt;
+    for (int j = ja; j <= jb; ++j) {
+        const uint8_t* b = kv.blocks[blk];
+        kr[j] = b + kv.k_offset + size_t(o) * kv.row_bytes;
+        vr[j] = b + kv.v_offset + size_t(o) * kv.row_bytes;
+        if (++o == bt) {
+            o = 0;
+            ++blk;
+        }
+    }
+}
+
+inline float cvt16(uint16_t h, DType dt) { return dt == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h); }
+
+// Fills the tile with keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j (in the
+// dtype dt). need_v = false skips V (indexer).
 template <class KP, class VP>
 inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp, bool need_v) {
     t.ja = ja;
     t.jb = jb;
-    for (int j = 0; j < T; ++j) {
-        if (j < ja || j > jb) {
-            t.krow[j] = t.zero;
-            t.vrow[j] = t.zero;
-            continue;
-        }
-        const uint8_t* k = kp(j);
-        const uint8_t* v = need_v ? vp(j) : nullptr;
-        if (dt == DType::F32) {
-            t.krow[j] = reinterpret_cast<const float*>(k);
-            t.vrow[j] = v ? reinterpret_cast<const float*>(v) : t.zero;
-        } else {
-            float* kb = t.kbuf + size_t(j) * d;
-            Ops::cvt_row(k, dt, d, kb);
-            t.krow[j] = kb;
-            if (v == k) {
-                t.vrow[j] = kb;
-            } else if (v) {
-                float* vb = t.vbuf + size_t(j) * d;
-                Ops::cvt_row(v, dt, d, vb);
-                t.vrow[j] = vb;
-            } else {
-                t.vrow[j] = t.zero;
-            }
-        }
-    }
-    // Transpose K into kt[c][j], W keys x W dims at a time; groups without keys are skipped
-    // (their lanes are masked out by every row).
-    constexpr int W = Ops::W;
-    for (int g = 0; g < T; g += W) {
-        if (g + W - 1 < ja || g > jb) {  // no keys: zeros, so the masked lanes compute on zeros
-            for (int c = 0; c < d; ++c)
-                for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = 0.0f;
-            continue;
-        }
-        int c = 0;
-        for (; c + W <= d; c += W) Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
-        for (; c < d; ++c)
-            for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = t.krow[g + j][c];
-    }
-}
-
-// Builds the tile from keys already in f32: key j's head slice at kbase + j * stride (values at
-// vbase + j * stride), for j in [ja, jb].
-inline void tile_build_f32(KeyTile& t, int d, int ja, int jb, const float* kbase, const float* vbase, size_t stride) {
-    t.ja = ja;
-    t.jb = jb;
+    t.vdt = dt;
+    const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
+    const uint8_t* kr[T];
     for (int j = 0; j < T; ++j) {
         const bool in = j >= ja && j <= jb;
-        t.krow[j] = in ? kbase + j * stride : t.zero;
-        t.vrow[j] = in ? vbase + j * stride : t.zero;
+        kr[j] = in ? kp(j) : zero;
+        t.vraw[j] = in && need_v ? vp(j) : zero;
+        t.krow[j] = dt == DType::F32 ? reinterpret_cast<const float*>(kr[j]) : t.zero;
+        t.vrow[j] = dt == DType::F32 ? reinterpret_cast<const float*>(t.vraw[j]) : t.zero;
     }
+    // Transpose K into kt[c][j], W keys at a time; groups without keys are zeroed (their lanes
+    // are masked out by every row).
     constexpr int W = Ops::W;
     for (int g = 0; g < T; g += W) {
-        if (g + W - 1 < ja || g > jb) {  // no keys: zeros, so the masked lanes compute on zeros
+        if (g + W - 1 < ja || g > jb) {
             for (int c = 0; c < d; ++c)
                 for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = 0.0f;
             continue;
         }
         int c = 0;
-        for (; c + W <= d; c += W) Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
-        for (; c < d; ++c)
-            for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = t.krow[g + j][c];
+        if (dt == DType::F32) {
+            for (; c + W <= d; c += W) Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
+            for (; c < d; ++c)
+                for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = t.krow[g + j][c];
+        } else {
+            const uint16_t* r16[W];
+            for (int j = 0; j < W; ++j) r16[j] = reinterpret_cast<const uint16_t*>(kr[g + j]);
+            for (; c + 2 * W <= d; c += 2 * W) Ops::transpose_pairs(r16, c, dt, t.kt + size_t(c) * T + g, T);
+            for (; c < d; ++c)
+                for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = cvt16(r16[j][c], dt);
+        }
     }
 }
 
@@ -214,16 +214,29 @@ inline void scale_row(float* o, int d, float alpha) {
     for (; c < d; ++c) o[c] = o[c] * alpha;
 }
 
+// Value j's elements [c, c + W) (or element c) in f32.
+template <DType VD>
+inline V load_v(const uint8_t* row, int c) {
+    if constexpr (VD == DType::F32) return Ops::load(reinterpret_cast<const float*>(row) + c);
+    else if constexpr (VD == DType::BF16) return Ops::load_bf16(reinterpret_cast<const uint16_t*>(row) + c);
+    else return Ops::load_f16(reinterpret_cast<const uint16_t*>(row) + c);
+}
+template <DType VD>
+inline float elem_v(const uint8_t* row, int c) {
+    if constexpr (VD == DType::F32) return reinterpret_cast<const float*>(row)[c];
+    else return cvt16(reinterpret_cast<const uint16_t*>(row)[c], VD);
+}
+
 // o_r[c0 .. c0 + CB*W) += sum_j p_r[j] * v_j[...] for j in [ja, jb] (masked to each row's range).
-template <int R, int CB, bool MASKED>
+template <int R, int CB, bool MASKED, DType VD>
 inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, int c0, int ja, int jb) {
     V acc[R][CB];
     for (int r = 0; r < R; ++r)
         for (int cb = 0; cb < CB; ++cb) acc[r][cb] = Ops::load(rows[r].o + c0 + cb * Ops::W);
     for (int j = ja; j <= jb; ++j) {
-        const float* vr = t.vrow[j] + c0;
+        const uint8_t* vr = t.vraw[j];
         V vv[CB];
-        for (int cb = 0; cb < CB; ++cb) vv[cb] = Ops::load(vr + cb * Ops::W);
+        for (int cb = 0; cb < CB; ++cb) vv[cb] = load_v<VD>(vr, c0 + cb * Ops::W);
         for (int r = 0; r < R; ++r) {
             V p = Ops::set1(pbuf[r * T + j]);
             if constexpr (MASKED) {
@@ -238,19 +251,28 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, in
         for (int cb = 0; cb < CB; ++cb) Ops::store(rows[r].o + c0 + cb * Ops::W, acc[r][cb]);
 }
 
-template <int R, bool MASKED>
-inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, int ja, int jb) {
+template <int R, bool MASKED, DType VD>
+inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, int ja, int jb) {
     constexpr int W = Ops::W;
     int c = 0;
-    for (; c + kPvCols * W <= d; c += kPvCols * W) pv_block<R, kPvCols, MASKED>(t, rows, pbuf, c, ja, jb);
-    for (; c + W <= d; c += W) pv_block<R, 1, MASKED>(t, rows, pbuf, c, ja, jb);
+    for (; c + kPvCols * W <= d; c += kPvCols * W) pv_block<R, kPvCols, MASKED, VD>(t, rows, pbuf, c, ja, jb);
+    for (; c + W <= d; c += W) pv_block<R, 1, MASKED, VD>(t, rows, pbuf, c, ja, jb);
     for (; c < d; ++c)  // element tail: the same per-element FMA sequence
         for (int r = 0; r < R; ++r) {
             float o = rows[r].o[c];
             for (int j = ja; j <= jb; ++j)
-                if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = Ops::fmas(pbuf[r * T + j], t.vrow[j][c], o);
+                if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = Ops::fmas(pbuf[r * T + j], elem_v<VD>(t.vraw[j], c), o);
             rows[r].o[c] = o;
         }
+}
+
+template <int R, bool MASKED>
+inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, int ja, int jb) {
+    switch (t.vdt) {
+        case DType::F32: return pv_rows_dt<R, MASKED, DType::F32>(t, d, rows, pbuf, ja, jb);
+        case DType::BF16: return pv_rows_dt<R, MASKED, DType::BF16>(t, d, rows, pbuf, ja, jb);
+        case DType::F16: return pv_rows_dt<R, MASKED, DType::F16>(t, d, rows, pbuf, ja, jb);
+    }
 }
 
 // Online-softmax update of R rows with one tile.
@@ -385,6 +407,8 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
         int64_t* hi = lo + nr;
         int32_t* cur = scratch<int32_t>(2, size_t(nr));
         RowRef* rows = scratch<RowRef>(5, size_t(nr));
+        const uint8_t* kr[T];
+        const uint8_t* vr[T];
         for (int r = 0; r < nr; ++r) cur[r] = -1;
         for (int t = t0; t < t1; ++t)
             for (int i = 0; i < G; ++i) {
@@ -411,9 +435,11 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                 const int ja = static_cast<int>(mx(lo[r0], base) - base);
                 const int jb = static_cast<int>(mn(hi[r1 - 1], last) - base);
                 if (last < uhi) prefetch_rows(kv, last + 1, mn(uhi, last + T));
+                row_ptrs(kv, base, ja, jb, kr, vr);
+                const size_t off = size_t(g) * d * es;
                 tile_build(
-                    tile, d, kv.dtype, ja, jb, [&](int j) { return kv.k_row(base + j) + size_t(g) * d * es; },
-                    [&](int j) { return kv.v_row(base + j) + size_t(g) * d * es; }, true);
+                    tile, d, kv.dtype, ja, jb, [&](int j) { return kr[j] + off; }, [&](int j) { return vr[j] + off; },
+                    true);
                 for (int r = r0; r < r1; ++r) {
                     if (cur[r] != chunk) {
                         if (cur[r] >= 0) fold(mt[r], lt[r], ot + size_t(r) * d, mc[r], lc[r], oc + size_t(r) * d, d);
@@ -477,16 +503,15 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
         const PagedKV& kv = *sq.kv;
         const int n_kv = kv.n_kv_heads, G = H / n_kv;
         const size_t tf = tile_floats(d);
-        const size_t row_el = size_t(n_kv) * d;  // elements of one position's K (or V) row
-        const bool shared = kv.k_offset == kv.v_offset;
-        float* mem = scratch_floats(tf + size_t(H) * d + row_el * T * 2);
+        const size_t es = dtype_size(kv.dtype);
+        float* mem = scratch_floats(tf + size_t(H) * d);
         KeyTile tile;
         tile_init(tile, mem, d);
         float* qs = mem + tf;
-        float* kall = qs + size_t(H) * d;  // [T][n_kv * d]: the tile's K rows, all heads, in f32
-        float* vall = kall + row_el * T;
         float* pp = part + size_t(ci.part) * H * stride;
         RowRef* rw = scratch<RowRef>(5, size_t(G));
+        const uint8_t* kr[T];
+        const uint8_t* vr[T];
         for (int h = 0; h < H; ++h) {
             prescale(sq.q + size_t(h) * d, d, qscale, qs + size_t(h) * d);
             float* st = pp + size_t(h) * stride;
@@ -498,17 +523,19 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             const int64_t base = k * T;
             const int ja = static_cast<int>(mx(ci.lo, base) - base);
             const int jb = static_cast<int>(mn(ci.hi, base + T - 1) - base);
-            if (base + 4 * T <= ci.hi) prefetch_rows(kv, base + 4 * T, mn(ci.hi, base + 5 * T - 1));
-            // One sequential pass over the tile's rows (every head's bytes read once, in address
-            // order: what the hardware prefetchers stream best), converted to f32.
-            for (int j = ja; j <= jb; ++j) {
-                Ops::cvt_row(kv.k_row(base + j), kv.dtype, static_cast<int>(row_el), kall + size_t(j) * row_el);
-                if (!shared)
-                    Ops::cvt_row(kv.v_row(base + j), kv.dtype, static_cast<int>(row_el), vall + size_t(j) * row_el);
-            }
-            const float* vsrc = shared ? kall : vall;
+            // The tile kDecodePrefetch tiles ahead, a share per KV head (spread over the tile's
+            // work: a burst of prefetches fills the L1 miss buffers and stalls the loads).
+            const int64_t pf = base + kDecodePrefetch * T, pfe = mn(ci.hi, pf + T - 1);
+            row_ptrs(kv, base, ja, jb, kr, vr);
             for (int g = 0; g < n_kv; ++g) {
-                tile_build_f32(tile, d, ja, jb, kall + size_t(g) * d, vsrc + size_t(g) * d, row_el);
+                if (pf <= pfe) {
+                    const int64_t n = pfe - pf + 1;
+                    prefetch_rows(kv, pf + n * g / n_kv, pf + n * (g + 1) / n_kv - 1);
+                }
+                const size_t off = size_t(g) * d * es;
+                tile_build(
+                    tile, d, kv.dtype, ja, jb, [&](int j) { return kr[j] + off; }, [&](int j) { return vr[j] + off; },
+                    true);
                 for (int i = 0; i < G; ++i) {
                     const int h = g * G + i;
                     float* st = pp + size_t(h) * stride;

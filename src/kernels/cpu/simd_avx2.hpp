@@ -69,9 +69,14 @@ struct Ops {
             for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
         }
     }
-    static void transpose(const float* const* rows, int c, float* out, int ld) {
-        __m256 r[8], t[8];
-        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(rows[i] + c);
+    static V load_bf16(const uint16_t* p) {  // 8 bf16 -> f32 (exact: a shift)
+        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    }
+    static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+    // In-register 8 x 8 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
+    static void transpose8x8(__m256 (&r)[8]) {
+        __m256 t[8];
         for (int i = 0; i < 8; i += 2) {
             t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
             t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
@@ -86,6 +91,37 @@ struct Ops {
             t[k] = _mm256_permute2f128_ps(r[k], r[4 + k], 0x20);
             t[4 + k] = _mm256_permute2f128_ps(r[k], r[4 + k], 0x31);
         }
-        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + size_t(i) * ld, t[i]);
+        for (int i = 0; i < 8; ++i) r[i] = t[i];
+    }
+    static void transpose(const float* const* rows, int c, float* out, int ld) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(rows[i] + c);
+        transpose8x8(r);
+        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + size_t(i) * ld, r[i]);
+    }
+    // 8 rows of 16-bit elements (BF16 or F16) x 16 columns from column c, converted (see the
+    // AVX-512 twin): out[i * ld + j] = f32(rows[j][c + i]).
+    static void transpose_pairs(const uint16_t* const* rows, int c, DType t, float* out, int ld) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[i] + c));
+        transpose8x8(r);
+        // f16: the low (or high) halves of the 8 pairs gathered into 128 bits for vcvtph2ps.
+        const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5, 8,
+                                              9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+        for (int i = 0; i < 8; ++i) {
+            const __m256i w = _mm256_castps_si256(r[i]);
+            V lo, hi;
+            if (t == DType::BF16) {
+                lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+                hi = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xFFFF0000u))));
+            } else {
+                const __m256i a = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(w, pick), 0x08);
+                const __m256i b = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(_mm256_srli_epi32(w, 16), pick), 0x08);
+                lo = _mm256_cvtph_ps(_mm256_castsi256_si128(a));
+                hi = _mm256_cvtph_ps(_mm256_castsi256_si128(b));
+            }
+            _mm256_storeu_ps(out + size_t(2 * i) * ld, lo);
+            _mm256_storeu_ps(out + size_t(2 * i + 1) * ld, hi);
+        }
     }
 };

@@ -71,10 +71,16 @@ struct Ops {
             for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
         }
     }
-    // 16 rows (pointers) x 16 columns starting at column c -> out[i * ld + j] = rows[j][c + i].
-    static void transpose(const float* const* rows, int c, float* out, int ld) {
-        __m512 r[16], t[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(rows[i] + c);
+    static V load_bf16(const uint16_t* p) {  // 16 bf16 -> f32 (exact: a shift)
+        __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    }
+    static V load_f16(const uint16_t* p) {  // 16 f16 -> f32 (exact)
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    // In-register 16 x 16 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
+    static void transpose16x16(__m512 (&r)[16]) {
+        __m512 t[16];
         for (int i = 0; i < 16; i += 2) {
             t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
             t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -95,6 +101,33 @@ struct Ops {
             r[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);
             r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xDD);
         }
+    }
+    // 16 rows (pointers) x 16 columns starting at column c -> out[i * ld + j] = rows[j][c + i].
+    static void transpose(const float* const* rows, int c, float* out, int ld) {
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(rows[i] + c);
+        transpose16x16(r);
         for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + size_t(i) * ld, r[i]);
+    }
+    // 16 rows of 16-bit elements (t: BF16 or F16) x 32 columns from column c, converted:
+    // out[i * ld + j] = f32(rows[j][c + i]). Transposes 32-bit pairs (dims c + 2i, c + 2i + 1),
+    // then splits each pair: half the shuffles of transposing converted f32 rows.
+    static void transpose_pairs(const uint16_t* const* rows, int c, DType t, float* out, int ld) {
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(reinterpret_cast<const float*>(rows[i] + c));
+        transpose16x16(r);
+        for (int i = 0; i < 16; ++i) {
+            const __m512i w = _mm512_castps_si512(r[i]);
+            V lo, hi;
+            if (t == DType::BF16) {
+                lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+                hi = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(int(0xFFFF0000u))));
+            } else {
+                lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w));
+                hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
+            }
+            _mm512_storeu_ps(out + size_t(2 * i) * ld, lo);
+            _mm512_storeu_ps(out + size_t(2 * i + 1) * ld, hi);
+        }
     }
 };

@@ -16,6 +16,13 @@ struct Ops {
     static V max(V a, V b) { return a > b ? a : b; }
     static float fmas(float a, float b, float c) { return a * b + c; }
     static void transpose(const float* const* rows, int c, float* out, int) { out[0] = rows[0][c]; }
+    static float cvt16(uint16_t h, DType t) { return t == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h); }
+    static V load_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
+    static V load_f16(const uint16_t* p) { return f16_to_f32(*p); }
+    static void transpose_pairs(const uint16_t* const* rows, int c, DType t, float* out, int ld) {
+        out[0] = cvt16(rows[0][c], t);
+        out[ld] = cvt16(rows[0][c + 1], t);
+    }
     static float hsum(V v) { return v; }
     static float hmax(V v) { return v; }
     static V exp2(V x) { return std::exp2(x); }

@@ -93,16 +93,7 @@ void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p
 
 void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries) {
     const char* what = "attention_sparse";
-    kernels::check_attn_params(bank, p, what);
-    KVRT_CHECK(bank.n_kv_heads == 1, KVRT_ERR_INVALID_ARGUMENT, "attention_sparse: the bank must have one KV head");
-    KVRT_CHECK(n_queries >= 0 && (n_queries == 0 || queries), KVRT_ERR_INVALID_ARGUMENT,
-               "attention_sparse: null queries");
-    for (int32_t i = 0; i < n_queries; ++i) {
-        const SparseQuery& sq = queries[i];
-        KVRT_CHECK(sq.q && sq.out && sq.lse && sq.n_rows >= 0 && (sq.n_rows == 0 || sq.rows),
-                   KVRT_ERR_INVALID_ARGUMENT, "attention_sparse: null q, out, lse or rows");
-        for (int32_t j = 0; j < sq.n_rows; ++j) kernels::check_rows_present(bank, sq.rows[j], sq.rows[j], what);
-    }
+    kernels::check_sparse_args(bank, p, queries, n_queries, what);
     const int32_t d = p.head_dim;
     for (int32_t i = 0; i < n_queries; ++i) {
         const SparseQuery& sq = queries[i];
