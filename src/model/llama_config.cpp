@@ -13,9 +13,12 @@ namespace {
 
 LlamaConfig read_llama_config(const GgufFile& f) {
     const std::string arch(f.architecture());
+    if (arch == "ced")
+        fail(KVRT_ERR_UNSUPPORTED, f.path() + ": architecture 'ced' loads with kvrt_ced_model_load "
+                                              "(include/kvrt/ced.h), not kvrt_model_load");
     if (arch != "llama")
         fail(KVRT_ERR_UNSUPPORTED, f.path() + ": architecture '" + arch +
-                                       "' is not supported (kvrt runs 'llama' models)");
+                                       "' is not supported (kvrt runs 'llama' models, and 'ced' through kvrt_ced_*)");
     LlamaConfig c;
     c.n_layers = f.require_u32(f.arch_key("block_count"));
     c.n_embd = f.require_u32(f.arch_key("embedding_length"));

@@ -80,6 +80,10 @@ int main(void) {
     write_arch_only(bad, "gpt2");
     EXPECT(kvrt_model_load(&m, bad, NULL) == KVRT_ERR_UNSUPPORTED);
     EXPECT(strstr(kvrt_last_error(), "gpt2") != NULL);
+    write_arch_only(bad, "ced"); /* a CED model: the message names the loader to use */
+    EXPECT(kvrt_model_load(&m, bad, NULL) == KVRT_ERR_UNSUPPORTED);
+    EXPECT(strstr(kvrt_last_error(), "kvrt_ced_model_load") != NULL);
+    EXPECT(m == NULL);
     {
         FILE *f = fopen(bad, "wb");
         fwrite("GGUF\x03\x00\x00\x00\xff\xff", 1, 10, f); /* truncated header */

@@ -9,6 +9,20 @@
 
 namespace kvrt_cli {
 
+namespace {
+// True when path is a CED model (its loader rejects any other architecture as soon as it
+// has read the metadata, so probing a llama file costs no weight loading).
+bool is_ced_model(const std::string& path) {
+    kvrt_ced_model* m = nullptr;
+    if (kvrt_ced_model_load(&m, path.c_str()) != KVRT_OK) {
+        kvrt_clear_error();
+        return false;
+    }
+    kvrt_ced_model_destroy(m);
+    return true;
+}
+}  // namespace
+
 int cmd_inspect(int argc, char** argv) {
     Args a = parse_args(argc, argv, {"-m", "--model"});
     if (a.has("-h") || a.has("--help")) {
@@ -17,6 +31,10 @@ int cmd_inspect(int argc, char** argv) {
     }
     std::string path = a.positional.empty() ? a.get("-m", a.get("--model", default_model_path())) : a.positional[0];
     const bool json = a.has("--json");
+    if (is_ced_model(path)) {  // CED models have their own loader and report
+        char* ced_argv[] = {argv[0], path.data(), nullptr};
+        return cmd_ced_inspect(2, ced_argv);
+    }
     kvrt_model* m = load_model("inspect", path, 0);
     if (!m) return 1;
     kvrt_model_info info;

@@ -10,4 +10,7 @@ int cmd_chat(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_demo(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_cache_demo(int argc, char** argv);
+int cmd_ced_init(int argc, char** argv);
+int cmd_ced_inspect(int argc, char** argv);
 }

@@ -13,12 +13,6 @@ int cmd_version(int, char**) {
 }
 }  // namespace kvrt_cli
 
-namespace kvrt_cli {
-int cmd_cache_demo(int argc, char** argv);
-int cmd_ced_init(int argc, char** argv);
-int cmd_ced_inspect(int argc, char** argv);
-}
-
 namespace {
 struct Command {
     const char* name;
