@@ -6,6 +6,8 @@
 //   - "the obvious alternative": copy the paged K/V into contiguous f32, then per head oneDNN
 //     matmul (Q K^T, scale and causal mask fused) + oneDNN softmax + matmul (P V).
 // FLOPs counted: 4 * n_heads * head_dim per (query, visible key) pair.
+// Also a few tokens (11) after a long cached prefix (3,650): prefill splits its few work items
+// along key chunks there.
 //   bench_attention_prefill [--quick]
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
@@ -130,10 +132,13 @@ int main(int argc, char** argv) {
         int n_q, past;
     };
     std::vector<Case> cases = {{{9, 3, 64}, 512, 0},    {{9, 3, 64}, 2048, 0},  {{9, 3, 64}, 512, 32768 - 512},
-                               {{32, 8, 128}, 512, 0}, {{32, 8, 128}, 2048, 0}, {{32, 8, 128}, 512, 8192 - 512}};
+                               {{32, 8, 128}, 512, 0}, {{32, 8, 128}, 2048, 0}, {{32, 8, 128}, 512, 8192 - 512},
+                               // a few new tokens after a long cached prefix (the demo's request B)
+                               {{9, 3, 64}, 11, 3650}};
     for (const Case& c : cases) {
-        if (quick && (c.n_q > 512 || c.past > 0) && !(c.s.h == 9 && c.n_q == 512)) continue;
-        if (quick && c.past > 0) continue;
+        const bool few = c.n_q < 64;
+        if (quick && !few && (c.n_q > 512 || c.past > 0) && !(c.s.h == 9 && c.n_q == 512)) continue;
+        if (quick && !few && c.past > 0) continue;
         const Shape& s = c.s;
         const int n_keys = c.past + c.n_q;
         const double pairs = double(c.n_q) * c.past + double(c.n_q) * (c.n_q + 1) / 2.0;
@@ -149,9 +154,11 @@ int main(int argc, char** argv) {
         std::vector<float> q(size_t(c.n_q) * s.h * s.d), out(q.size()), out2(q.size());
         for (size_t i = 0; i < q.size(); ++i) q[i] = 0.01f * float(int(i % 61) - 30);
         Composition comp(c.n_q, c.past, s.h, s.hkv, s.d, 1.0f / std::sqrt(float(s.d)));
-        for (DType dt : {DType::BF16, DType::F32}) {
-            // f32 KV only where it is cheap to run (keeps the default run under ~2 minutes).
+        for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
+            // f32 KV only where it is cheap to run (keeps the default run under ~2 minutes);
+            // f16 (the context's default KV type) for the few-token case.
             if (dt == DType::F32 && (quick || c.past > 0 || (s.h == 32 && c.n_q > 512))) continue;
+            if (dt == DType::F16 && !few) continue;
             BenchKV kv(n_keys, s.hkv, s.d, dt, 16);
             AttnParams p;
             p.n_heads = s.h;

@@ -164,6 +164,37 @@ TEST_CASE("kernels.attention.prefill_chunking_is_bit_exact") {
     }
 }
 
+TEST_CASE("kernels.attention.few_queries_split_along_keys_is_bit_exact") {
+    // 11 queries x 3 KV heads are 3 work items: prefill splits them along key chunks and folds
+    // the chunk partials afterwards; 200 queries are enough items not to split. The last 11
+    // rows must agree bit for bit, with 1 and 2 threads.
+    const Shape s{9, 3, 64};
+    const size_t row = size_t(s.h) * s.d;
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (DType dt : {DType::F16, DType::F32}) {
+            CAPTURE(std::string(isa_name(isa)));
+            CAPTURE(std::string(dtype_name(dt)));
+            const int32_t n_tok = 1300, n_many = 200, n_few = 11;
+            TestKV t(n_tok, s.hkv, s.d, dt, 16, 400 + uint32_t(dt));
+            AttnParams p = params(s);
+            auto q = test::random_vec(size_t(n_many) * row, 401);
+            std::vector<float> o_many(q.size()), l_many(size_t(n_many) * s.h);
+            cpu::attention_prefill(t.kv, p, q.data(), n_many, n_tok - n_many, o_many.data(), l_many.data());
+            const size_t skip = size_t(n_many - n_few);
+            for (int threads : {1, 2}) {
+                int saved = omp_get_max_threads();
+                omp_set_num_threads(threads);
+                std::vector<float> o_few(size_t(n_few) * row), l_few(size_t(n_few) * s.h);
+                cpu::attention_prefill(t.kv, p, q.data() + skip * row, n_few, n_tok - n_few, o_few.data(), l_few.data());
+                omp_set_num_threads(saved);
+                CHECK(std::memcmp(o_few.data(), o_many.data() + skip * row, o_few.size() * sizeof(float)) == 0);
+                CHECK(std::memcmp(l_few.data(), l_many.data() + skip * s.h, l_few.size() * sizeof(float)) == 0);
+            }
+        }
+    }
+}
+
 TEST_CASE("kernels.attention.threads_and_batch_do_not_change_bits") {
     const Shape s{9, 3, 64};
     TestKV a(700, s.hkv, s.d, DType::BF16, 16, 301), b(90, s.hkv, s.d, DType::BF16, 32, 302),

@@ -377,19 +377,59 @@ inline void prescale(const float* q, int d, float s, float* out) {
 
 // ---------------------------------------------------------------------------------------------
 // Prefill: work items are (KV head, block of query positions); each walks its key tiles in order.
+// With few items (a few new tokens after a long cached prefix: 11 queries x 3 KV heads are 3
+// items), each item is split into its key chunks, computed in parallel, and the chunk partials
+// fold in chunk order afterwards: the same partials folded in the same order as the walk folds
+// them, so the bits do not change.
+
+// Below this many (KV head, query block) items, prefill splits items into key chunks.
+constexpr int kPrefillSplitItems = 16;
+
+struct PrefillItem {
+    int32_t qb, g;
+    int32_t chunk;  // -1: all the block's keys, finalized; else one chunk, partial written at `off`
+    size_t off;
+};
 
 inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0, float* out,
                     float* lse) {
     const int d = p.head_dim, H = p.n_heads, n_kv = kv.n_kv_heads, G = H / n_kv;
     const size_t es = dtype_size(kv.dtype);
+    const size_t stride = size_t(d) + 2;  // a partial per row: m, l, o[d]
     const int QB = G >= 96 ? 1 : 96 / G;
     const int nqb = (n_q + QB - 1) / QB;
-    const int n_items = n_kv * nqb;
     const float qscale = p.scale * kLog2e;
     const double work = double(n_q) * H * d * double(int64_t(q_pos0) + n_q - attn_first_key(p, q_pos0));
+    // Keys of query block qb: [qlo(qb), qhi(qb)] (the union of its rows' ranges).
+    auto qlo = [&](int qb) { return attn_first_key(p, int64_t(q_pos0) + int64_t(qb) * QB); };
+    auto qhi = [&](int qb) { return int64_t(q_pos0) + mn(n_q, int64_t(qb + 1) * QB) - 1; };
+    size_t n_chunks = 0;
+    for (int qb = 0; qb < nqb; ++qb)
+        if (qlo(qb) <= qhi(qb)) n_chunks += size_t(qhi(qb) / C - qlo(qb) / C + 1);
+    const bool split = n_kv * nqb < kPrefillSplitItems && n_chunks > size_t(nqb) && work > kParallelWork;
+    PrefillItem* items = scratch<PrefillItem>(3, split ? n_chunks * n_kv : size_t(nqb) * n_kv);
+    int32_t* first = scratch<int32_t>(4, size_t(nqb) * n_kv);  // items of (qb, g) start at first[qb * n_kv + g]
+    int n_items = 0;
+    size_t part_floats = 0;
+    for (int qb = nqb - 1; qb >= 0; --qb)  // longest key ranges first
+        for (int g = 0; g < n_kv; ++g) {
+            first[qb * n_kv + g] = n_items;
+            if (!split) {
+                items[n_items++] = PrefillItem{qb, g, -1, 0};
+                continue;
+            }
+            const size_t nr = size_t(mn(n_q, int64_t(qb + 1) * QB) - int64_t(qb) * QB) * G;
+            if (qlo(qb) <= qhi(qb))
+                for (int64_t c = qlo(qb) / C; c <= qhi(qb) / C; ++c) {
+                    items[n_items++] = PrefillItem{qb, g, static_cast<int32_t>(c), part_floats};
+                    part_floats += nr * stride;
+                }
+        }
+    float* part = split ? scratch<float>(6, part_floats) : nullptr;
 #pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
     for (int item = 0; item < n_items; ++item) {
-        const int qb = nqb - 1 - item / n_kv, g = item % n_kv;
+        const PrefillItem& pi = items[item];
+        const int qb = pi.qb, g = pi.g;
         const int t0 = qb * QB, t1 = static_cast<int>(mn(n_q, t0 + QB)), nr = (t1 - t0) * G;
         // scratch: tile | q[nr][d] | oc[nr][d] | ot[nr][d] | mc, lc, mt, lt [nr]
         const size_t tf = tile_floats(d);
@@ -421,7 +461,12 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                 for (int c = 0; c < d; ++c) ot[size_t(r) * d + c] = 0.0f;
                 rows[r] = RowRef{qs + size_t(r) * d, mc + r, lc + r, oc + size_t(r) * d, 0, -1};
             }
-        const int64_t ulo = lo[0], uhi = hi[nr - 1];
+        // The keys this item walks: all of the block's, or one chunk of them.
+        int64_t ulo = lo[0], uhi = hi[nr - 1];
+        if (pi.chunk >= 0) {
+            ulo = mx(ulo, int64_t(pi.chunk) * C);
+            uhi = mn(uhi, int64_t(pi.chunk) * C + C - 1);
+        }
         if (ulo <= uhi) {
             for (int64_t k = ulo / T; k <= uhi / T; ++k) {
                 const int64_t base = k * T, last = base + T - 1;
@@ -458,9 +503,34 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
             for (int i = 0; i < G; ++i) {
                 const int r = (t - t0) * G + i, h = g * G + i;
                 if (cur[r] >= 0) fold(mt[r], lt[r], ot + size_t(r) * d, mc[r], lc[r], oc + size_t(r) * d, d);
-                finalize(mt[r], lt[r], ot + size_t(r) * d, p.sinks ? p.sinks + h : nullptr, d,
-                         out + (size_t(t) * H + h) * d, lse ? lse + size_t(t) * H + h : nullptr);
+                if (pi.chunk >= 0) {  // the chunk's partial (a fold into an empty total copies it exactly)
+                    float* st = part + pi.off + size_t(r) * stride;
+                    st[0] = mt[r];
+                    st[1] = lt[r];
+                    for (int c = 0; c < d; ++c) st[2 + c] = ot[size_t(r) * d + c];
+                } else {
+                    finalize(mt[r], lt[r], ot + size_t(r) * d, p.sinks ? p.sinks + h : nullptr, d,
+                             out + (size_t(t) * H + h) * d, lse ? lse + size_t(t) * H + h : nullptr);
+                }
             }
+    }
+    if (!split) return;
+    // Fold each row's chunk partials in chunk order (items of one (qb, g) are in chunk order).
+    const int n_rows = n_q * H;
+#pragma omp parallel for schedule(static) if (n_rows >= 256)
+    for (int th = 0; th < n_rows; ++th) {
+        const int t = th / H, h = th % H, qb = t / QB, g = h / G;
+        const int r = (t - qb * QB) * G + h % G;
+        const int32_t i0 = first[qb * n_kv + g];
+        float* o = scratch<float>(7, size_t(d));
+        float m = kNegInf, l = 0.0f;
+        for (int c = 0; c < d; ++c) o[c] = 0.0f;
+        for (int32_t it = i0; it < n_items && items[it].qb == qb && items[it].g == g; ++it) {
+            const float* st = part + items[it].off + size_t(r) * stride;
+            fold(m, l, o, st[0], st[1], st + 2, d);
+        }
+        finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, out + (size_t(t) * H + h) * d,
+                 lse ? lse + size_t(t) * H + h : nullptr);
     }
 }
 
