@@ -135,6 +135,20 @@ private:
 void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
             int n_threads = 0, KernelIsa isa = KernelIsa::Auto);
 
+// Column pairs of w: the unit of matmul_part (32 output columns each; the last
+// may be partial). = ceil(rows() / 32).
+inline int64_t matmul_pairs(const PackedWeight& w) noexcept { return w.panels() / 2; }
+
+// One share of a matmul, for a caller that runs its own OpenMP team (e.g. a whole
+// decode layer in one parallel region): output columns [32*pair0, min(32*pair1, N))
+// of all M rows, computed on the calling thread alone; no OpenMP region is opened.
+// Calls over disjoint pair ranges that cover [0, matmul_pairs(w)) produce exactly the
+// bits of one matmul() (same kernels, same per-element operations). X is quantised
+// by every call (into the calling thread's scratch): meant for small M (decode).
+// Throws as matmul(), and KVRT_ERR_INVALID_ARGUMENT for a bad pair range.
+void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
+                 int64_t pair0, int64_t pair1, KernelIsa isa = KernelIsa::Auto);
+
 // The reference twin (src/kernels/ref/): the same math with naive loops over
 // the original GGUF layout — the same activation quantisation, exact integer
 // block dot products, block partials accumulated in double. Single-threaded.

@@ -80,6 +80,8 @@ struct ForwardScratch {
     std::vector<int32_t> pos;
     std::vector<PagedKV> views;
     std::vector<DecodeSeq> decode;
+    std::vector<float> team;             // decode path: per-thread residual copies
+    std::vector<uint8_t*> krow, vrow;    // decode path: cache rows per (layer, row)
 };
 
 // Runs the forward for a batch. Token ids must be < n_vocab and the stores must

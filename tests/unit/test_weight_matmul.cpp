@@ -317,6 +317,45 @@ TEST_CASE("weight_matmul: stacked tensors give the bits of separate calls") {
     }
 }
 
+TEST_CASE("weight_matmul: matmul_part over disjoint column pairs gives the bits of one matmul") {
+    const int64_t N = 150, K = 128, M = 3;  // 5 pairs, the last one partial
+    for (TensorType t : kTypes) {
+        CAPTURE(static_cast<int>(t));
+        Weight w = make_weight(t, N, K, 51);
+        REQUIRE(matmul_pairs(w.packed) == 5);
+        auto X = randn(static_cast<size_t>(M * K), 52);
+        for (KernelIsa isa : isas()) {
+            CAPTURE(static_cast<int>(isa));
+            std::vector<float> Y(M * N), Yp(M * (N + 7), -1.0f);
+            matmul(w.packed, X.data(), M, K, Y.data(), N, 2, isa);
+            // Uneven pieces, out of order, into a wider Y: every column written exactly once.
+            matmul_part(w.packed, X.data(), M, K, Yp.data(), N + 7, 3, 5, isa);
+            matmul_part(w.packed, X.data(), M, K, Yp.data(), N + 7, 0, 1, isa);
+            matmul_part(w.packed, X.data(), M, K, Yp.data(), N + 7, 1, 3, isa);
+            matmul_part(w.packed, X.data(), M, K, Yp.data(), N + 7, 2, 2, isa);  // empty range: no-op
+            for (int64_t m = 0; m < M; m++) {
+                CHECK(same_bits(&Yp[m * (N + 7)], &Y[m * N], N));
+                for (int64_t n = N; n < N + 7; n++) CHECK(Yp[m * (N + 7) + n] == -1.0f);  // padding untouched
+            }
+        }
+    }
+    Weight w = make_weight(TensorType::Q4_1, 64, 64, 53);
+    std::vector<float> x(64), y(64);
+    auto status_of = [](auto&& f) {
+        try {
+            f();
+        } catch (const Error& e) {
+            return e.status();
+        }
+        return KVRT_OK;
+    };
+    CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 64, 1, 3); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 64, 2, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 63, 0, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, nullptr, 1, 64, y.data(), 64, 0, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 64, 0, 2); }) == KVRT_OK);
+}
+
 TEST_CASE("weight_matmul: bad input is rejected with a status") {
     std::vector<uint8_t> data(1024);
     auto status_of = [](auto&& f) {

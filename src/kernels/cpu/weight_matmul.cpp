@@ -102,6 +102,38 @@ const char* kernel_isa_name(KernelIsa isa) noexcept {
     return "?";
 }
 
+void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
+                 int64_t pair0, int64_t pair1, KernelIsa isa) {
+    KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
+    KVRT_CHECK(pair0 >= 0 && pair0 <= pair1 && pair1 <= matmul_pairs(w), KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: pair range [" + std::to_string(pair0) + ", " + std::to_string(pair1) +
+                   ") is outside [0, " + std::to_string(matmul_pairs(w)) + ")");
+    if (M == 0 || pair0 == pair1) return;
+    KVRT_CHECK(X && Y, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: null X or Y");
+    KVRT_CHECK(ldx >= w.cols() && ldy >= w.rows(), KVRT_ERR_INVALID_ARGUMENT, "weight matmul: ldx < K or ldy < N");
+    if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
+    KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
+               std::string("weight matmul: this CPU cannot run the ") + kernel_isa_name(isa) + " path");
+    void (*kernel)(const MatmulArgs&, int64_t, int64_t) = matmul_panels_scalar;
+    if (isa == KernelIsa::Avx512) kernel = matmul_panels_avx512;
+    else if (isa == KernelIsa::AvxVnni) kernel = matmul_panels_avxvnni;
+    else if (isa == KernelIsa::Avx2) kernel = matmul_panels_avx2;
+    MatmulArgs args;
+    args.w = &w;
+    args.X = X;
+    args.ldx = ldx;
+    args.Y = Y;
+    args.ldy = ldy;
+    args.M = M;
+    QuantizedRows own;
+    if (is_quantized_weight(w.type())) {
+        own = scratch().view(M, w.cols() / 32);
+        quantize_rows(X, ldx, 0, M, own, isa);
+        args.a = &own;
+    }
+    kernel(args, 2 * pair0, 2 * pair1);
+}
+
 void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy, int n_threads,
             KernelIsa isa) {
     KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
