@@ -22,9 +22,11 @@ constexpr int T = kKeyTile;
 // costs microseconds, far more than small calls (a one-token prefill chunk, a short decode).
 constexpr double kParallelWork = double(1 << 20);
 constexpr int C = kKeyChunk;
-// Decode prefetches the rows of the tile this many tiles ahead (8 x 32 keys: 192 KiB ahead for
-// 9/3 heads of 64 bf16, within L2; measured best of 2, 4, 8, 16 with bench_attention_decode).
+// Decode prefetches the rows of the tile ~kDecodePrefetchBytes ahead (at most kDecodePrefetch
+// tiles): 8 tiles of 9/3 heads of 64 bf16, 1 tile of 32/8 heads of 128 bf16; well within L2.
+// Measured with bench_attention_decode (2, 4, 8, 16 tiles; 128 KiB to 1 MiB).
 constexpr int kDecodePrefetch = 8;
+constexpr size_t kDecodePrefetchBytes = size_t(192) << 10;
 constexpr int NV = T / Ops::W;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -589,13 +591,15 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             st[1] = 0.0f;
             for (int c = 0; c < d; ++c) st[2 + c] = 0.0f;
         }
+        const size_t tile_bytes = kv.row_bytes * T * (kv.v_offset == kv.k_offset ? 1 : 2);
+        const int64_t ahead = mx(1, mn(kDecodePrefetch, int64_t(kDecodePrefetchBytes / tile_bytes)));
         for (int64_t k = ci.lo / T; k <= ci.hi / T; ++k) {
             const int64_t base = k * T;
             const int ja = static_cast<int>(mx(ci.lo, base) - base);
             const int jb = static_cast<int>(mn(ci.hi, base + T - 1) - base);
             // The tile kDecodePrefetch tiles ahead, a share per KV head (spread over the tile's
             // work: a burst of prefetches fills the L1 miss buffers and stalls the loads).
-            const int64_t pf = base + kDecodePrefetch * T, pfe = mn(ci.hi, pf + T - 1);
+            const int64_t pf = base + ahead * T, pfe = mn(ci.hi, pf + T - 1);
             row_ptrs(kv, base, ja, jb, kr, vr);
             for (int g = 0; g < n_kv; ++g) {
                 if (pf <= pfe) {
