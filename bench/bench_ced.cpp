@@ -11,7 +11,8 @@
 //             all visible groups), which is what must stay flat.
 //   sparse    sparse K=V attention over k selected rows vs the same selection
 //             computed densely over every row with a mask.
-// Usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T] [--decode-only]
+// Usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T]
+//                  [--decode-only | --prefill-only]
 //   (no --model: the base preset, q8_0, seed 1, generated in memory).
 // Times are the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) with one
 // OpenMP thread by default: on a shared, oversubscribed machine wall time
@@ -111,7 +112,7 @@ void bench_prefill(const Model& m, int64_t n) {
 }
 
 void bench_decode(const Model& m, const std::vector<int64_t>& ctxs, int steps) {
-    double base = 0, base_rest = 0;
+    double base = 0, base_rest = 0, base_core = 0;
     for (int64_t ctx : ctxs) {
         const CedConfig& c = m.w->cfg;
         double bpt = 0;
@@ -132,11 +133,19 @@ void bench_decode(const Model& m, const std::vector<int64_t>& ctxs, int steps) {
         std::sort(times.begin(), times.end());
         const double med = times[times.size() / 2];
         // The full indexer scans of one step, alone: encoder index layers over their
-        // bank's visible groups, the decoder source over every position.
-        std::vector<double> scans;
+        // bank's visible groups, the decoder source over every position; then the
+        // selections over those scores (top-k; the decoder's block-max candidates and
+        // its top-k inside them), which are linear in the context too.
+        std::vector<double> scans, selects;
         {
             const int32_t Hi = c.idx_heads, Di = c.idx_dim;
-            std::vector<float> q(size_t(Hi) * Di, 0.01f), wv(Hi, 1.0f);
+            std::mt19937 rng(11);
+            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+            std::vector<float> q(size_t(Hi) * Di), wv(Hi, 1.0f);
+            for (auto& x : q) x = u(rng);
+            std::vector<std::vector<float>> sc(c.n_layers);
+            std::vector<int32_t> out(std::max(c.top_k, c.cand_blocks)), rows(size_t(c.cand_blocks) * c.cand_block);
+            std::vector<float> cs(rows.size());
             for (int rep = 0; rep < 3; rep++) {
                 double t0 = cpu_seconds();
                 for (int32_t l = 0; l <= c.decoder_source(); l++) {
@@ -144,27 +153,48 @@ void bench_decode(const Model& m, const std::vector<int64_t>& ctxs, int steps) {
                     const int32_t si = c.bank_of[l];
                     const int32_t nvis = int32_t((ctx + 1) / c.source_ratios[si]);
                     PagedKV keys = rt.indexer_view(s, si);
-                    std::vector<float> sc(nvis);
+                    sc[l].resize(nvis);
                     IndexerQuery iq{q.data(), wv.data(), Hi};
-                    cpu::indexer_scores(keys, iq, nvis, sc.data());
+                    cpu::indexer_scores(keys, iq, nvis, sc[l].data());
                 }
                 scans.push_back(cpu_seconds() - t0);
+                t0 = cpu_seconds();
+                for (int32_t l = 0; l <= c.decoder_source(); l++) {
+                    if (!c.is_index[l]) continue;
+                    const int32_t nvis = int32_t(sc[l].size());
+                    if (l < c.decoder_source()) {
+                        topk_rows(sc[l].data(), nullptr, nvis, c.top_k, out.data());
+                        continue;
+                    }
+                    const int32_t nb = block_max_candidates(sc[l].data(), nvis, c.cand_block, c.cand_blocks, out.data());
+                    const int32_t nr = expand_blocks(out.data(), nb, c.cand_block, nvis, rows.data());
+                    for (int32_t i = 0; i < nr; i++) cs[i] = sc[l][rows[i]];
+                    topk_rows(cs.data(), rows.data(), nr, c.top_k, out.data());
+                }
+                selects.push_back(cpu_seconds() - t0);
             }
             std::sort(scans.begin(), scans.end());
+            std::sort(selects.begin(), selects.end());
         }
         const double rest = std::max(0.0, med - scans[1]);
+        const double core = std::max(0.0, med - scans[1] - selects[1]);
         const std::string extra = "\"context\":" + std::to_string(ctx) + ",\"steps\":" + std::to_string(steps);
         emit("ced_decode", "indexer_full_scans_cpu_ms", scans[1] * 1e3, "ms", extra);
+        emit("ced_decode", "indexer_full_selections_cpu_ms", selects[1] * 1e3, "ms", extra);
         if (base == 0) {
             base = med;
             base_rest = rest;
+            base_core = core;
             emit("ced_decode", "step_cpu_ms", med * 1e3, "ms", extra);
             emit("ced_decode", "step_minus_full_scans_cpu_ms", rest * 1e3, "ms", extra);
+            emit("ced_decode", "step_minus_scans_and_selections_cpu_ms", core * 1e3, "ms", extra);
         } else {
+            const std::string at = "_at_" + std::to_string(ctxs[0]);
             emit_vs("ced_decode", "step_minus_full_scans_cpu_ms", rest * 1e3, "ms",
-                    "step_minus_full_scans_cpu_ms_at_" + std::to_string(ctxs[0]), base_rest * 1e3,
-                    extra + ",\"goal_ratio_max\":1.5");
-            emit_vs("ced_decode", "step_cpu_ms", med * 1e3, "ms", "step_cpu_ms_at_" + std::to_string(ctxs[0]), base * 1e3,
+                    "step_minus_full_scans_cpu_ms" + at, base_rest * 1e3, extra + ",\"goal_ratio_max\":1.5");
+            emit_vs("ced_decode", "step_minus_scans_and_selections_cpu_ms", core * 1e3, "ms",
+                    "step_minus_scans_and_selections_cpu_ms" + at, base_core * 1e3, extra + ",\"goal_ratio_max\":1.5");
+            emit_vs("ced_decode", "step_cpu_ms", med * 1e3, "ms", "step_cpu_ms" + at, base * 1e3,
                     extra + ",\"goal_ratio_max\":1.5");
         }
     }
@@ -241,16 +271,17 @@ int main(int argc, char** argv) {
     int64_t prefill_n = 16384;
     bool quick = false, big = true;
     int threads = 1;
-    bool decode_only = false;
+    bool decode_only = false, prefill_only = false;
     for (int i = 1; i < argc; i++) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         else if (std::strcmp(argv[i], "--no-1m") == 0) big = false;
         else if (std::strcmp(argv[i], "--decode-only") == 0) decode_only = true;
+        else if (std::strcmp(argv[i], "--prefill-only") == 0) prefill_only = true;
         else if (std::strcmp(argv[i], "--prefill") == 0 && i + 1 < argc) prefill_n = std::atoll(argv[++i]);
         else if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
         else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else {
-            std::fprintf(stderr, "usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T]\n");
+            std::fprintf(stderr, "usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T] [--decode-only | --prefill-only]\n");
             return 2;
         }
     }
@@ -258,9 +289,10 @@ int main(int argc, char** argv) {
     try {
         Model m = load(model, quick ? "tiny" : "base");
         if (!decode_only) {
-            bench_sparse(m, quick ? 4096 : 65536);
+            if (!prefill_only) bench_sparse(m, quick ? 4096 : 65536);
             bench_prefill(m, quick ? 512 : prefill_n);
         }
+        if (prefill_only) return 0;
         std::vector<int64_t> ctxs = {8192, 65536};
         if (big) ctxs.push_back(1 << 20);
         bench_decode(m, quick ? std::vector<int64_t>{1024, 8192} : ctxs, quick ? 3 : 8);

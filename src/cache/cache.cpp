@@ -20,6 +20,12 @@ std::vector<size_t> block_sizes(const ResolvedLayout& l) {
 }
 std::string seq_name(SeqId id) { return "sequence " + std::to_string(id); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// reserve() to exactly n reallocates on every growth step: a one-token append
+// would copy the whole token vector (O(length) per decode step). Grow geometrically.
+template <class Vec>
+void reserve_for(Vec& v, size_t n) {
+    if (v.capacity() < n) v.reserve(std::max(n, v.capacity() * 2));
+}
 }  // namespace
 
 
@@ -81,6 +87,7 @@ void Cache::release_blocks(Sequence& s, int64_t from_block) {
             s.ptrs[m].resize(from_block);
         }
     }
+    for (int64_t& d : s.dropped) d = std::min(d, from_block);
 }
 
 void Cache::release(SeqId id) {
@@ -197,6 +204,7 @@ int64_t Cache::hit_blocks(const SeqKeys&, const Hash128& extra, const int32_t* t
 void Cache::attach(Sequence& s, const int32_t* tokens, int64_t H, std::vector<Hash128>&& hashes) {
     const int64_t bt = layout_.block_tokens;
     // Reserve first so that nothing below can throw half-way.
+    s.dropped.assign(layout_.managers.size(), 0);
     s.tokens.reserve(H * bt);
     for (size_t m = 0; m < layout_.managers.size(); m++) {
         s.tables[m].reserve(H);
@@ -208,6 +216,7 @@ void Cache::attach(Sequence& s, const int32_t* tokens, int64_t H, std::vector<Ha
         if (ms.kind == LayerKind::Window) first = std::max<int64_t>(0, H * bt - ms.window + 1) / bt;
         s.tables[m].assign(H, kNullBlock);
         s.ptrs[m].assign(H, nullptr);
+        s.dropped[m] = first;
         for (int64_t b = first; b < H; b++) {
             BlockId id = pool_.lookup(int32_t(m), hashes[b]);
             pool_.acquire(id);
@@ -298,6 +307,8 @@ void Cache::append(SeqId id, const int32_t* tokens, int64_t n) {
     const int64_t old_blocks = ceil_div(old, bt), new_blocks = ceil_div(old + n, bt);
     const size_t nm = layout_.managers.size();
 
+    if (s.dropped.size() != nm) s.dropped.assign(nm, 0);  // may throw: nothing changed yet
+
     // ---- plan: bytes needed vs free + evictable (+ what the window frees).
     uint64_t need = 0, freed = 0;
     std::vector<uint8_t> cow(nm, 0);
@@ -317,7 +328,7 @@ void Cache::append(SeqId id, const int32_t* tokens, int64_t n) {
             // Queries at [old, old + n) read from old - W + 1 on.
             int64_t lo = std::max<int64_t>(0, old - ms.window + 1);
             drop_end[m] = std::min<int64_t>(lo / bt, static_cast<int64_t>(s.tables[m].size()));
-            for (int64_t b = 0; b < drop_end[m]; b++) {
+            for (int64_t b = s.dropped[m]; b < drop_end[m]; b++) {
                 BlockId x = s.tables[m][b];
                 if (x != kNullBlock && pool_.block(x).ref == 1) freed += bb;
             }
@@ -330,17 +341,19 @@ void Cache::append(SeqId id, const int32_t* tokens, int64_t n) {
                    "-byte budget are free or evictable");
 
     // ---- commit. Reserve vectors first: from here only the arena can fail.
-    s.tokens.reserve(old + n);
+    reserve_for(s.tokens, size_t(old + n));
     for (size_t m = 0; m < nm; m++) {
-        s.tables[m].reserve(new_blocks);
-        s.ptrs[m].reserve(new_blocks);
+        reserve_for(s.tables[m], size_t(new_blocks));
+        reserve_for(s.ptrs[m], size_t(new_blocks));
     }
-    for (size_t m = 0; m < nm; m++)
-        for (int64_t b = 0; b < drop_end[m]; b++)
+    for (size_t m = 0; m < nm; m++) {
+        for (int64_t b = s.dropped[m]; b < drop_end[m]; b++)
             if (s.tables[m][b] != kNullBlock) {
                 pool_.release(s.tables[m][b]);
                 set_entry(s, int32_t(m), b, kNullBlock);
             }
+        s.dropped[m] = std::max(s.dropped[m], drop_end[m]);
+    }
     std::vector<BlockId> fresh;
     fresh.reserve(nm * static_cast<size_t>(new_blocks - old_blocks + 1));
     try {
@@ -377,7 +390,7 @@ void Cache::mark_computed(SeqId id, int64_t n_positions) {
                "mark_computed: " + std::to_string(n_positions) + " is outside [0, " + std::to_string(s.length()) +
                    "] of " + seq_name(id));
     if (n_positions <= s.computed) return;
-    s.hashes.reserve(static_cast<size_t>(n_positions / layout_.block_tokens));
+    reserve_for(s.hashes, static_cast<size_t>(n_positions / layout_.block_tokens));
     s.computed = n_positions;
     publish_computed_locked(s);
 }
@@ -526,12 +539,20 @@ SeqInfo Cache::seq_info(SeqId id) const {
     info.computed = s.computed;
     info.n_blocks = ceil_div(s.length(), layout_.block_tokens);
     info.is_pin = s.pin;
-    for (size_t m = 0; m < s.tables.size(); m++)
-        for (BlockId b : s.tables[m])
-            if (b != kNullBlock) {
-                info.bytes += layout_.managers[m].block_bytes;
-                info.bytes_by_kind[static_cast<int>(layout_.managers[m].kind)] += layout_.managers[m].block_bytes;
-            }
+    // O(managers + window blocks): only window managers hold null entries, and
+    // never below their dropped prefix.
+    for (size_t m = 0; m < s.tables.size(); m++) {
+        const ManagerSpec& ms = layout_.managers[m];
+        const auto& t = s.tables[m];
+        uint64_t live = t.size();
+        if (ms.kind == LayerKind::Window) {
+            const size_t from = m < s.dropped.size() ? size_t(s.dropped[m]) : 0;
+            live = 0;
+            for (size_t b = from; b < t.size(); b++) live += t[b] != kNullBlock;
+        }
+        info.bytes += live * ms.block_bytes;
+        info.bytes_by_kind[static_cast<int>(ms.kind)] += live * ms.block_bytes;
+    }
     return info;
 }
 
@@ -592,6 +613,12 @@ void Cache::check_invariants() const {
         auto bad = [&](const std::string& what) { fail(KVRT_ERR_INTERNAL, seq_name(id) + ": " + what); };
         if (s.computed > s.length()) bad("computed > length");
         if (static_cast<int64_t>(s.hashes.size()) != s.computed / bt) bad("hash count != full computed blocks");
+        if (!s.dropped.empty() && s.dropped.size() != s.tables.size()) bad("dropped hints != managers");
+        for (size_t m = 0; m < s.dropped.size(); m++) {
+            if (s.dropped[m] < 0 || s.dropped[m] > static_cast<int64_t>(s.tables[m].size())) bad("dropped hint out of range");
+            for (int64_t b = 0; b < s.dropped[m] && b < static_cast<int64_t>(s.tables[m].size()); b++)
+                if (s.tables[m][b] != kNullBlock) bad("live block below the dropped hint");
+        }
         for (size_t m = 0; m < s.tables.size(); m++) {
             if (static_cast<int64_t>(s.tables[m].size()) != ceil_div(s.length(), bt)) bad("table size != blocks");
             for (size_t b = 0; b < s.tables[m].size(); b++) {

@@ -18,6 +18,10 @@ struct Cache::Sequence {
     std::vector<Hash128> hashes;                      // chained hashes of blocks [0, hashes.size()) (full, computed)
     std::vector<std::vector<BlockId>> tables;         // per manager: logical block -> block id (0 = null)
     std::vector<std::vector<const uint8_t*>> ptrs;    // per manager: same table as memory addresses
+    // Per manager (empty = all 0): table entries [0, dropped[m]) are null (window-dropped), so that
+    // append and seq_info never walk the dropped prefix again (O(1) amortised per step at any
+    // length). A lower bound: entries at or above it may be null too (a loaded sequence's gaps).
+    std::vector<int64_t> dropped;
     int64_t length() const { return static_cast<int64_t>(tokens.size()); }
 };
 

@@ -27,12 +27,22 @@ void indexer_scores(const PagedKV& keys, const IndexerQuery& q, int32_t n_visibl
 // Same for an explicit list of positions: scores[i] scores rows[i].
 void indexer_scores_rows(const PagedKV& keys, const IndexerQuery& q, const int32_t* rows, int32_t n_rows,
                          float* scores);
+// A batch of queries against the same keys (a prefill chunk): query i scores positions
+// [0, n_visible[i]) into scores + i * stride (stride >= every n_visible[i]; the rest of
+// each output row is left untouched).
+void indexer_scores_batch(const PagedKV& keys, const IndexerQuery* queries, const int32_t* n_visible,
+                          int32_t n_queries, float* scores, size_t stride);
 }  // namespace ref
 
 namespace cpu {
 void indexer_scores(const PagedKV& keys, const IndexerQuery& q, int32_t n_visible, float* scores);
 void indexer_scores_rows(const PagedKV& keys, const IndexerQuery& q, const int32_t* rows, int32_t n_rows,
                          float* scores);
+// The batch builds each tile of keys once for all queries (register blocks of
+// (query, head) rows); every score is bit-identical to cpu::indexer_scores of
+// that query alone. Threads: over key tiles.
+void indexer_scores_batch(const PagedKV& keys, const IndexerQuery* queries, const int32_t* n_visible,
+                          int32_t n_queries, float* scores, size_t stride);
 }  // namespace cpu
 
 // Top-k of scores[0, n): writes the ids of the k best entries to out_ids in ASCENDING id order

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -19,6 +20,30 @@ inline bool better(float sa, int32_t ia, float sb, int32_t ib) {
 }
 }  // namespace
 
+namespace {
+// Threshold pre-filter of topk_rows: only worth it when k is a small part of n.
+constexpr int32_t kFilterMinN = 4096;
+constexpr int32_t kSample = 2048;
+
+// A score threshold tau such that (most likely) a little more than k scores are >= tau,
+// from a fixed, evenly spaced sample (deterministic). NaN when the sample cannot give one.
+float sample_threshold(const float* scores, int32_t n, int32_t k) {
+    thread_local std::vector<float> sample;
+    sample.clear();
+    const int64_t stride = n / kSample;
+    for (int32_t i = 0; i < kSample; ++i) {
+        const float x = scores[int64_t(i) * stride];
+        if (!std::isnan(x)) sample.push_back(x);
+    }
+    // Expected rank of the k-th best in the sample, plus a margin of ~3 standard deviations.
+    const double kk = double(k) * double(kSample) / double(n);
+    const int64_t r = int64_t(kk + 3.0 * std::sqrt(kk) + 8.0);
+    if (r >= int64_t(sample.size())) return std::numeric_limits<float>::quiet_NaN();
+    std::nth_element(sample.begin(), sample.begin() + r, sample.end(), std::greater<float>());
+    return sample[size_t(r)];
+}
+}  // namespace
+
 int32_t topk_rows(const float* scores, const int32_t* ids, int32_t n, int32_t k, int32_t* out_ids) {
     KVRT_CHECK(n >= 0 && k >= 0, KVRT_ERR_INVALID_ARGUMENT, "topk_rows: negative n or k");
     if (n == 0 || k == 0) return 0;
@@ -29,10 +54,32 @@ int32_t topk_rows(const float* scores, const int32_t* ids, int32_t n, int32_t k,
         std::sort(out_ids, out_ids + n);
         return n;
     }
-    std::vector<int32_t> idx(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) idx[i] = i;
+    // Candidates: every entry when n is small, else the entries scoring >= a sampled
+    // threshold tau (one branch-free pass). Exact either way: when at least k entries
+    // score >= tau, every entry outside (NaN or below tau) ranks after all of them.
+    thread_local std::vector<int32_t> idx;
+    idx.resize(size_t(n));
+    int32_t m = n;
+    bool filtered = false;
+    if (n >= kFilterMinN && int64_t(k) * 8 <= n) {
+        const float tau = sample_threshold(scores, n, k);
+        if (!std::isnan(tau)) {
+            int32_t c = 0;
+            int32_t* out = idx.data();
+            for (int32_t i = 0; i < n; ++i) {
+                out[c] = i;
+                c += scores[i] >= tau ? 1 : 0;
+            }
+            if (c >= k) {
+                m = c;
+                filtered = true;
+            }
+        }
+    }
+    if (!filtered)
+        for (int32_t i = 0; i < n; ++i) idx[i] = i;
     auto cmp = [&](int32_t a, int32_t b) { return better(scores[a], id(a), scores[b], id(b)); };
-    std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(), cmp);
+    std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.begin() + m, cmp);
     for (int32_t i = 0; i < k; ++i) out_ids[i] = id(idx[i]);
     std::sort(out_ids, out_ids + k);
     return k;
@@ -44,20 +91,25 @@ int32_t block_max_candidates(const float* scores, int32_t n_visible, int32_t blo
                "block_max_candidates: bad n_visible, block or max_blocks");
     if (n_visible == 0) return 0;
     KVRT_CHECK(scores && out_blocks, KVRT_ERR_INVALID_ARGUMENT, "block_max_candidates: null pointer");
-    const int32_t n_blocks = (n_visible + block - 1) / block;
+    const int32_t n_blocks = int32_t((int64_t(n_visible) + block - 1) / block);
     const int32_t newest = n_blocks - 1;
     if (n_blocks <= max_blocks) {
         for (int32_t b = 0; b < n_blocks; ++b) out_blocks[b] = b;
         return n_blocks;
     }
-    // Block maxima over the older blocks; the newest block is always kept.
-    std::vector<float> bmax(static_cast<size_t>(newest));
+    // Block maxima over the older blocks (all full); the newest block is always kept.
+    // A block's maximum ignores NaN unless nothing else is in it (then NaN: ranks last).
+    thread_local std::vector<float> bmax;
+    bmax.resize(size_t(newest));
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     for (int32_t b = 0; b < newest; ++b) {
-        float m = -std::numeric_limits<float>::infinity();
+        const float* s = scores + int64_t(b) * block;
+        float m = kNegInf;
         bool any_nan = false;
-        for (int32_t i = b * block; i < (b + 1) * block; ++i) {
-            if (std::isnan(scores[i])) any_nan = true;
-            else m = std::max(m, scores[i]);
+        for (int32_t i = 0; i < block; ++i) {
+            const float x = s[i];
+            any_nan |= x != x;
+            m = x > m ? x : m;
         }
         bmax[b] = (any_nan && std::isinf(m)) ? std::numeric_limits<float>::quiet_NaN() : m;
     }

@@ -521,35 +521,58 @@ void CedRuntime::select(Seq& s, int32_t l, int64_t p0, int64_t n, const float* H
     std::vector<float>& scores = scratch_scores_;
     std::vector<float>& cs = scratch_cand_scores_;
     std::vector<int32_t>& blocks = scratch_blocks_;
-    for (int64_t t = 0; t < n; t++) {
-        const int32_t nvis = int32_t((p0 + t + 1) / r);
-        IndexerQuery q{IQ.data() + size_t(t) * Hi * Di, IW.data() + size_t(t) * Hi, Hi};
-        std::vector<int32_t>& out = sel[t];
-        if (l > c_.decoder_source()) {
+    auto query = [&](int64_t t) { return IndexerQuery{IQ.data() + size_t(t) * Hi * Di, IW.data() + size_t(t) * Hi, Hi}; };
+    if (l > c_.decoder_source()) {
+        // Later decoder index sources re-rank their query's own candidates.
+        for (int64_t t = 0; t < n; t++) {
+            const IndexerQuery q = query(t);
             const std::vector<int32_t>& rows = cand[t];
+            std::vector<int32_t>& out = sel[t];
             cs.resize(rows.size());
             if (opt_.use_ref_kernels) ref::indexer_scores_rows(keys, q, rows.data(), int32_t(rows.size()), cs.data());
             else cpu::indexer_scores_rows(keys, q, rows.data(), int32_t(rows.size()), cs.data());
             out.resize(std::min<size_t>(rows.size(), size_t(c_.top_k)));
             out.resize(topk_rows(cs.data(), rows.data(), int32_t(rows.size()), c_.top_k, out.data()));
-            continue;
         }
-        scores.resize(nvis);
-        if (opt_.use_ref_kernels) ref::indexer_scores(keys, q, nvis, scores.data());
-        else cpu::indexer_scores(keys, q, nvis, scores.data());
-        if (l == c_.decoder_source()) {
-            blocks.resize(c_.cand_blocks);
-            int32_t nb = block_max_candidates(scores.data(), nvis, c_.cand_block, c_.cand_blocks, blocks.data());
-            std::vector<int32_t>& rows = cand[t];
-            rows.resize(size_t(nb) * c_.cand_block);
-            rows.resize(expand_blocks(blocks.data(), nb, c_.cand_block, nvis, rows.data()));
-            cs.resize(rows.size());
-            for (size_t i = 0; i < rows.size(); i++) cs[i] = scores[rows[i]];
-            out.resize(std::min<size_t>(rows.size(), size_t(c_.top_k)));
-            out.resize(topk_rows(cs.data(), rows.data(), int32_t(rows.size()), c_.top_k, out.data()));
-        } else {
-            out.resize(std::min<size_t>(size_t(nvis), size_t(c_.top_k)));
-            out.resize(topk_rows(scores.data(), nullptr, nvis, c_.top_k, out.data()));
+        return;
+    }
+    // Full scans (encoder index sources, the decoder source): batches of queries
+    // against each key tile once (bit-identical to scoring each query alone, so
+    // the selections do not depend on the chunking).
+    constexpr int64_t kBatch = 32;
+    std::vector<IndexerQuery> qs;
+    std::vector<int32_t> nv;
+    for (int64_t t0 = 0; t0 < n; t0 += kBatch) {
+        const int64_t nb = std::min<int64_t>(kBatch, n - t0);
+        qs.resize(nb);
+        nv.resize(nb);
+        for (int64_t i = 0; i < nb; i++) {
+            qs[i] = query(t0 + i);
+            nv[i] = int32_t((p0 + t0 + i + 1) / r);
+        }
+        const size_t stride = std::max<size_t>(1, size_t(nv[nb - 1]));
+        scores.resize(size_t(nb) * stride);
+        if (opt_.use_ref_kernels) ref::indexer_scores_batch(keys, qs.data(), nv.data(), int32_t(nb), scores.data(), stride);
+        else cpu::indexer_scores_batch(keys, qs.data(), nv.data(), int32_t(nb), scores.data(), stride);
+        for (int64_t i = 0; i < nb; i++) {
+            const int64_t t = t0 + i;
+            const int32_t nvis = nv[i];
+            const float* sc = scores.data() + size_t(i) * stride;
+            std::vector<int32_t>& out = sel[t];
+            if (l == c_.decoder_source()) {
+                blocks.resize(c_.cand_blocks);
+                int32_t nbk = block_max_candidates(sc, nvis, c_.cand_block, c_.cand_blocks, blocks.data());
+                std::vector<int32_t>& rows = cand[t];
+                rows.resize(size_t(nbk) * c_.cand_block);
+                rows.resize(expand_blocks(blocks.data(), nbk, c_.cand_block, nvis, rows.data()));
+                cs.resize(rows.size());
+                for (size_t j = 0; j < rows.size(); j++) cs[j] = sc[rows[j]];
+                out.resize(std::min<size_t>(rows.size(), size_t(c_.top_k)));
+                out.resize(topk_rows(cs.data(), rows.data(), int32_t(rows.size()), c_.top_k, out.data()));
+            } else {
+                out.resize(std::min<size_t>(size_t(nvis), size_t(c_.top_k)));
+                out.resize(topk_rows(sc, nullptr, nvis, c_.top_k, out.data()));
+            }
         }
     }
 }

@@ -75,6 +75,8 @@ public:
                 REQUIRE(i.length == static_cast<int64_t>(s.toks.size()));
                 REQUIRE(i.computed == s.computed);
             }
+            // seq_info's bytes (kept O(1) per step, not a walk) equal a walk of the block tables.
+            if (i.bytes != walked_bytes(id)) REQUIRE(i.bytes == walked_bytes(id));
         }
         CacheStats st = cache_->stats();
         if (st.bytes_free + st.bytes_cached + st.bytes_in_use != st.budget_bytes || (exact_ && st.evictions != 0)) {
@@ -96,6 +98,18 @@ public:
     }
 
 private:
+    uint64_t walked_bytes(uint64_t id) const {
+        const CacheStats st = cache_->stats();
+        std::set<int32_t> seen;
+        uint64_t bytes = 0;
+        for (int32_t l = 0; l < cache_->n_layers(); l++) {
+            const int32_t m = cache_->geometry(l).manager;
+            if (!seen.insert(m).second) continue;
+            for (const uint8_t* p : cache_->block_table(id, l))
+                if (p) bytes += st.managers[m].block_bytes;
+        }
+        return bytes;
+    }
     SeqKeys keys(int salt) const {
         SeqKeys k;
         if (salt) k.salt = "tenant-" + std::to_string(salt);

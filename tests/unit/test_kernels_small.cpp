@@ -1,5 +1,8 @@
-// RMSNorm, RoPE and softmax: cpu:: against ref::, RoPE inverse, edges.
+// RMSNorm, RoPE and softmax: cpu:: against ref::, RoPE inverse, edges; the CED
+// indexer's batched kernel (bits against the per-query kernel) and the linear-time
+// top-k / block-max selections against a full sort.
 #include "kernel_fixtures.hpp"
+#include "kernels/indexer.hpp"
 #include "kernels/rms_norm.hpp"
 #include "kernels/rope.hpp"
 #include "kernels/softmax.hpp"
@@ -7,7 +10,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
 
 using namespace kvrt;
 
@@ -87,4 +93,128 @@ TEST_CASE("kernels.small.softmax") {
     std::vector<float> ninf(4, -INFINITY);
     cpu::softmax(ninf.data(), 1, 4);
     CHECK(ninf[2] == 0.0f);
+}
+
+// ---- CED indexer: the batched kernel and the linear-time selections ----------------------
+
+namespace {
+// Naive top-k: full sort by (score desc, NaN last, id asc), ids ascending.
+std::vector<int32_t> naive_topk(const std::vector<float>& s, const std::vector<int32_t>* ids, int32_t k) {
+    std::vector<int32_t> idx(s.size());
+    for (size_t i = 0; i < s.size(); ++i) idx[i] = int32_t(i);
+    auto id = [&](int32_t i) { return ids ? (*ids)[i] : i; };
+    std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) {
+        const bool na = std::isnan(s[a]), nb = std::isnan(s[b]);
+        if (na != nb) return nb;
+        if (!na && s[a] != s[b]) return s[a] > s[b];
+        return id(a) < id(b);
+    });
+    std::vector<int32_t> out;
+    for (int32_t i = 0; i < k && i < int32_t(idx.size()); ++i) out.push_back(id(idx[i]));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+}  // namespace
+
+TEST_CASE("kernels.indexer.batch_matches_per_query_bits_and_ref") {
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+            for (int32_t Hi : {1, 3, 4, 5}) {
+                CAPTURE(std::string(isa_name(isa)));
+                CAPTURE(std::string(dtype_name(dt)));
+                CAPTURE(Hi);
+                const int32_t Di = Hi == 3 ? 24 : 64, n_keys = 300;
+                test::TestKV keys(n_keys, 1, Di, dt, 16, 700 + Hi, true);
+                const std::vector<int32_t> nv = {0, 1, 31, 32, 33, 100, 257, 300, 5};
+                const int32_t nq = int32_t(nv.size());
+                const size_t stride = 301;
+                auto q = test::random_vec(size_t(nq) * Hi * Di, 701 + Hi);
+                auto w = test::random_vec(size_t(nq) * Hi, 702 + Hi, -0.5f, 1.0f);
+                std::vector<IndexerQuery> qs(nq);
+                for (int32_t i = 0; i < nq; ++i) qs[i] = IndexerQuery{q.data() + size_t(i) * Hi * Di, w.data() + size_t(i) * Hi, Hi};
+                const float sentinel = -12345.0f;
+                std::vector<float> got(size_t(nq) * stride, sentinel), want(size_t(nq) * stride, sentinel);
+                cpu::indexer_scores_batch(keys.kv, qs.data(), nv.data(), nq, got.data(), stride);
+                ref::indexer_scores_batch(keys.kv, qs.data(), nv.data(), nq, want.data(), stride);
+                CHECK(test::max_abs_diff(got, want) < 1e-3f);
+                for (int32_t i = 0; i < nq; ++i) {
+                    CAPTURE(i);
+                    std::vector<float> alone(std::max(nv[i], 1), 0.0f);
+                    cpu::indexer_scores(keys.kv, qs[i], nv[i], alone.data());
+                    // Bit for bit what the per-query kernel computes; nothing past n_visible written.
+                    CHECK(std::memcmp(alone.data(), got.data() + size_t(i) * stride, size_t(nv[i]) * 4) == 0);
+                    CHECK(got[size_t(i) * stride + nv[i]] == sentinel);
+                }
+            }
+        }
+    }
+    test::TestKV keys(40, 1, 32, DType::F32, 16, 9, true);
+    std::vector<float> q(32, 0.1f), w(1, 1.0f), out(64);
+    IndexerQuery iq{q.data(), w.data(), 1};
+    int32_t nv = 41;  // more keys than the view holds
+    CHECK_THROWS_AS(cpu::indexer_scores_batch(keys.kv, &iq, &nv, 1, out.data(), 64), Error);
+    nv = 40;
+    CHECK_THROWS_AS(cpu::indexer_scores_batch(keys.kv, &iq, &nv, 1, out.data(), 20), Error);  // stride too small
+    CHECK_THROWS_AS(cpu::indexer_scores_batch(keys.kv, &iq, nullptr, 1, out.data(), 64), Error);
+    IndexerQuery bad{nullptr, w.data(), 1};
+    CHECK_THROWS_AS(ref::indexer_scores_batch(keys.kv, &bad, &nv, 1, out.data(), 64), Error);
+}
+
+TEST_CASE("kernels.indexer.topk_threshold_path_matches_full_sort") {
+    std::mt19937 rng(77);
+    for (int32_t n : {4096, 5000, 60000}) {
+        for (int32_t k : {1, 7, 512, 700}) {
+            for (int variant = 0; variant < 4; ++variant) {
+                CAPTURE(n);
+                CAPTURE(k);
+                CAPTURE(variant);
+                std::vector<float> s(n);
+                std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+                for (auto& x : s) x = u(rng);
+                if (variant == 1)  // heavy ties: 16 distinct values
+                    for (auto& x : s) x = std::floor(x * 8.0f);
+                if (variant == 2)  // NaNs and infinities sprinkled in, an ascending ramp
+                    for (int32_t i = 0; i < n; ++i) s[i] = i % 97 == 0 ? NAN : i % 89 == 0 ? INFINITY : float(i) * 1e-3f;
+                if (variant == 3)  // almost all NaN: fewer than k numbers
+                    for (int32_t i = 0; i < n; ++i) s[i] = i % 500 == 3 ? float(i % 7) : NAN;
+                std::vector<int32_t> ids(n);
+                for (int32_t i = 0; i < n; ++i) ids[i] = (i * 7919) % n;  // a permutation (n not a multiple of 7919)
+                for (bool with_ids : {false, true}) {
+                    std::vector<int32_t> out(std::min(n, k));
+                    const int32_t m = topk_rows(s.data(), with_ids ? ids.data() : nullptr, n, k, out.data());
+                    out.resize(m);
+                    CHECK(out == naive_topk(s, with_ids ? &ids : nullptr, k));
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("kernels.indexer.block_max_candidates_large_matches_naive") {
+    std::mt19937 rng(78);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (int32_t n : {20001, 80000}) {
+        std::vector<float> s(n);
+        for (int32_t i = 0; i < n; ++i) s[i] = std::floor(u(rng) * 50.0f);  // ties between blocks
+        for (int32_t i = 0; i < 16; ++i) s[i] = NAN;                       // two all-NaN blocks
+        s[100] = NAN;                                                       // a NaN beside numbers
+        const int32_t block = 8, max_blocks = 256;
+        const int32_t nb = (n + block - 1) / block;
+        std::vector<float> bmax(nb - 1);
+        for (int32_t b = 0; b + 1 < nb; ++b) {
+            float m = -INFINITY;
+            bool nan = false;
+            for (int32_t i = b * block; i < (b + 1) * block; ++i) {
+                if (std::isnan(s[i])) nan = true;
+                else m = std::max(m, s[i]);
+            }
+            bmax[b] = nan && std::isinf(m) ? NAN : m;
+        }
+        std::vector<int32_t> want = naive_topk(bmax, nullptr, max_blocks - 1);
+        want.push_back(nb - 1);
+        std::vector<int32_t> got(max_blocks);
+        got.resize(block_max_candidates(s.data(), n, block, max_blocks, got.data()));
+        CHECK(got == want);
+    }
 }

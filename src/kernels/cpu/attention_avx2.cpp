@@ -18,6 +18,7 @@ namespace kvrt::cpu::avx2 {
 #define KVRT_ISA_AVX2
 #include "kernels/cpu/simd_avx2.hpp"
 #include "kernels/cpu/attention_core.inl"
+#include "kernels/cpu/indexer_core.inl"
 #undef KVRT_ISA_AVX2
 }  // namespace kvrt::cpu::avx2
 
@@ -25,7 +26,7 @@ namespace kvrt::cpu::avx2 {
 
 namespace kvrt::cpu {
 const AttentionImpl& attention_impl_avx2() {
-    static const AttentionImpl impl{&avx2::prefill, &avx2::decode, &avx2::sparse, &avx2::indexer};
+    static const AttentionImpl impl{&avx2::prefill, &avx2::decode, &avx2::sparse, &avx2::indexer, &avx2::indexer_batch};
     return impl;
 }
 }  // namespace kvrt::cpu

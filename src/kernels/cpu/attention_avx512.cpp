@@ -21,6 +21,7 @@ namespace kvrt::cpu::avx512 {
 #define KVRT_ISA_AVX512
 #include "kernels/cpu/simd_avx512.hpp"
 #include "kernels/cpu/attention_core.inl"
+#include "kernels/cpu/indexer_core.inl"
 #undef KVRT_ISA_AVX512
 }  // namespace kvrt::cpu::avx512
 
@@ -28,7 +29,7 @@ namespace kvrt::cpu::avx512 {
 
 namespace kvrt::cpu {
 const AttentionImpl& attention_impl_avx512() {
-    static const AttentionImpl impl{&avx512::prefill, &avx512::decode, &avx512::sparse, &avx512::indexer};
+    static const AttentionImpl impl{&avx512::prefill, &avx512::decode, &avx512::sparse, &avx512::indexer, &avx512::indexer_batch};
     return impl;
 }
 }  // namespace kvrt::cpu

@@ -16,6 +16,9 @@ struct AttentionImpl {
     void (*sparse)(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries);
     // ids == nullptr: positions 0..n-1.
     void (*indexer)(const PagedKV& keys, const IndexerQuery& q, const int32_t* ids, int32_t n, float* scores);
+    // Query i scores positions [0, n_visible[i]) into scores + i * stride (indexer_core.inl).
+    void (*indexer_batch)(const PagedKV& keys, const IndexerQuery* qs, const int32_t* n_visible, int32_t n_queries,
+                          float* scores, size_t stride);
 };
 
 const AttentionImpl& attention_impl_scalar();

@@ -18,6 +18,7 @@ namespace kvrt::cpu::scalar {
 #define KVRT_ISA_SCALAR
 #include "kernels/cpu/simd_scalar.hpp"
 #include "kernels/cpu/attention_core.inl"
+#include "kernels/cpu/indexer_core.inl"
 #undef KVRT_ISA_SCALAR
 }  // namespace kvrt::cpu::scalar
 
@@ -25,7 +26,7 @@ namespace kvrt::cpu::scalar {
 
 namespace kvrt::cpu {
 const AttentionImpl& attention_impl_scalar() {
-    static const AttentionImpl impl{&scalar::prefill, &scalar::decode, &scalar::sparse, &scalar::indexer};
+    static const AttentionImpl impl{&scalar::prefill, &scalar::decode, &scalar::sparse, &scalar::indexer, &scalar::indexer_batch};
     return impl;
 }
 }  // namespace kvrt::cpu

@@ -4,6 +4,9 @@
 #include "kernels/ref/elem.hpp"
 #include "util/error.hpp"
 
+#include <algorithm>
+#include <string>
+
 namespace kvrt::ref {
 
 namespace {
@@ -39,6 +42,26 @@ void indexer_scores_rows(const PagedKV& keys, const IndexerQuery& q, const int32
                "indexer_scores_rows: bad rows or output");
     for (int32_t i = 0; i < n_rows; ++i) kernels::check_rows_present(keys, rows[i], rows[i], "indexer_scores_rows");
     for (int32_t i = 0; i < n_rows; ++i) scores[i] = score(keys, q, rows[i]);
+}
+
+void indexer_scores_batch(const PagedKV& keys, const IndexerQuery* queries, const int32_t* n_visible,
+                          int32_t n_queries, float* scores, size_t stride) {
+    const char* what = "indexer_scores_batch";
+    KVRT_CHECK(n_queries >= 0 && (n_queries == 0 || (queries && n_visible)), KVRT_ERR_INVALID_ARGUMENT,
+               "indexer_scores_batch: null queries or n_visible");
+    int32_t n_max = 0;
+    for (int32_t i = 0; i < n_queries; ++i) {
+        check(keys, queries[i], what);
+        KVRT_CHECK(n_visible[i] >= 0 && size_t(n_visible[i]) <= stride, KVRT_ERR_INVALID_ARGUMENT,
+                   "indexer_scores_batch: query " + std::to_string(i) + " sees " + std::to_string(n_visible[i]) +
+                       " keys, outside [0, stride " + std::to_string(stride) + "]");
+        n_max = std::max(n_max, n_visible[i]);
+    }
+    if (n_max == 0) return;
+    KVRT_CHECK(scores != nullptr, KVRT_ERR_INVALID_ARGUMENT, "indexer_scores_batch: null scores");
+    kernels::check_rows_present(keys, 0, int64_t(n_max) - 1, what);
+    for (int32_t i = 0; i < n_queries; ++i)
+        for (int32_t s = 0; s < n_visible[i]; ++s) scores[size_t(i) * stride + s] = score(keys, queries[i], s);
 }
 
 }  // namespace kvrt::ref
