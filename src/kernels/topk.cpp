@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -11,32 +13,41 @@
 namespace kvrt {
 
 namespace {
-// Strict "ranks before": higher score first, NaN last, ties by smaller id.
-inline bool better(float sa, int32_t ia, float sb, int32_t ib) {
-    const bool na = std::isnan(sa), nb = std::isnan(sb);
-    if (na != nb) return nb;
-    if (!na && sa != sb) return sa > sb;
-    return ia < ib;
+// The rank order ("ranks before" = smaller key): higher score first, NaN last, ties by the
+// smaller id. The high half orders scores descending (-0 as +0, NaN after every number),
+// the low half ids ascending (signed).
+inline uint64_t rank_key(float s, int32_t id) {
+    uint32_t hi;
+    if (std::isnan(s)) {
+        hi = 0xFFFFFFFFu;
+    } else {
+        if (s == 0.0f) s = 0.0f;
+        uint32_t u;
+        std::memcpy(&u, &s, 4);
+        u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending with the float
+        hi = ~u;                                           // descending; NaN's 0xFFFFFFFF is above every number's
+    }
+    return (uint64_t(hi) << 32) | (uint32_t(id) ^ 0x80000000u);
 }
 }  // namespace
 
 namespace {
-// Threshold pre-filter of topk_rows: only worth it when k is a small part of n.
-constexpr int32_t kFilterMinN = 4096;
-constexpr int32_t kSample = 2048;
+// Threshold pre-filter of topk_rows.
+constexpr int32_t kFilterMinN = 1024;  // and k <= n / 2
+constexpr int32_t kSampleMax = 2048;
 
 // A score threshold tau such that (most likely) a little more than k scores are >= tau,
 // from a fixed, evenly spaced sample (deterministic). NaN when the sample cannot give one.
 float sample_threshold(const float* scores, int32_t n, int32_t k) {
     thread_local std::vector<float> sample;
+    const int32_t S = std::min(kSampleMax, std::max(256, n / 8));
     sample.clear();
-    const int64_t stride = n / kSample;
-    for (int32_t i = 0; i < kSample; ++i) {
-        const float x = scores[int64_t(i) * stride];
+    for (int32_t i = 0; i < S; ++i) {
+        const float x = scores[int64_t(i) * n / S];
         if (!std::isnan(x)) sample.push_back(x);
     }
     // Expected rank of the k-th best in the sample, plus a margin of ~3 standard deviations.
-    const double kk = double(k) * double(kSample) / double(n);
+    const double kk = double(k) * double(S) / double(n);
     const int64_t r = int64_t(kk + 3.0 * std::sqrt(kk) + 8.0);
     if (r >= int64_t(sample.size())) return std::numeric_limits<float>::quiet_NaN();
     std::nth_element(sample.begin(), sample.begin() + r, sample.end(), std::greater<float>());
@@ -51,21 +62,22 @@ int32_t topk_rows(const float* scores, const int32_t* ids, int32_t n, int32_t k,
     auto id = [&](int32_t i) { return ids ? ids[i] : i; };
     if (n <= k) {
         for (int32_t i = 0; i < n; ++i) out_ids[i] = id(i);
-        std::sort(out_ids, out_ids + n);
+        if (ids && !std::is_sorted(out_ids, out_ids + n)) std::sort(out_ids, out_ids + n);
         return n;
     }
-    // Candidates: every entry when n is small, else the entries scoring >= a sampled
-    // threshold tau (one branch-free pass). Exact either way: when at least k entries
-    // score >= tau, every entry outside (NaN or below tau) ranks after all of them.
-    thread_local std::vector<int32_t> idx;
-    idx.resize(size_t(n));
+    // Candidates, ascending: every entry when n is small, else the entries scoring >= a
+    // sampled threshold tau (one branch-free pass). Exact either way: when at least k
+    // entries score >= tau, every entry outside (NaN or below tau) ranks after all of them.
+    thread_local std::vector<int32_t> cand;
+    thread_local std::vector<uint64_t> keys, work;
     int32_t m = n;
     bool filtered = false;
-    if (n >= kFilterMinN && int64_t(k) * 8 <= n) {
+    if (n >= kFilterMinN && int64_t(k) * 2 <= n) {
         const float tau = sample_threshold(scores, n, k);
         if (!std::isnan(tau)) {
+            cand.resize(size_t(n));
             int32_t c = 0;
-            int32_t* out = idx.data();
+            int32_t* out = cand.data();
             for (int32_t i = 0; i < n; ++i) {
                 out[c] = i;
                 c += scores[i] >= tau ? 1 : 0;
@@ -76,13 +88,23 @@ int32_t topk_rows(const float* scores, const int32_t* ids, int32_t n, int32_t k,
             }
         }
     }
-    if (!filtered)
-        for (int32_t i = 0; i < n; ++i) idx[i] = i;
-    auto cmp = [&](int32_t a, int32_t b) { return better(scores[a], id(a), scores[b], id(b)); };
-    std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.begin() + m, cmp);
-    for (int32_t i = 0; i < k; ++i) out_ids[i] = id(idx[i]);
-    std::sort(out_ids, out_ids + k);
-    return k;
+    // Rank keys: one integer per candidate in rank order, so that selection compares integers only.
+    keys.resize(size_t(m));
+    for (int32_t j = 0; j < m; ++j) {
+        const int32_t i = filtered ? cand[j] : j;
+        keys[j] = rank_key(scores[i], id(i));
+    }
+    // The k-th smallest key ...
+    work.assign(keys.begin(), keys.end());
+    std::nth_element(work.begin(), work.begin() + (k - 1), work.end());
+    const uint64_t pivot = work[size_t(k) - 1];
+    // ... then the k candidates at or below it, in ascending entry order (ascending ids when
+    // ids are ascending, as the decoder's candidate rows are).
+    int32_t got = 0;
+    for (int32_t j = 0; j < m && got < k; ++j)
+        if (keys[j] <= pivot) out_ids[got++] = int32_t(uint32_t(keys[j]) ^ 0x80000000u);
+    if (ids && !std::is_sorted(out_ids, out_ids + got)) std::sort(out_ids, out_ids + got);
+    return got;
 }
 
 int32_t block_max_candidates(const float* scores, int32_t n_visible, int32_t block, int32_t max_blocks,

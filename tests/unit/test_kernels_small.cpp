@@ -163,7 +163,7 @@ TEST_CASE("kernels.indexer.batch_matches_per_query_bits_and_ref") {
 
 TEST_CASE("kernels.indexer.topk_threshold_path_matches_full_sort") {
     std::mt19937 rng(77);
-    for (int32_t n : {4096, 5000, 60000}) {
+    for (int32_t n : {1024, 2048, 5000, 60000}) {
         for (int32_t k : {1, 7, 512, 700}) {
             for (int variant = 0; variant < 4; ++variant) {
                 CAPTURE(n);
