@@ -148,14 +148,22 @@ typedef struct kvrt_ced_session_config {
     int32_t chunk;                 /* prefill positions per pass (256) */
     uint64_t bank_budget_bytes;    /* bank cache budget (256 MiB) */
     uint64_t window_budget_bytes;  /* window cache budget, checkpoints included (256 MiB) */
+    /* Appended fields (a struct_size without them keeps their defaults): */
+    int32_t cache_dtype;           /* element type of every cached row (bank rows, indexer keys,
+                                      windows), a kvrt_dtype value (kvrt/cache.h): 0 = F32 (default),
+                                      1 = F16 or 2 = BF16: half the bytes per token and half the bytes
+                                      the indexer scans per decode step; rows rounded to nearest even */
+    int32_t reserved0;             /* must be 0 */
 } kvrt_ced_session_config;
 
-/* Fills the defaults. Returns KVRT_ERR_INVALID_ARGUMENT for NULL or a bad struct_size. */
+/* Fills the defaults of the fields that struct_size covers. Returns
+ * KVRT_ERR_INVALID_ARGUMENT for NULL or a struct_size smaller than the first
+ * version's (through window_budget_bytes) or larger than this header's. */
 KVRT_API kvrt_status kvrt_ced_session_config_init(kvrt_ced_session_config *cfg, size_t struct_size);
 
 /* Creates a session over model (cfg NULL = defaults). Returns KVRT_OK,
  * KVRT_ERR_INVALID_ARGUMENT (NULL out, bad config: block_tokens not a multiple
- * of a ratio, zero budget), KVRT_ERR_BAD_HANDLE, KVRT_ERR_OUT_OF_MEMORY.
+ * of a ratio, zero budget, cache_dtype not F32/F16/BF16, reserved0 not 0), KVRT_ERR_BAD_HANDLE, KVRT_ERR_OUT_OF_MEMORY.
  * Thread-safe. Cost: reserves the caches' address space. */
 KVRT_API kvrt_status kvrt_ced_session_create(kvrt_ced_session **out, const kvrt_ced_model *model,
                                              const kvrt_ced_session_config *cfg);

@@ -2,12 +2,14 @@
 // sessions over kvrt::ced::CedRuntime.
 #include "api/boundary.hpp"
 #include "api/handle_registry.hpp"
+#include "kvrt/cache.h"
 #include "kvrt/ced.h"
 #include "model/ced_memory.hpp"
 #include "model/ced_weights.hpp"
 #include "model/gguf.hpp"
 #include "runtime/ced_runtime.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -125,10 +127,15 @@ KVRT_API kvrt_status kvrt_ced_memory_source(int32_t* layer, int32_t* ratio, doub
     });
 }
 
+namespace {
+// The first version of kvrt_ced_session_config ended at window_budget_bytes.
+constexpr size_t kSessionConfigV1 = offsetof(kvrt_ced_session_config, cache_dtype);
+}  // namespace
+
 KVRT_API kvrt_status kvrt_ced_session_config_init(kvrt_ced_session_config* cfg, size_t struct_size) {
     return guard("kvrt_ced_session_config_init", [&] {
         require_non_null(cfg, "cfg");
-        if (struct_size != sizeof(kvrt_ced_session_config))
+        if (struct_size < kSessionConfigV1 || struct_size > sizeof(kvrt_ced_session_config))
             throw Error(KVRT_ERR_INVALID_ARGUMENT,
                         "struct_size is " + std::to_string(struct_size) + "; pass sizeof(kvrt_ced_session_config)");
         kvrt_ced_session_config d{};
@@ -137,7 +144,8 @@ KVRT_API kvrt_status kvrt_ced_session_config_init(kvrt_ced_session_config* cfg, 
         d.chunk = 256;
         d.bank_budget_bytes = 256ull << 20;
         d.window_budget_bytes = 256ull << 20;
-        *cfg = d;
+        d.cache_dtype = KVRT_DTYPE_F32;
+        std::memcpy(cfg, &d, struct_size);
     });
 }
 
@@ -150,19 +158,27 @@ KVRT_API kvrt_status kvrt_ced_session_create(kvrt_ced_session** out, const kvrt_
         kvrt_ced_session_config c;
         kvrt_ced_session_config_init(&c, sizeof c);
         if (cfg) {
-            kvrt::api::require_config(cfg, "cfg", sizeof(kvrt_ced_session_config));
-            c = *cfg;
+            kvrt::api::require_config(cfg, "cfg", kSessionConfigV1);
+            std::memcpy(&c, cfg, cfg->struct_size);  // fields past an older struct_size keep their defaults
+            c.struct_size = sizeof c;
         }
         if (c.block_tokens < 1 || c.block_tokens > 4096)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->block_tokens must be in [1, 4096]");
         if (c.chunk < 1) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->chunk must be >= 1");
         if (c.bank_budget_bytes == 0 || c.window_budget_bytes == 0)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg budgets must be > 0");
+        if (c.cache_dtype != KVRT_DTYPE_F32 && c.cache_dtype != KVRT_DTYPE_F16 && c.cache_dtype != KVRT_DTYPE_BF16)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->cache_dtype " + std::to_string(c.cache_dtype) +
+                                                       " is not KVRT_DTYPE_F32, KVRT_DTYPE_F16 or KVRT_DTYPE_BF16");
+        if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
         kvrt::ced::CedRuntimeOptions o;
         o.block_tokens = c.block_tokens;
         o.chunk = c.chunk;
         o.bank_budget_bytes = c.bank_budget_bytes;
         o.window_budget_bytes = c.window_budget_bytes;
+        o.cache_dtype = c.cache_dtype == KVRT_DTYPE_BF16 ? kvrt::DType::BF16
+                        : c.cache_dtype == KVRT_DTYPE_F16 ? kvrt::DType::F16
+                                                          : kvrt::DType::F32;
         auto s = std::make_shared<CedSessionObj>();
         s->model = m;
         s->rt = std::make_unique<kvrt::ced::CedRuntime>(m->weights, o);

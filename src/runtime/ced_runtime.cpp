@@ -4,6 +4,7 @@
 #include "kernels/indexer.hpp"
 #include "kernels/rms_norm.hpp"
 #include "kernels/rope.hpp"
+#include "util/dtype.hpp"
 #include "util/error.hpp"
 
 #include <algorithm>
@@ -72,14 +73,16 @@ CedRuntime::CedRuntime(std::shared_ptr<const CedWeights> w, const CedRuntimeOpti
                        uint64_t fp_hi)
     : w_(std::move(w)), c_(w_->cfg), opt_(opt), fp_lo_(fp_lo), fp_hi_(fp_hi) {
     KVRT_CHECK(opt_.chunk >= 1, KVRT_ERR_INVALID_ARGUMENT, "ced runtime: chunk must be >= 1");
+    KVRT_CHECK(opt_.cache_dtype == DType::F32 || opt_.cache_dtype == DType::BF16 || opt_.cache_dtype == DType::F16,
+               KVRT_ERR_INVALID_ARGUMENT, "ced runtime: cache rows must be f32, bf16 or f16");
     for (int32_t r : c_.source_ratios)
         KVRT_CHECK(opt_.block_tokens % r == 0, KVRT_ERR_INVALID_ARGUMENT,
                    "ced runtime: block_tokens " + std::to_string(opt_.block_tokens) +
                        " is not a multiple of bank ratio " + std::to_string(r));
-    cache::CacheConfig b = bank_layout(c_, opt_.block_tokens, DType::F32);
+    cache::CacheConfig b = bank_layout(c_, opt_.block_tokens, opt_.cache_dtype);
     b.budget_bytes = opt_.bank_budget_bytes;
     banks_ = std::make_unique<cache::Cache>(b);
-    cache::CacheConfig wl = window_layout(c_, opt_.block_tokens, DType::F32);
+    cache::CacheConfig wl = window_layout(c_, opt_.block_tokens, opt_.cache_dtype);
     wl.budget_bytes = opt_.window_budget_bytes;
     windows_ = std::make_unique<cache::Cache>(wl);
     last_sel_.assign(c_.n_layers, {});
@@ -217,7 +220,7 @@ void CedRuntime::fill_random(SeqId id, int64_t n, uint64_t seed) {
                 const int64_t m = std::min(piece, rows - r0);
                 buf.resize(size_t(m) * w);
                 for (auto& v : buf) v = rnd();
-                banks_->write_rows(s.bank, which ? idx_layer(si) : bank_layer(si), r0, m, buf.data(), nullptr);
+                put_rows(*banks_, s.bank, which ? idx_layer(si) : bank_layer(si), r0, m, buf.data(), w);
             }
         }
     }
@@ -227,7 +230,7 @@ void CedRuntime::fill_random(SeqId id, int64_t n, uint64_t seed) {
         const size_t w = c_.entry_dim;
         buf.resize(size_t(n - lo) * w);
         for (auto& v : buf) v = rnd();
-        windows_->write_rows(s.win, l, lo, n - lo, buf.data(), nullptr);
+        put_rows(*windows_, s.win, l, lo, n - lo, buf.data(), w);
     }
     banks_->mark_computed(s.bank, n);
     windows_->mark_computed(s.win, n);
@@ -374,6 +377,16 @@ void CedRuntime::ensure_appended(Seq& s, int64_t b) {
     }
 }
 
+void CedRuntime::put_rows(cache::Cache& c, cache::SeqId seq, int32_t layer, int64_t first_row, int64_t n,
+                          const float* rows, size_t dim) {
+    if (opt_.cache_dtype == DType::F32) return c.write_rows(seq, layer, first_row, n, rows, nullptr);
+    std::vector<uint16_t>& h = scratch_half_;
+    h.resize(size_t(n) * dim);
+    const bool bf = opt_.cache_dtype == DType::BF16;
+    for (size_t i = 0; i < h.size(); i++) h[i] = bf ? f32_to_bf16(rows[i]) : f32_to_f16(rows[i]);
+    c.write_rows(seq, layer, first_row, n, h.data(), nullptr);
+}
+
 std::vector<float> CedRuntime::run(Seq& s, int64_t a, int64_t n) {
     std::vector<float> logits;
     for (int64_t x = a; x < n;) {
@@ -497,8 +510,8 @@ void CedRuntime::build_source_rows(Seq& s, int32_t l, int64_t p0, int64_t n, con
     for (int64_t i = 0; i < ng; i++) pos[i] = int32_t((g0 + i) * r);
     rope(IK.data(), ng, pos.data(), 1, int32_t(Di), false);
     rope(latent.data(), ng, pos.data(), 1, int32_t(D), false);
-    banks_->write_rows(s.bank, bank_layer(si), g0, ng, latent.data(), nullptr);
-    banks_->write_rows(s.bank, idx_layer(si), g0, ng, IK.data(), nullptr);
+    put_rows(*banks_, s.bank, bank_layer(si), g0, ng, latent.data(), D);
+    put_rows(*banks_, s.bank, idx_layer(si), g0, ng, IK.data(), Di);
 }
 
 void CedRuntime::select(Seq& s, int32_t l, int64_t p0, int64_t n, const float* H,
@@ -595,7 +608,7 @@ void CedRuntime::layer(Seq& s, int32_t l, int64_t p0, int64_t n, float* X) {
         matmul(*L.wkv, H.data(), n, KV.data());
         rms_norm(KV.data(), L.kv_norm, n, int32_t(D), KV.data());
         rope(KV.data(), n, pos.data(), 1, int32_t(D), false);
-        windows_->write_rows(s.win, l, p0, n, KV.data(), nullptr);
+        put_rows(*windows_, s.win, l, p0, n, KV.data(), D);
     }
 
     // Selection: this layer's own (index source) or the last published one.

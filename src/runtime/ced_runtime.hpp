@@ -51,6 +51,10 @@ struct CedRuntimeOptions {
     uint64_t window_budget_bytes = 256ull << 20;
     int32_t chunk = 256;                       // prefill positions per pass
     bool use_ref_kernels = false;              // ref:: kernels and matmul_ref (slow; for tests)
+    // Element type of every cached row (bank rows, indexer keys, windows): F32, or BF16 /
+    // F16 (half the bytes per token, and half the bytes the memory-bound indexer scans read
+    // per decode step). Rows are computed in f32 and rounded (nearest even) when written.
+    DType cache_dtype = DType::F32;
     std::string salt;                          // cache salt (tenant)
 };
 
@@ -138,6 +142,9 @@ private:
     void rms_norm(const float* x, const std::vector<float>& w, int64_t rows, int32_t dim, float* out) const;
     void rope(float* x, int64_t n, const int32_t* pos, int32_t heads, int32_t dim, bool inverse) const;
     void ensure_appended(Seq& s, int64_t b);
+    // Writes n f32 rows of width dim to (cache, seq, layer) from first_row on, in cache_dtype.
+    void put_rows(cache::Cache& c, cache::SeqId seq, int32_t layer, int64_t first_row, int64_t n, const float* rows,
+                  size_t dim);
 
     std::shared_ptr<const CedWeights> w_;
     const CedConfig& c_;
@@ -154,6 +161,7 @@ private:
     std::vector<std::vector<int32_t>> pass_sel_, pass_cand_;
     std::vector<float> scratch_scores_, scratch_cand_scores_;  // indexer scores (select)
     std::vector<int32_t> scratch_blocks_;
+    std::vector<uint16_t> scratch_half_;  // put_rows: rows converted to a 16-bit cache_dtype
 };
 
 }  // namespace kvrt::ced

@@ -4,6 +4,7 @@
 #include "expect.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,35 @@ int main(void) {
     scfg.block_tokens = 4;
     scfg.bank_budget_bytes = 4u << 20;
     scfg.window_budget_bytes = 4u << 20;
+    EXPECT(scfg.cache_dtype == KVRT_DTYPE_F32);
+    scfg.cache_dtype = 7; /* not a cache row type */
+    EXPECT_ERR(kvrt_ced_session_create(&sess, model, &scfg), KVRT_ERR_INVALID_ARGUMENT);
+    scfg.cache_dtype = KVRT_DTYPE_F32;
+    scfg.reserved0 = 1;
+    EXPECT_ERR(kvrt_ced_session_create(&sess, model, &scfg), KVRT_ERR_INVALID_ARGUMENT);
+    scfg.reserved0 = 0;
+    /* A first-version struct (no cache_dtype) still works, with the default. */
+    scfg.struct_size = offsetof(kvrt_ced_session_config, cache_dtype);
+    EXPECT_OK(kvrt_ced_session_create(&sess, model, &scfg));
+    kvrt_ced_session_destroy(sess);
+    sess = NULL;
+    EXPECT_ERR(kvrt_ced_session_config_init(&scfg, offsetof(kvrt_ced_session_config, cache_dtype) - 1),
+               KVRT_ERR_INVALID_ARGUMENT);
+    EXPECT_OK(kvrt_ced_session_config_init(&scfg, sizeof scfg));
+    scfg.block_tokens = 4;
+    scfg.bank_budget_bytes = 4u << 20;
+    scfg.window_budget_bytes = 4u << 20;
+    /* bf16 caches: half the bank bytes per token of the (f32) memory report */
+    scfg.cache_dtype = KVRT_DTYPE_BF16;
+    EXPECT_OK(kvrt_ced_session_create(&sess, model, &scfg));
+    EXPECT_OK(kvrt_ced_seq_create(&seq, sess));
+    for (i = 0; i < 40; i++) tokens[i] = (int32_t)((i * 37 + 11) % 256);
+    EXPECT_OK(kvrt_ced_prefill(NULL, sess, seq, tokens, 30, KVRT_CED_PREFILL_EXACT, KVRT_CED_RESUME_AUTO));
+    EXPECT_OK(kvrt_ced_session_bytes(&bank_bpt, &bank_use, &win_use, sess));
+    EXPECT(bank_bpt * 2 == mem.global_bytes_per_token);
+    kvrt_ced_session_destroy(sess);
+    sess = NULL;
+    scfg.cache_dtype = KVRT_DTYPE_F32;
     EXPECT_OK(kvrt_ced_session_create(&sess, model, &scfg));
     kvrt_ced_model_destroy(model); /* the session keeps it alive */
     kvrt_ced_model_destroy(NULL);

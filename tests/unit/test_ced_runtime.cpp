@@ -331,3 +331,32 @@ TEST_CASE("ced memory: the caches account exactly the reported bytes per token")
     const CedMemory mem = ced_memory(m.weights->cfg, 4);
     CHECK(double(rt.bank_cache().stats().bytes_in_use) == 64 * mem.global_bytes_per_token);
 }
+
+TEST_CASE("ced runtime: bf16 / f16 caches: exact prefill == decode bit for bit, close to f32, half the bytes") {
+    const auto& m = tiny();
+    std::vector<int32_t> toks = test::random_tokens(41, 256, 13);
+    CedRuntime f(m.weights, opts(256));
+    auto sf = f.create();
+    std::vector<float> lf = f.prefill(sf, toks.data(), 41, PrefillMode::Exact).logits;
+    for (DType dt : {DType::BF16, DType::F16}) {
+        INFO("cache dtype " << dtype_name(dt));
+        CedRuntimeOptions oa = opts(16), ob = opts(1);
+        oa.cache_dtype = ob.cache_dtype = dt;
+        CedRuntime a(m.weights, oa), b(m.weights, ob);
+        auto sa = a.create(), sb = b.create();
+        std::vector<float> la = a.prefill(sa, toks.data(), 41, PrefillMode::Exact).logits;
+        std::vector<float> lb = b.prefill(sb, toks.data(), 1, PrefillMode::Exact).logits;
+        for (int64_t i = 1; i < 41; i++) lb = b.decode(sb, toks[i]);
+        CHECK(la == lb);
+        // Rows rounded to 8 (bf16) or 11 (f16) significant bits move the logits a little.
+        const double d = max_abs_diff(la, lf);
+        INFO("max abs logit difference to f32 caches " << d);
+        CHECK(d > 0.0);
+        CHECK(d < (dt == DType::BF16 ? 0.25 : 0.05));
+        CHECK(a.bank_cache().stats().bytes_per_token * 2 == doctest::Approx(f.bank_cache().stats().bytes_per_token));
+        CHECK(a.window_cache().stats().block_set_bytes * 2 <= f.window_cache().stats().block_set_bytes + 256);
+    }
+    CedRuntimeOptions bad = opts();
+    bad.cache_dtype = static_cast<DType>(99);
+    CHECK_THROWS_AS(CedRuntime(m.weights, bad), Error);
+}

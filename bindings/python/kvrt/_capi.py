@@ -134,7 +134,8 @@ class ced_memory(Structure):
 
 class ced_session_config(Structure):
     _fields_ = [("struct_size", c_size_t), ("block_tokens", c_int32), ("chunk", c_int32),
-                ("bank_budget_bytes", c_uint64), ("window_budget_bytes", c_uint64)]
+                ("bank_budget_bytes", c_uint64), ("window_budget_bytes", c_uint64),
+                ("cache_dtype", c_int32), ("reserved0", c_int32)]
 
 
 class ced_prefill_info(Structure):

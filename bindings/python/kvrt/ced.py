@@ -63,11 +63,13 @@ class CedSession(Handle):
     """A CED runtime and its caches over a CedModel (one thread at a time)."""
     _destroy = "kvrt_ced_session_destroy"
 
-    def __init__(self, model, block_tokens=0, chunk=0, bank_budget_bytes=0, window_budget_bytes=0):
+    def __init__(self, model, block_tokens=0, chunk=0, bank_budget_bytes=0, window_budget_bytes=0, cache_dtype=0):
+        """cache_dtype: a kvrt_dtype value (0 = f32, 1 = f16, 2 = bf16) for every cached row."""
         self._ptr = None
         cfg = C.init_struct(C.ced_session_config, "kvrt_ced_session_config_init")
         for name, value in (("block_tokens", block_tokens), ("chunk", chunk),
-                            ("bank_budget_bytes", bank_budget_bytes), ("window_budget_bytes", window_budget_bytes)):
+                            ("bank_budget_bytes", bank_budget_bytes), ("window_budget_bytes", window_budget_bytes),
+                            ("cache_dtype", cache_dtype)):
             if value:
                 setattr(cfg, name, value)
         super().__init__(create(C.lib().kvrt_ced_session_create, model._p, ctypes.byref(cfg)))

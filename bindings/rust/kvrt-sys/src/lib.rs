@@ -492,6 +492,8 @@ pub struct kvrt_ced_session_config {
     pub chunk: i32,
     pub bank_budget_bytes: u64,
     pub window_budget_bytes: u64,
+    pub cache_dtype: i32,
+    pub reserved0: i32,
 }
 
 #[repr(C)]

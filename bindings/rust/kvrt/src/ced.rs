@@ -150,6 +150,8 @@ pub struct CedSessionOptions {
     pub chunk: i32,
     pub bank_budget_bytes: u64,
     pub window_budget_bytes: u64,
+    /// Element type of every cached row, a `kvrt_dtype` value: 0 = f32, 1 = f16, 2 = bf16.
+    pub cache_dtype: i32,
 }
 
 /// A CED runtime with its caches; one thread at a time (`Send`, not `Sync`).
@@ -169,6 +171,7 @@ impl<'m> CedSession<'m> {
         if o.chunk != 0 { cfg.chunk = o.chunk; }
         if o.bank_budget_bytes != 0 { cfg.bank_budget_bytes = o.bank_budget_bytes; }
         if o.window_budget_bytes != 0 { cfg.window_budget_bytes = o.window_budget_bytes; }
+        if o.cache_dtype != 0 { cfg.cache_dtype = o.cache_dtype; }
         let mut out = ptr::null_mut();
         check(unsafe { sys::kvrt_ced_session_create(&mut out, model.raw.as_ptr(), &cfg) })?;
         NonNull::new(out)
