@@ -12,7 +12,7 @@
 //   sparse    sparse K=V attention over k selected rows vs the same selection
 //             computed densely over every row with a mask.
 // Usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T]
-//                  [--decode-only | --prefill-only]
+//                  [--decode-only | --prefill-only] [--cache-dtype f32|bf16|f16]
 //   (no --model: the base preset, q8_0, seed 1, generated in memory).
 // Times are the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) with one
 // OpenMP thread by default: on a shared, oversubscribed machine wall time
@@ -77,8 +77,11 @@ Model load(const std::string& path, const std::string& preset_name) {
     return m;
 }
 
+DType g_cache_dtype = DType::F32;  // --cache-dtype
+
 CedRuntimeOptions runtime_opts(uint64_t bank_budget) {
     CedRuntimeOptions o;
+    o.cache_dtype = g_cache_dtype;
     o.block_tokens = 16;
     o.chunk = 512;
     o.bank_budget_bytes = bank_budget;
@@ -116,7 +119,8 @@ void bench_decode(const Model& m, const std::vector<int64_t>& ctxs, int steps) {
     for (int64_t ctx : ctxs) {
         const CedConfig& c = m.w->cfg;
         double bpt = 0;
-        for (int32_t i = 0; i < c.n_sources(); i++) bpt += double(c.entry_dim + c.idx_dim) * 4 / c.source_ratios[i];
+        for (int32_t i = 0; i < c.n_sources(); i++)
+            bpt += double(c.entry_dim + c.idx_dim) * double(dtype_size(g_cache_dtype)) / c.source_ratios[i];
         const uint64_t budget = uint64_t(bpt * double(ctx + 4096) * 1.1) + (64ull << 20);
         CedRuntime rt(m.w, runtime_opts(budget));
         auto s = rt.create();
@@ -178,7 +182,8 @@ void bench_decode(const Model& m, const std::vector<int64_t>& ctxs, int steps) {
         }
         const double rest = std::max(0.0, med - scans[1]);
         const double core = std::max(0.0, med - scans[1] - selects[1]);
-        const std::string extra = "\"context\":" + std::to_string(ctx) + ",\"steps\":" + std::to_string(steps);
+        const std::string extra = "\"context\":" + std::to_string(ctx) + ",\"steps\":" + std::to_string(steps) +
+                                  ",\"cache_dtype\":\"" + dtype_name(g_cache_dtype) + "\"";
         emit("ced_decode", "indexer_full_scans_cpu_ms", scans[1] * 1e3, "ms", extra);
         emit("ced_decode", "indexer_full_selections_cpu_ms", selects[1] * 1e3, "ms", extra);
         if (base == 0) {
@@ -277,11 +282,20 @@ int main(int argc, char** argv) {
         else if (std::strcmp(argv[i], "--no-1m") == 0) big = false;
         else if (std::strcmp(argv[i], "--decode-only") == 0) decode_only = true;
         else if (std::strcmp(argv[i], "--prefill-only") == 0) prefill_only = true;
+        else if (std::strcmp(argv[i], "--cache-dtype") == 0 && i + 1 < argc) {
+            const std::string d = argv[++i];
+            if (d == "bf16") g_cache_dtype = DType::BF16;
+            else if (d == "f16") g_cache_dtype = DType::F16;
+            else if (d != "f32") {
+                std::fprintf(stderr, "bench_ced: --cache-dtype takes f32, bf16 or f16\n");
+                return 2;
+            }
+        }
         else if (std::strcmp(argv[i], "--prefill") == 0 && i + 1 < argc) prefill_n = std::atoll(argv[++i]);
         else if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
         else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else {
-            std::fprintf(stderr, "usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T] [--decode-only | --prefill-only]\n");
+            std::fprintf(stderr, "usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T] [--decode-only | --prefill-only] [--cache-dtype f32|bf16|f16]\n");
             return 2;
         }
     }
