@@ -80,22 +80,25 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.zero = z;
 }
 
+// HINT: 2 (prefetcht1: toward L2, for rows needed later) or 3 (prefetcht0: into L1, next tile).
+template <int HINT>
 inline void prefetch_range(const uint8_t* p, size_t bytes) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63), e = reinterpret_cast<uintptr_t>(p) + bytes;
-    for (uintptr_t x = a; x < e; x += 64) __builtin_prefetch(reinterpret_cast<const void*>(x), 0, 2);
+    for (uintptr_t x = a; x < e; x += 64) __builtin_prefetch(reinterpret_cast<const void*>(x), 0, HINT);
 }
 
 // Prefetches the K and V rows (all heads) of positions [a, b], block by block (a block's rows
 // are contiguous): paged blocks are scattered, so the hardware prefetchers lose the stream at
 // every block boundary.
+template <int HINT = 2>
 inline void prefetch_rows(const PagedKV& kv, int64_t a, int64_t b) {
     const int64_t bt = kv.block_tokens;
     while (a <= b) {
         const int64_t blk = a / bt, e = mn(b, blk * bt + bt - 1);
         const uint8_t* base = kv.blocks[blk];
         const size_t off = size_t(a - blk * bt) * kv.row_bytes, bytes = size_t(e - a + 1) * kv.row_bytes;
-        prefetch_range(base + kv.k_offset + off, bytes);
-        if (kv.v_offset != kv.k_offset) prefetch_range(base + kv.v_offset + off, bytes);
+        prefetch_range<HINT>(base + kv.k_offset + off, bytes);
+        if (kv.v_offset != kv.k_offset) prefetch_range<HINT>(base + kv.v_offset + off, bytes);
         a = e + 1;
     }
     // GCC's IPA deems a void function of prefetches alone "const" and deletes its calls
@@ -597,14 +600,21 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             const int64_t base = k * T;
             const int ja = static_cast<int>(mx(ci.lo, base) - base);
             const int jb = static_cast<int>(mn(ci.hi, base + T - 1) - base);
-            // The tile kDecodePrefetch tiles ahead, a share per KV head (spread over the tile's
-            // work: a burst of prefetches fills the L1 miss buffers and stalls the loads).
+            // Two prefetch streams, a share per KV head (spread over the tile's work: a burst of
+            // prefetches fills the L1 miss buffers and stalls the loads): the tile `ahead` tiles
+            // on toward L2, and the next tile into L1 (measured: ~10-20% more beyond the LLC
+            // than the far stream alone).
             const int64_t pf = base + ahead * T, pfe = mn(ci.hi, pf + T - 1);
+            const int64_t nb = base + T, ne = ahead > 1 ? mn(ci.hi, nb + T - 1) : nb - 1;
             row_ptrs(kv, base, ja, jb, kr, vr);
             for (int g = 0; g < n_kv; ++g) {
                 if (pf <= pfe) {
                     const int64_t n = pfe - pf + 1;
                     prefetch_rows(kv, pf + n * g / n_kv, pf + n * (g + 1) / n_kv - 1);
+                }
+                if (nb <= ne) {
+                    const int64_t n = ne - nb + 1;
+                    prefetch_rows<3>(kv, nb + n * g / n_kv, nb + n * (g + 1) / n_kv - 1);
                 }
                 const size_t off = size_t(g) * d * es;
                 tile_build(
