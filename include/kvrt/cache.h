@@ -131,7 +131,9 @@ KVRT_API kvrt_status kvrt_cache_layout_n_layers(int32_t *out, const kvrt_cache_l
 typedef struct kvrt_cache_config {
     size_t struct_size;
     uint64_t budget_bytes; /* the cache never holds more block bytes than this; default 256 MiB */
-    int32_t large_pages;   /* 1: ask the OS for 2 MiB pages for the arena; default 0 */
+    int32_t large_pages;   /* 1: try explicit 2 MiB pages (hugetlb) for the arena first; default 0.
+                              Either way the arena asks for transparent 2 MiB pages (madvise) and
+                              falls back to 4 KiB pages where the OS gives neither */
     int32_t reserved0;     /* must be 0 */
 } kvrt_cache_config;
 
@@ -404,7 +406,7 @@ typedef struct kvrt_cache_stats {
     double bytes_per_token;   /* all layers */
     uint64_t arena_reserved_bytes; /* address space reserved (not committed) */
     int32_t dedicated_arena;  /* 1: blocks live in a mimalloc arena of their own */
-    int32_t large_pages;      /* 1: 2 MiB pages were requested */
+    int32_t large_pages;      /* 1: explicit 2 MiB pages were requested (kvrt_cache_config) */
     int32_t n_managers;
     int32_t block_tokens;
     kvrt_cache_kind_stats kinds[KVRT_CACHE_KIND_SLOTS]; /* indexed by kvrt_layer_kind */
