@@ -244,9 +244,9 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
     const int64_t hp = D / 32;  // pairs per head
     split_pairs(Hq * hp, hp, nt, q_parts);
     split_pairs(Hkv * hp, hp, (nt + 1) / 2, k_parts);
-    split_pairs((E + 31) / 32, 2, 4 * nt, wo_parts);
-    split_pairs((F + 31) / 32, 2, 4 * nt, ff_parts);
-    split_pairs((E + 31) / 32, 2, 4 * nt, down_parts);
+    split_pairs((E + 31) / 32, 2, 2 * nt, wo_parts);
+    split_pairs((F + 31) / 32, 2, 2 * nt, ff_parts);
+    split_pairs((E + 31) / 32, 2, 2 * nt, down_parts);
     split_pairs(matmul_pairs(model.output()), 8, 16 * nt, head_parts);
     const int64_t n_qkv = static_cast<int64_t>(q_parts.size() + 2 * k_parts.size());
 
