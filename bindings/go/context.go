@@ -157,6 +157,71 @@ func (c *Context) Prefill(seq int32, tokens []int32) (RequestStats, error) {
 	return statsFrom(&s), err
 }
 
+// PrefillBatch prefills several sequences in shared forward passes: sequence
+// seqs[i] ends holding prompts[i] exactly as Prefill(seqs[i], prompts[i]) alone
+// would leave it, bit for bit. Every argument is checked before any sequence
+// changes. Returns one RequestStats per prompt, in order.
+func (c *Context) PrefillBatch(seqs []int32, prompts [][]int32) ([]RequestStats, error) {
+	if len(seqs) != len(prompts) {
+		return nil, bindingError(ErrInvalidArgument, "prefill batch: %d sequence ids but %d prompts", len(seqs), len(prompts))
+	}
+	n := len(seqs)
+	total := 0
+	for _, p := range prompts {
+		total += len(p)
+	}
+	// cgo forbids handing C an array of Go pointers: the prompts and the array of
+	// pointers to them are copied to C memory for the call.
+	var ptrs **C.int32_t
+	var lens *C.size_t
+	if n > 0 {
+		ptrMem := C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(uintptr(0))))
+		lenMem := C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.size_t(0))))
+		tokMem := C.malloc(C.size_t(total+1) * 4)
+		defer C.free(ptrMem)
+		defer C.free(lenMem)
+		defer C.free(tokMem)
+		ptrSlice := unsafe.Slice((**C.int32_t)(ptrMem), n)
+		lenSlice := unsafe.Slice((*C.size_t)(lenMem), n)
+		tokSlice := unsafe.Slice((*C.int32_t)(tokMem), total+1)
+		off := 0
+		for i, p := range prompts {
+			ptrSlice[i] = nil
+			if len(p) > 0 {
+				ptrSlice[i] = &tokSlice[off]
+			}
+			for j, t := range p {
+				tokSlice[off+j] = C.int32_t(t)
+			}
+			lenSlice[i] = C.size_t(len(p))
+			off += len(p)
+		}
+		ptrs = (**C.int32_t)(ptrMem)
+		lens = (*C.size_t)(lenMem)
+	}
+	stats := make([]C.kvrt_request_stats, n)
+	err := c.with(func(p *C.kvrt_context) C.kvrt_status {
+		for i := range stats {
+			if st := C.kvrt_request_stats_init(&stats[i], C.size_t(unsafe.Sizeof(stats[i]))); st != C.KVRT_OK {
+				return st
+			}
+		}
+		var sp *C.kvrt_request_stats
+		if n > 0 {
+			sp = &stats[0]
+		}
+		return C.kvrt_context_prefill_batch(sp, p, tokensPtr(seqs), ptrs, lens, C.size_t(n))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RequestStats, n)
+	for i := range stats {
+		out[i] = statsFrom(&stats[i])
+	}
+	return out, nil
+}
+
 // Decode appends tokens[i] to sequence seqs[i] and computes their logits.
 func (c *Context) Decode(seqs, tokens []int32) error {
 	if len(seqs) != len(tokens) {

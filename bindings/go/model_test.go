@@ -4,6 +4,7 @@ package kvrt
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +171,47 @@ func TestContextPrefixReuseAndGenerate(t *testing.T) {
 	other.Close()
 	if _, err := other.Prefill(0, a); err != ErrClosed {
 		t.Fatalf("prefill after Close: %v", err)
+	}
+}
+
+func TestContextPrefillBatch(t *testing.T) {
+	ctx, err := NewContext(testModel, ContextOptions{NCtx: 512, NSeqMax: 2, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	a, _ := testModel.Tokenize("The capital of France is", 0)
+	b, _ := testModel.Tokenize("def add(a, b):\n    return", 0)
+	stats, err := ctx.PrefillBatch([]int32{0, 1}, [][]int32{a, b})
+	if err != nil || len(stats) != 2 || stats[1].PromptTokens != uint64(len(b)) {
+		t.Fatalf("%+v %v", stats, err)
+	}
+	batched, _ := ctx.Logits(1)
+	alone, err := NewContext(testModel, ContextOptions{NCtx: 512, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close()
+	if _, err := alone.Prefill(0, b); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := alone.Logits(0)
+	for i := range want {
+		if math.Float32bits(want[i]) != math.Float32bits(batched[i]) {
+			t.Fatalf("logit %d: batched %v, alone %v", i, batched[i], want[i])
+		}
+	}
+	if _, err := ctx.PrefillBatch([]int32{0, 0}, [][]int32{b, a}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("repeated sequence: %v", err)
+	}
+	if n, _ := ctx.SeqLength(0); n != len(a) {
+		t.Fatalf("a refused batch changed sequence 0: %d tokens", n)
+	}
+	if _, err := ctx.PrefillBatch(nil, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("empty batch: %v", err)
+	}
+	if _, err := ctx.PrefillBatch([]int32{0}, [][]int32{a, b}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("mismatched lengths: %v", err)
 	}
 }
 

@@ -145,6 +145,27 @@ KVRT_API kvrt_status kvrt_request_stats_init(kvrt_request_stats *stats, size_t s
 KVRT_API kvrt_status kvrt_context_prefill(kvrt_request_stats *stats, kvrt_context *ctx, int32_t seq_id,
                                           const int32_t *tokens, size_t n_tokens);
 
+/* Prefills several sequences in shared forward passes: sequence seq_ids[i]
+ * is made to hold tokens[i][0, n_tokens[i]) exactly as kvrt_context_prefill
+ * would (common prefix kept, prefix cache reused, logits of the last token),
+ * but the positions to compute are taken in rounds of up to n_batch rows
+ * across all the prompts, so one pass over the weights serves them all.
+ * Each sequence's logits are bit-identical to prefilling it alone.
+ *   stats   NULL, or an array of n_seqs entries, each with struct_size set
+ *           to the same value (kvrt_request_stats_init);
+ *   seq_ids n_seqs distinct ids; tokens[i] and n_tokens[i] >= 1 its prompt.
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_INVALID_ARGUMENT (NULL
+ * arrays, n_seqs == 0, a NULL prompt or n_tokens[i] == 0, a repeated id);
+ * KVRT_ERR_OUT_OF_RANGE (an id, a token or a prompt length out of range: the
+ * message names it); KVRT_ERR_CACHE_FULL; KVRT_ERR_CANCELLED. Every argument
+ * is checked before any sequence changes; a failure while computing leaves
+ * each sequence holding a computed prefix of its prompt, logits unset.
+ * One thread at a time per context. Cost: O(computed tokens x model), the
+ * weights read once per round of n_batch rows. */
+KVRT_API kvrt_status kvrt_context_prefill_batch(kvrt_request_stats *stats, kvrt_context *ctx,
+                                                const int32_t *seq_ids, const int32_t *const *tokens,
+                                                const size_t *n_tokens, size_t n_seqs);
+
 /* One decode step for a batch: appends tokens[i] to sequence seq_ids[i] (each
  * id at most once, each sequence non-empty) and computes each one's logits.
  * All-or-nothing: on failure no sequence changes. Returns KVRT_OK,

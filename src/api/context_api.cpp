@@ -3,6 +3,8 @@
 #include "api/model_handles.hpp"
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 using kvrt::Error;
 using kvrt::api::guard;
@@ -136,6 +138,34 @@ KVRT_API kvrt_status kvrt_context_prefill(kvrt_request_stats* stats, kvrt_contex
         kvrt::runtime::RequestStats s;
         c.prefill(seq_id, tokens, n_tokens, &s);
         fill_stats(stats, s);
+    });
+}
+
+KVRT_API kvrt_status kvrt_context_prefill_batch(kvrt_request_stats* stats, kvrt_context* ctx, const int32_t* seq_ids,
+                                                const int32_t* const* tokens, const size_t* n_tokens, size_t n_seqs) {
+    return guard("kvrt_context_prefill_batch", [&] {
+        auto cp = kvrt::api::context_of(ctx);
+        kvrt::runtime::Context& c = *cp;
+        require_non_null(seq_ids, "seq_ids");
+        require_non_null(tokens, "tokens");
+        require_non_null(n_tokens, "n_tokens");
+        if (n_seqs == 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "n_seqs is 0");
+        // Stats entries are stats->struct_size bytes apart (the caller's struct version).
+        if (stats) kvrt::api::require_config(stats, "stats", sizeof(kvrt_request_stats));
+        auto entry = [&](size_t i) {
+            return reinterpret_cast<kvrt_request_stats*>(reinterpret_cast<char*>(stats) + i * stats->struct_size);
+        };
+        for (size_t i = 0; i < n_seqs; ++i) {
+            const std::string at = "[" + std::to_string(i) + "]";
+            if (stats && entry(i)->struct_size != stats->struct_size)
+                throw Error(KVRT_ERR_INVALID_ARGUMENT, "stats" + at + ".struct_size differs from stats[0].struct_size");
+            if (!tokens[i]) throw Error(KVRT_ERR_INVALID_ARGUMENT, "tokens" + at + " is NULL");
+            if (n_tokens[i] == 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "n_tokens" + at + " is 0");
+        }
+        std::vector<kvrt::runtime::RequestStats> s(n_seqs);
+        c.prefill_batch(seq_ids, tokens, n_tokens, n_seqs, s.data());
+        if (stats)
+            for (size_t i = 0; i < n_seqs; ++i) fill_stats(entry(i), s[i]);
     });
 }
 

@@ -159,33 +159,26 @@ uint64_t Context::kv_bytes(int32_t seq) const {
     return s.id ? cache_->seq_info(s.id).bytes : 0;
 }
 
-void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats* stats,
-                      std::vector<float>* all_logits) {
-    const double t0 = now_s();
-    Seq& s = seq_ref(seq);
-    KVRT_CHECK(tokens != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, "prefill: the prompt is empty");
+void Context::check_prompt(const char* what, const int32_t* tokens, size_t n) const {
+    KVRT_CHECK(tokens != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, std::string(what) + ": the prompt is empty");
     KVRT_CHECK(n <= p_.n_ctx, KVRT_ERR_OUT_OF_RANGE,
-               "the prompt has " + std::to_string(n) + " tokens, more than the context's n_ctx = " +
-                   std::to_string(p_.n_ctx));
+               std::string(what) + ": the prompt has " + std::to_string(n) +
+                   " tokens, more than the context's n_ctx = " + std::to_string(p_.n_ctx));
     check_tokens(tokens, n);
-    ThreadScope threads(p_.n_threads);
-    const uint32_t V = model_->config().n_vocab;
+}
 
-    // 1. What can be kept: the common prefix with the sequence's own tokens...
+Context::PrefillPlan Context::plan_prefill(Seq& s, const int32_t* tokens, size_t n, bool all_logits) {
+    PrefillPlan plan;
+    // The common prefix with the sequence's own tokens...
     size_t common = 0;
     while (common < s.tokens.size() && common < n && s.tokens[common] == tokens[common]) ++common;
     if (common == n && s.tokens.size() == n && s.has_logits && !all_logits) {
-        if (stats) {
-            *stats = {};
-            stats->prompt_tokens = stats->reused_tokens = n;
-            stats->ttft_s = now_s() - t0;
-            stats->kv_bytes = kv_bytes(seq);
-        }
-        return;
+        plan.start = n;
+        plan.done = true;
+        return plan;
     }
     if (common == n) common = n - 1;  // the last token's logits must be computed
     // ... or the shared prefix cache, when it offers more.
-    size_t from_cache = 0;
     const int64_t hit = p_.prefix_caching && !all_logits
                             ? cache_->lookup_prefix(keys_, tokens, static_cast<int64_t>(n))
                             : 0;
@@ -206,57 +199,140 @@ void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats
     if (s.id == 0) {
         s.id = cache_->create_sequence(keys_);
         if (p_.prefix_caching && !all_logits) {
-            from_cache = static_cast<size_t>(cache_->match_prefix(s.id, tokens, static_cast<int64_t>(n)));
-            s.tokens.assign(tokens, tokens + from_cache);
+            plan.from_cache = static_cast<size_t>(cache_->match_prefix(s.id, tokens, static_cast<int64_t>(n)));
+            s.tokens.assign(tokens, tokens + plan.from_cache);
         }
-        common = from_cache;
+        common = plan.from_cache;
     }
+    plan.start = common;
+    return plan;
+}
 
-    // 2. Compute [common, n) in chunks.
-    if (all_logits) all_logits->assign((n - common) * V, 0.0f);
-    s.logits.resize(V);
-    const size_t start = common;
-    for (size_t pos = start; pos < n;) {
-        const size_t len = std::min<size_t>(p_.n_batch, n - pos);
-        cache_->append(s.id, tokens + pos, static_cast<int64_t>(len));
-        try {
-            CacheKv kv(*cache_, s.id, p_.kv_dtype);
-            SeqStep step;
-            step.kv = &kv;
-            step.tokens = tokens + pos;
-            step.n_tokens = static_cast<int32_t>(len);
-            step.pos0 = static_cast<int64_t>(pos);
-            const bool last = pos + len == n;
-            if (all_logits) {
-                step.logits = all_logits->data() + (pos - start) * V;
-                step.logits_all = true;
-            } else if (last) {
-                step.logits = s.logits.data();
+void Context::compute_prompts(std::span<PromptWork> work, std::vector<float>* all_logits) {
+    const uint32_t V = model_->config().n_vocab;
+    size_t total = 0, done = 0;
+    for (const PromptWork& w : work) {
+        total += w.n - w.pos;
+        w.seq->logits.resize(V);
+    }
+    const size_t first = work.empty() ? 0 : work[0].pos;  // all_logits: single prompt only
+    if (all_logits) all_logits->assign(total * V, 0.0f);
+    std::vector<size_t> members;
+    std::vector<std::unique_ptr<CacheKv>> kvs;
+    std::vector<SeqStep> steps;
+    for (;;) {
+        // One round: up to n_batch rows, taken from the prompts in order.
+        members.clear();
+        size_t budget = p_.n_batch;
+        for (size_t i = 0; i < work.size() && budget > 0; ++i)
+            if (work[i].pos < work[i].n) {
+                work[i].len = std::min(budget, work[i].n - work[i].pos);
+                budget -= work[i].len;
+                members.push_back(i);
             }
-            llama_forward(*model_, std::span<SeqStep>(&step, 1), scratch_, KernelSet::Fast, p_.n_threads);
-            cache_->mark_computed(s.id, static_cast<int64_t>(pos + len));
-            if (last && all_logits) std::copy_n(all_logits->data() + (n - 1 - start) * V, V, s.logits.data());
+        if (members.empty()) break;
+        size_t appended = 0;
+        try {
+            for (; appended < members.size(); ++appended) {
+                const PromptWork& w = work[members[appended]];
+                cache_->append(w.seq->id, w.tokens + w.pos, static_cast<int64_t>(w.len));
+            }
+            kvs.clear();
+            steps.assign(members.size(), SeqStep{});
+            for (size_t m = 0; m < members.size(); ++m) {
+                PromptWork& w = work[members[m]];
+                kvs.push_back(std::make_unique<CacheKv>(*cache_, w.seq->id, p_.kv_dtype));
+                SeqStep& step = steps[m];
+                step.kv = kvs.back().get();
+                step.tokens = w.tokens + w.pos;
+                step.n_tokens = static_cast<int32_t>(w.len);
+                step.pos0 = static_cast<int64_t>(w.pos);
+                if (all_logits) {
+                    step.logits = all_logits->data() + (w.pos - first) * V;
+                    step.logits_all = true;
+                } else if (w.pos + w.len == w.n) {
+                    step.logits = w.seq->logits.data();
+                }
+            }
+            llama_forward(*model_, std::span<SeqStep>(steps), scratch_, KernelSet::Fast, p_.n_threads);
+            for (size_t idx : members) {
+                PromptWork& w = work[idx];
+                cache_->mark_computed(w.seq->id, static_cast<int64_t>(w.pos + w.len));
+            }
         } catch (...) {
-            cache_->truncate(s.id, static_cast<int64_t>(pos));  // never keep rows that were not computed
+            // Never keep rows that were not computed.
+            for (size_t m = 0; m < appended; ++m) {
+                const PromptWork& w = work[members[m]];
+                cache_->truncate(w.seq->id, static_cast<int64_t>(w.pos));
+            }
             throw;
         }
-        s.tokens.insert(s.tokens.end(), tokens + pos, tokens + pos + len);
-        pos += len;
-        if (p_.progress && n - start > p_.n_batch && !p_.progress(static_cast<float>(pos - start) / (n - start), "prefill"))
-            fail(KVRT_ERR_CANCELLED, "prefill cancelled by the progress callback after " + std::to_string(pos) +
-                                         " of " + std::to_string(n) + " tokens");
+        for (size_t idx : members) {
+            PromptWork& w = work[idx];
+            w.seq->tokens.insert(w.seq->tokens.end(), w.tokens + w.pos, w.tokens + w.pos + w.len);
+            w.pos += w.len;
+            done += w.len;
+            if (w.pos == w.n) {
+                if (all_logits) std::copy_n(all_logits->data() + (w.n - 1 - first) * V, V, w.seq->logits.data());
+                w.seq->has_logits = true;
+            }
+        }
+        if (p_.progress && total > p_.n_batch &&
+            !p_.progress(static_cast<float>(done) / static_cast<float>(total), "prefill"))
+            fail(KVRT_ERR_CANCELLED, "prefill cancelled by the progress callback after " + std::to_string(done) +
+                                         " of " + std::to_string(total) + " tokens");
     }
-    s.has_logits = true;
-    if (stats) {
-        *stats = {};
-        stats->prompt_tokens = n;
-        stats->reused_tokens = start;
-        stats->reused_from_cache = from_cache;
-        stats->computed_tokens = n - start;
-        stats->prefill_s = now_s() - t0;
-        stats->ttft_s = stats->prefill_s;
-        stats->kv_bytes = kv_bytes(seq);
+}
+
+void Context::fill_prefill_stats(RequestStats* stats, const PromptWork& w, int32_t seq, double t0) const {
+    if (!stats) return;
+    *stats = {};
+    stats->prompt_tokens = w.n;
+    stats->reused_tokens = w.start;
+    stats->reused_from_cache = w.from_cache;
+    stats->computed_tokens = w.n - w.start;
+    stats->prefill_s = now_s() - t0;
+    stats->ttft_s = stats->prefill_s;
+    stats->kv_bytes = kv_bytes(seq);
+}
+
+void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats* stats,
+                      std::vector<float>* all_logits) {
+    const double t0 = now_s();
+    Seq& s = seq_ref(seq);
+    check_prompt("prefill", tokens, n);
+    ThreadScope threads(p_.n_threads);
+    const PrefillPlan plan = plan_prefill(s, tokens, n, all_logits != nullptr);
+    PromptWork w{&s, tokens, n, plan.start, plan.from_cache, plan.start, 0};
+    if (!plan.done) compute_prompts(std::span<PromptWork>(&w, 1), all_logits);
+    fill_prefill_stats(stats, w, seq, t0);
+}
+
+void Context::prefill_batch(const int32_t* seqs, const int32_t* const* tokens, const size_t* n, size_t count,
+                            RequestStats* stats) {
+    const double t0 = now_s();
+    KVRT_CHECK(seqs != nullptr && tokens != nullptr && n != nullptr && count > 0, KVRT_ERR_INVALID_ARGUMENT,
+               "prefill_batch: empty batch");
+    // Every check before any sequence changes.
+    std::vector<PromptWork> work(count);
+    for (size_t i = 0; i < count; ++i) {
+        work[i].seq = &seq_ref(seqs[i]);
+        for (size_t j = 0; j < i; ++j)
+            KVRT_CHECK(seqs[j] != seqs[i], KVRT_ERR_INVALID_ARGUMENT,
+                       "prefill_batch: sequence " + std::to_string(seqs[i]) + " appears twice in the batch");
+        check_prompt("prefill_batch", tokens[i], n[i]);
+        work[i].tokens = tokens[i];
+        work[i].n = n[i];
     }
+    ThreadScope threads(p_.n_threads);
+    for (PromptWork& w : work) {
+        const PrefillPlan plan = plan_prefill(*w.seq, w.tokens, w.n, false);
+        w.start = w.pos = plan.start;
+        w.from_cache = plan.from_cache;
+    }
+    compute_prompts(work, nullptr);
+    if (stats)
+        for (size_t i = 0; i < count; ++i) fill_prefill_stats(stats + i, work[i], seqs[i], t0);
 }
 
 void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {

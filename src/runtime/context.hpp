@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,14 @@ public:
     // reused are not recomputed: the tests disable prefix caching to get them all).
     void prefill(int32_t seq, const int32_t* tokens, size_t n_tokens, RequestStats* stats = nullptr,
                  std::vector<float>* all_logits = nullptr);
+    // Prompts of `count` distinct sequences (tokens[i], n[i] tokens for seqs[i]) in shared
+    // forward passes: rounds of up to n_batch rows taken from the prompts in order, so the
+    // weights are read once per round for all of them. Each sequence ends as prefill() alone
+    // would leave it, bit for bit (prefix reuse included). Every argument is checked before
+    // any sequence changes; on a later failure each sequence holds a computed prefix of its
+    // prompt. stats: NULL or `count` entries.
+    void prefill_batch(const int32_t* seqs, const int32_t* const* tokens, const size_t* n, size_t count,
+                       RequestStats* stats = nullptr);
     // One token per sequence; all-or-nothing.
     void decode(const int32_t* seqs, const int32_t* tokens, size_t n);
     void generate(int32_t seq, const int32_t* prompt, size_t n_prompt, const GenerateParams& gp,
@@ -109,6 +118,26 @@ private:
         bool has_logits = false;
     };
     class CacheKv;
+    // What prefill keeps of a sequence before computing: positions [0, start) stay.
+    struct PrefillPlan {
+        size_t start = 0;
+        size_t from_cache = 0;
+        bool done = false;  // the sequence already holds the prompt and its logits
+    };
+    // A prompt being computed: positions [pos, n) remain; len is the current round's share.
+    struct PromptWork {
+        Seq* seq = nullptr;
+        const int32_t* tokens = nullptr;
+        size_t n = 0;
+        size_t start = 0;
+        size_t from_cache = 0;
+        size_t pos = 0;
+        size_t len = 0;
+    };
+    void check_prompt(const char* what, const int32_t* tokens, size_t n) const;
+    PrefillPlan plan_prefill(Seq& s, const int32_t* tokens, size_t n, bool all_logits);
+    void compute_prompts(std::span<PromptWork> work, std::vector<float>* all_logits);
+    void fill_prefill_stats(RequestStats* stats, const PromptWork& w, int32_t seq, double t0) const;
 
     Seq& seq_ref(int32_t seq);
     const Seq& seq_ref(int32_t seq) const;

@@ -117,6 +117,56 @@ int main(void) {
     }
     EXPECT(kvrt_context_prefill(NULL, NULL, 0, prompt, n) == KVRT_ERR_BAD_HANDLE);
 
+    /* prefill_batch: two sequences in shared passes; bad input changes nothing */
+    {
+        const int32_t *ptoks[2];
+        size_t plens[2];
+        kvrt_request_stats bst[2];
+        static float batch_logits[49152];
+        ptoks[0] = prompt;
+        ptoks[1] = prompt;
+        plens[0] = n;
+        plens[1] = n;
+        seqs[0] = 0;
+        seqs[1] = 1;
+        kvrt_request_stats_init(&bst[0], sizeof bst[0]);
+        kvrt_request_stats_init(&bst[1], sizeof bst[1]);
+        EXPECT_OK(kvrt_context_prefill_batch(bst, ctx, seqs, ptoks, plens, 2));
+        EXPECT(bst[0].prompt_tokens == n && bst[0].computed_tokens == 0); /* it held the prompt already */
+        EXPECT(bst[1].prompt_tokens == n && bst[1].computed_tokens + bst[1].reused_tokens == n);
+        EXPECT(bst[1].kv_bytes > 0);
+        EXPECT_OK(kvrt_context_get_logits(batch_logits, 49152, &w, ctx, 1));
+        EXPECT(memcmp(batch_logits, logits, sizeof logits) == 0); /* same bits as sequence 0 alone */
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, NULL, ptoks, plens, 2), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, seqs, NULL, plens, 2), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, seqs, ptoks, NULL, 2), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, seqs, ptoks, plens, 0), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, NULL, seqs, ptoks, plens, 2), KVRT_ERR_BAD_HANDLE);
+        seqs[1] = 0;
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, seqs, ptoks, plens, 2), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT(strstr(kvrt_last_error(), "twice") != NULL);
+        seqs[1] = 5;
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, seqs, ptoks, plens, 2), KVRT_ERR_OUT_OF_RANGE);
+        seqs[1] = 1;
+        plens[1] = n + 1; /* prompt[n] is 49152, past the vocabulary */
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, seqs, ptoks, plens, 2), KVRT_ERR_OUT_OF_RANGE);
+        EXPECT(strstr(kvrt_last_error(), "49152") != NULL);
+        plens[1] = 0;
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, seqs, ptoks, plens, 2), KVRT_ERR_INVALID_ARGUMENT);
+        plens[1] = n;
+        ptoks[1] = NULL;
+        EXPECT_ERR(kvrt_context_prefill_batch(NULL, ctx, seqs, ptoks, plens, 2), KVRT_ERR_INVALID_ARGUMENT);
+        ptoks[1] = prompt;
+        bst[1].struct_size = 3;
+        EXPECT_ERR(kvrt_context_prefill_batch(bst, ctx, seqs, ptoks, plens, 2), KVRT_ERR_INVALID_ARGUMENT);
+        /* nothing changed */
+        EXPECT(kvrt_context_seq_length(&len, ctx, 0) == KVRT_OK && len == n);
+        EXPECT(kvrt_context_seq_length(&len, ctx, 1) == KVRT_OK && len == n);
+        EXPECT_OK(kvrt_context_get_logits(batch_logits, 49152, &w, ctx, 1));
+        EXPECT(memcmp(batch_logits, logits, sizeof logits) == 0);
+        EXPECT_OK(kvrt_context_seq_release(ctx, 1));
+    }
+
     /* decode: one token, then a batch of two sequences */
     tok = argmax(logits, 49152);
     seqs[0] = 0;

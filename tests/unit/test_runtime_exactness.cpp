@@ -147,6 +147,51 @@ TEST_CASE("runtime: a batched decode step equals each sequence decoded alone, bi
     }
 }
 
+TEST_CASE("runtime: a batched prefill equals each sequence prefilled alone, bit for bit") {
+    // Three prompts of different lengths, n_batch small enough that rounds split prompts and
+    // mix sequences; sequence 2 shares a prefix with a prompt computed before (a cache hit).
+    const std::vector<int32_t> doc = encode(
+        "The river authority approved the new flood gates in March, after two years of studies. The budget is "
+        "fixed at one million euros, and the works must end before the winter floods of next year.");
+    REQUIRE(doc.size() > 32);
+    std::vector<int32_t> q2 = doc;
+    for (int32_t t : encode(" When is the deadline?")) q2.push_back(t);
+    const std::vector<std::vector<int32_t>> prompts = {encode("Paris is the capital of"),
+                                                       encode("def add(a, b):\n    return a + b\n\nprint(add(1,"), q2};
+    runtime::ContextParams p = small_params(256, 8);
+    p.n_seq_max = 4;
+    runtime::Context batched(smollm(), p);
+    batched.prefill(3, doc.data(), doc.size());  // fills the prefix cache with the document
+    const std::vector<int32_t> seqs = {0, 1, 2};
+    const int32_t* toks[3] = {prompts[0].data(), prompts[1].data(), prompts[2].data()};
+    const size_t lens[3] = {prompts[0].size(), prompts[1].size(), prompts[2].size()};
+    runtime::RequestStats st[3];
+    batched.prefill_batch(seqs.data(), toks, lens, 3, st);
+    CHECK(st[2].reused_from_cache >= 16);  // the document's full blocks came from the cache
+    CHECK(st[0].reused_tokens == 0);
+    for (size_t s = 0; s < 3; ++s) {
+        CHECK(st[s].prompt_tokens == lens[s]);
+        CHECK(st[s].computed_tokens + st[s].reused_tokens == lens[s]);
+        CHECK(batched.tokens(static_cast<int32_t>(s)) == prompts[s]);
+        runtime::Context alone(smollm(), small_params(256));
+        alone.prefill(0, prompts[s].data(), prompts[s].size());
+        CHECK_MESSAGE(bit_equal(batched.logits(static_cast<int32_t>(s)).data(), alone.logits(0).data(), vocab()),
+                      "sequence " << s);
+    }
+    // Bad input changes nothing: a repeated sequence, a token past the vocabulary.
+    const std::vector<int32_t> again = {0, 0};
+    CHECK_THROWS(batched.prefill_batch(again.data(), toks, lens, 2));
+    std::vector<int32_t> bad = prompts[1];
+    bad.back() = static_cast<int32_t>(vocab());
+    const int32_t* bad_toks[2] = {prompts[1].data(), bad.data()};
+    const size_t bad_lens[2] = {prompts[1].size(), bad.size()};
+    const std::vector<int32_t> two = {0, 1};
+    CHECK_THROWS(batched.prefill_batch(two.data(), bad_toks, bad_lens, 2));
+    CHECK(batched.tokens(0) == prompts[0]);
+    CHECK(batched.tokens(1) == prompts[1]);
+    CHECK(batched.has_logits(1));
+}
+
 TEST_CASE("runtime: the thread count does not change a bit of the logits") {
     const std::vector<int32_t> p = encode("Threads must not matter for the result.");
     runtime::ContextParams p1 = small_params(128), p2 = small_params(128);

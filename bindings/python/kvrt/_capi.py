@@ -219,6 +219,7 @@ SIGNATURES = {
     "kvrt_context_get_cache": (status_t, [POINTER(P), P]),
     "kvrt_request_stats_init": (status_t, [POINTER(request_stats), c_size_t]),
     "kvrt_context_prefill": (status_t, [POINTER(request_stats), P, c_int32, _i32p, c_size_t]),
+    "kvrt_context_prefill_batch": (status_t, [POINTER(request_stats), P, _i32p, POINTER(_i32p), _szp, c_size_t]),
     "kvrt_context_decode": (status_t, [P, _i32p, _i32p, c_size_t]),
     "kvrt_context_get_logits": (status_t, [c_void_p, c_size_t, _szp, P, c_int32]),
     "kvrt_context_seq_length": (status_t, [_szp, P, c_int32]),

@@ -68,6 +68,22 @@ class Context(Handle):
         check(C.lib().kvrt_context_prefill(ctypes.byref(s), self._p, seq, arr, n))
         return RequestStats._from(s)
 
+    def prefill_batch(self, prompts):
+        """Prefills several sequences in shared forward passes. prompts: a list of
+        (seq, tokens); each sequence ends as prefill(seq, tokens) alone would leave it,
+        bit for bit. Every argument is checked before any sequence changes. Returns a
+        list of RequestStats, in order."""
+        n = len(prompts)
+        arrays = [_tokens(t) for _, t in prompts]  # kept alive for the call
+        seqs = (ctypes.c_int32 * n)(*[s for s, _ in prompts])
+        ptrs = (C._i32p * n)(*[ctypes.cast(a, C._i32p) for a, _ in arrays])
+        lens = (ctypes.c_size_t * n)(*[k for _, k in arrays])
+        stats = (C.request_stats * n)()
+        for s in stats:
+            check(C.lib().kvrt_request_stats_init(ctypes.byref(s), ctypes.sizeof(C.request_stats)))
+        check(C.lib().kvrt_context_prefill_batch(stats if n else None, self._p, seqs, ptrs, lens, n))
+        return [RequestStats._from(s) for s in stats]
+
     def decode(self, seqs, tokens):
         """One decode step: appends tokens[i] to sequence seqs[i]."""
         if len(seqs) != len(tokens):

@@ -55,6 +55,25 @@ def test_info_tokenizer_chat(model):
     assert "<|im_start|>user\nHi<|im_end|>" in text and text.endswith("<|im_start|>assistant\n")
 
 
+def test_prefill_batch_matches_prefill_alone(model):
+    a = model.tokenize("The capital of France is")
+    b = model.tokenize("def add(a, b):\n    return")
+    with kvrt.Context(model, n_ctx=512, n_seq_max=2, n_threads=2) as ctx:
+        stats = ctx.prefill_batch([(0, a), (1, b)])
+        assert len(stats) == 2 and stats[1].prompt_tokens == len(b)
+        batched = ctx.logits(1)
+        with kvrt.Context(model, n_ctx=512, n_threads=2) as alone:
+            alone.prefill(0, b)
+            assert alone.logits(0).tobytes() == batched.tobytes()
+        with pytest.raises(kvrt.KvrtError) as ei:
+            ctx.prefill_batch([(0, b), (0, a)])
+        assert ei.value.status is kvrt.Status.INVALID_ARGUMENT
+        assert ctx.seq_length(0) == len(a)
+        with pytest.raises(kvrt.KvrtError) as ei:
+            ctx.prefill_batch([])
+        assert ei.value.status is kvrt.Status.INVALID_ARGUMENT
+
+
 def test_prefill_logits_reuse(model):
     doc = "Lighthouses guide ships along dangerous coasts. " * 8
     a = model.tokenize(doc + "Question one?")

@@ -407,6 +407,9 @@ extern "C" {
     pub fn kvrt_request_stats_init(stats: *mut kvrt_request_stats, struct_size: usize) -> kvrt_status;
     pub fn kvrt_context_prefill(stats: *mut kvrt_request_stats, ctx: *mut kvrt_context, seq_id: i32,
                                 tokens: *const i32, n_tokens: usize) -> kvrt_status;
+    pub fn kvrt_context_prefill_batch(stats: *mut kvrt_request_stats, ctx: *mut kvrt_context, seq_ids: *const i32,
+                                      tokens: *const *const i32, n_tokens: *const usize, n_seqs: usize)
+                                      -> kvrt_status;
     pub fn kvrt_context_decode(ctx: *mut kvrt_context, seq_ids: *const i32, tokens: *const i32, n: usize) -> kvrt_status;
     pub fn kvrt_context_get_logits(dst: *mut f32, capacity: usize, written: *mut usize,
                                    ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;

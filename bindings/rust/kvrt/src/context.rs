@@ -197,6 +197,24 @@ impl<'m> Context<'m> {
         Ok(stats.into())
     }
 
+    /// Prefills several sequences in shared forward passes: `prompts[i] = (seq, tokens)`
+    /// ends as `prefill(seq, tokens)` alone would, bit for bit. Every argument is checked
+    /// before any sequence changes. Returns one `RequestStats` per prompt, in order.
+    pub fn prefill_batch(&mut self, prompts: &[(i32, &[i32])]) -> Result<Vec<RequestStats>> {
+        let seqs: Vec<i32> = prompts.iter().map(|p| p.0).collect();
+        let ptrs: Vec<*const i32> = prompts.iter().map(|p| p.1.as_ptr()).collect();
+        let lens: Vec<usize> = prompts.iter().map(|p| p.1.len()).collect();
+        let mut stats = Vec::with_capacity(prompts.len());
+        for _ in prompts {
+            stats.push(new_stats()?);
+        }
+        check(unsafe {
+            sys::kvrt_context_prefill_batch(stats.as_mut_ptr(), self.raw.as_ptr(), seqs.as_ptr(), ptrs.as_ptr(),
+                                            lens.as_ptr(), prompts.len())
+        })?;
+        Ok(stats.into_iter().map(RequestStats::from).collect())
+    }
+
     /// One decode step: appends `tokens[i]` to sequence `seqs[i]`.
     pub fn decode(&mut self, seqs: &[i32], tokens: &[i32]) -> Result<()> {
         if seqs.len() != tokens.len() {

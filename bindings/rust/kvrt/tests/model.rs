@@ -120,6 +120,25 @@ fn prefill_logits_decode_and_prefix_reuse() {
 }
 
 #[test]
+fn prefill_batch_matches_prefill_alone() {
+    let m = model();
+    let mut ctx = small_ctx(m);
+    let a = m.tokenize("The capital of France is", TokenizeFlags::default()).unwrap();
+    let b = m.tokenize("def add(a, b):\n    return", TokenizeFlags::default()).unwrap();
+    let stats = ctx.prefill_batch(&[(0, &a[..]), (1, &b[..])]).unwrap();
+    assert_eq!(stats.len(), 2);
+    assert_eq!(stats[1].prompt_tokens as usize, b.len());
+    let batched = ctx.logits(1).unwrap();
+    let mut alone = small_ctx(m);
+    alone.prefill(0, &b).unwrap();
+    assert!(batched.iter().zip(alone.logits(0).unwrap()).all(|(x, y)| x.to_bits() == y.to_bits()));
+    // A repeated sequence is refused before anything changes.
+    assert_eq!(ctx.prefill_batch(&[(0, &b[..]), (0, &a[..])]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(ctx.seq_length(0).unwrap(), a.len());
+    assert_eq!(ctx.prefill_batch(&[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+}
+
+#[test]
 fn generate_streams_and_callbacks_cannot_unwind_into_c() {
     let m = model();
     let mut ctx = small_ctx(m);
