@@ -65,4 +65,43 @@ void check_sparse_args(const PagedKV& bank, const AttnParams& p, const SparseQue
     }
 }
 
+void check_indexer_query(const PagedKV& keys, const IndexerQuery& q, const char* what) {
+    check_paged_kv(keys, what);
+    if (keys.n_kv_heads != 1) bad(what, "indexer keys need one head");
+    if (!q.q || !q.w || q.n_heads <= 0) bad(what, "bad indexer query");
+}
+
+void check_indexer_scores(const PagedKV& keys, const IndexerQuery& q, int32_t n_visible, const float* scores) {
+    const char* what = "indexer_scores";
+    check_indexer_query(keys, q, what);
+    if (n_visible < 0 || (n_visible > 0 && !scores)) bad(what, "bad output");
+    check_rows_present(keys, 0, int64_t(n_visible) - 1, what);
+}
+
+void check_indexer_rows(const PagedKV& keys, const IndexerQuery& q, const int32_t* rows, int32_t n_rows,
+                        const float* scores) {
+    const char* what = "indexer_scores_rows";
+    check_indexer_query(keys, q, what);
+    if (n_rows < 0 || (n_rows > 0 && (!rows || !scores))) bad(what, "bad rows or output");
+    for (int32_t i = 0; i < n_rows; ++i) check_rows_present(keys, rows[i], rows[i], what);
+}
+
+int32_t check_indexer_batch(const PagedKV& keys, const IndexerQuery* queries, const int32_t* n_visible,
+                            int32_t n_queries, const float* scores, size_t stride) {
+    const char* what = "indexer_scores_batch";
+    if (n_queries < 0 || (n_queries > 0 && (!queries || !n_visible))) bad(what, "null queries or n_visible");
+    int32_t n_max = 0;
+    for (int32_t i = 0; i < n_queries; ++i) {
+        check_indexer_query(keys, queries[i], what);
+        if (n_visible[i] < 0 || size_t(n_visible[i]) > stride)
+            bad(what, "query " + std::to_string(i) + " sees " + std::to_string(n_visible[i]) +
+                          " keys, outside [0, stride " + std::to_string(stride) + "]");
+        n_max = n_visible[i] > n_max ? n_visible[i] : n_max;
+    }
+    if (n_max == 0) return 0;
+    if (!scores) bad(what, "null scores");
+    check_rows_present(keys, 0, int64_t(n_max) - 1, what);
+    return n_max;
+}
+
 }  // namespace kvrt::kernels

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/attention.hpp"
+#include "kernels/indexer.hpp"
 #include "kernels/paged_kv.hpp"
 
 #include <cstdint>
@@ -20,5 +21,17 @@ void check_attn_params(const PagedKV& kv, const AttnParams& p, const char* what)
 // non-null q, out, lse and rows, every selected row present in the bank.
 void check_sparse_args(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries,
                        const char* what);
+
+// Indexer arguments (indexer_scores*): one-head keys and a query with q, w and heads.
+void check_indexer_query(const PagedKV& keys, const IndexerQuery& q, const char* what);
+// indexer_scores: the query, an output for n_visible >= 0 scores, rows [0, n_visible) present.
+void check_indexer_scores(const PagedKV& keys, const IndexerQuery& q, int32_t n_visible, const float* scores);
+// indexer_scores_rows: the query, non-null rows and output, every listed row present.
+void check_indexer_rows(const PagedKV& keys, const IndexerQuery& q, const int32_t* rows, int32_t n_rows,
+                        const float* scores);
+// indexer_scores_batch: every query, 0 <= n_visible[i] <= stride, rows present and an output
+// when any query sees a row. Returns the largest n_visible (0: nothing to score).
+int32_t check_indexer_batch(const PagedKV& keys, const IndexerQuery* queries, const int32_t* n_visible,
+                            int32_t n_queries, const float* scores, size_t stride);
 
 }  // namespace kvrt::kernels
