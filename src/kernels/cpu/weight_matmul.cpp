@@ -102,6 +102,22 @@ const char* kernel_isa_name(KernelIsa isa) noexcept {
     return "?";
 }
 
+namespace {
+using PanelKernel = void (*)(const MatmulArgs&, int64_t, int64_t);
+
+// The panel kernel of `isa` (Auto: the best this CPU has); resolves isa in place.
+// Throws KVRT_ERR_UNSUPPORTED when the CPU cannot run it.
+PanelKernel panel_kernel(KernelIsa& isa) {
+    if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
+    KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
+               std::string("weight matmul: this CPU cannot run the ") + kernel_isa_name(isa) + " path");
+    if (isa == KernelIsa::Avx512) return matmul_panels_avx512;
+    if (isa == KernelIsa::AvxVnni) return matmul_panels_avxvnni;
+    if (isa == KernelIsa::Avx2) return matmul_panels_avx2;
+    return matmul_panels_scalar;
+}
+}  // namespace
+
 void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
                  int64_t pair0, int64_t pair1, KernelIsa isa) {
     KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
@@ -111,13 +127,7 @@ void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, 
     if (M == 0 || pair0 == pair1) return;
     KVRT_CHECK(X && Y, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: null X or Y");
     KVRT_CHECK(ldx >= w.cols() && ldy >= w.rows(), KVRT_ERR_INVALID_ARGUMENT, "weight matmul: ldx < K or ldy < N");
-    if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
-    KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
-               std::string("weight matmul: this CPU cannot run the ") + kernel_isa_name(isa) + " path");
-    void (*kernel)(const MatmulArgs&, int64_t, int64_t) = matmul_panels_scalar;
-    if (isa == KernelIsa::Avx512) kernel = matmul_panels_avx512;
-    else if (isa == KernelIsa::AvxVnni) kernel = matmul_panels_avxvnni;
-    else if (isa == KernelIsa::Avx2) kernel = matmul_panels_avx2;
+    const PanelKernel kernel = panel_kernel(isa);
     MatmulArgs args;
     args.w = &w;
     args.X = X;
@@ -143,14 +153,7 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
                "weight matmul: ldx = " + std::to_string(ldx) + " < K = " + std::to_string(w.cols()));
     KVRT_CHECK(ldy >= w.rows(), KVRT_ERR_INVALID_ARGUMENT,
                "weight matmul: ldy = " + std::to_string(ldy) + " < N = " + std::to_string(w.rows()));
-    if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
-    KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
-               std::string("weight matmul: this CPU cannot run the ") + kernel_isa_name(isa) + " path");
-
-    void (*kernel)(const MatmulArgs&, int64_t, int64_t) = matmul_panels_scalar;
-    if (isa == KernelIsa::Avx512) kernel = matmul_panels_avx512;
-    else if (isa == KernelIsa::AvxVnni) kernel = matmul_panels_avxvnni;
-    else if (isa == KernelIsa::Avx2) kernel = matmul_panels_avx2;
+    const PanelKernel kernel = panel_kernel(isa);
 
     const bool quant = is_quantized_weight(w.type());
     const int64_t nb = w.cols() / 32;
