@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -51,8 +50,7 @@ func FullLayer(kvHeads, headDim int32) LayerConfig {
 
 // Layout is a cache layout under construction (one goroutine at a time).
 type Layout struct {
-	mu sync.Mutex
-	p  *C.kvrt_cache_layout
+	handle[C.kvrt_cache_layout]
 }
 
 // NewLayout creates an empty layout of blocks of blockTokens positions.
@@ -61,18 +59,14 @@ func NewLayout(blockTokens int32) (*Layout, error) {
 	if err := call(func() C.kvrt_status { return C.kvrt_cache_layout_create(&p, C.int32_t(blockTokens)) }); err != nil {
 		return nil, err
 	}
-	l := &Layout{p: p}
+	l := &Layout{handle[C.kvrt_cache_layout]{p: p}}
 	runtime.SetFinalizer(l, (*Layout).Close)
 	return l, nil
 }
 
 // Close destroys the layout; further calls return ErrClosed. Idempotent.
 func (l *Layout) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.p != nil {
-		C.kvrt_cache_layout_destroy(l.p)
-		l.p = nil
+	if l.release(func(p *C.kvrt_cache_layout) { C.kvrt_cache_layout_destroy(p) }) {
 		runtime.SetFinalizer(l, nil)
 	}
 	return nil
@@ -120,8 +114,7 @@ func (l *Layout) NumLayers() (int32, error) {
 
 // Cache is a KV cache (internally synchronised: safe from many goroutines).
 type Cache struct {
-	mu sync.RWMutex // guards p against Close; kvrt synchronises the rest
-	p  *C.kvrt_cache
+	handle[C.kvrt_cache]
 }
 
 // NewCache creates a cache for layout with a byte budget (0 = kvrt's default).
@@ -145,18 +138,14 @@ func NewCache(layout *Layout, budgetBytes uint64) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{p: p}
+	c := &Cache{handle[C.kvrt_cache]{p: p}}
 	runtime.SetFinalizer(c, (*Cache).Close)
 	return c, nil
 }
 
 // Close destroys the cache and its sequences. Idempotent.
 func (c *Cache) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p != nil {
-		C.kvrt_cache_destroy(c.p)
-		c.p = nil
+	if c.release(func(p *C.kvrt_cache) { C.kvrt_cache_destroy(p) }) {
 		runtime.SetFinalizer(c, nil)
 	}
 	return nil

@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -25,8 +24,7 @@ const (
 
 // CedModel is a loaded CED GGUF: immutable, safe from many goroutines.
 type CedModel struct {
-	mu sync.RWMutex
-	p  *C.kvrt_ced_model
+	handle[C.kvrt_ced_model]
 }
 
 // LoadCedModel loads a CED GGUF file.
@@ -37,18 +35,14 @@ func LoadCedModel(path string) (*CedModel, error) {
 	if err := call(func() C.kvrt_status { return C.kvrt_ced_model_load(&p, cp) }); err != nil {
 		return nil, err
 	}
-	m := &CedModel{p: p}
+	m := &CedModel{handle[C.kvrt_ced_model]{p: p}}
 	runtime.SetFinalizer(m, (*CedModel).Close)
 	return m, nil
 }
 
 // Close drops this handle's reference (sessions keep the model). Idempotent.
 func (m *CedModel) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.p != nil {
-		C.kvrt_ced_model_destroy(m.p)
-		m.p = nil
+	if m.release(func(p *C.kvrt_ced_model) { C.kvrt_ced_model_destroy(p) }) {
 		runtime.SetFinalizer(m, nil)
 	}
 	return nil
@@ -92,8 +86,7 @@ func (m *CedModel) Source(index uint32) (layer, ratio int32, err error) {
 
 // CedSession is a CED runtime with its caches (calls serialised by a mutex).
 type CedSession struct {
-	mu sync.Mutex
-	p  *C.kvrt_ced_session
+	handle[C.kvrt_ced_session]
 }
 
 // NewCedSession creates a session over m with kvrt's default options.
@@ -107,18 +100,14 @@ func NewCedSession(m *CedModel) (*CedSession, error) {
 	if err := call(func() C.kvrt_status { return C.kvrt_ced_session_create(&p, m.p, nil) }); err != nil {
 		return nil, err
 	}
-	s := &CedSession{p: p}
+	s := &CedSession{handle[C.kvrt_ced_session]{p: p}}
 	runtime.SetFinalizer(s, (*CedSession).Close)
 	return s, nil
 }
 
 // Close frees the session, its sequences and caches. Idempotent.
 func (s *CedSession) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p != nil {
-		C.kvrt_ced_session_destroy(s.p)
-		s.p = nil
+	if s.release(func(p *C.kvrt_ced_session) { C.kvrt_ced_session_destroy(p) }) {
 		runtime.SetFinalizer(s, nil)
 	}
 	return nil

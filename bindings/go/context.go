@@ -16,7 +16,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -38,8 +37,7 @@ type ContextOptions struct {
 // Context runs a model over a KV cache. kvrt allows one thread at a time per
 // context; the Go handle serialises its calls with a mutex.
 type Context struct {
-	mu sync.Mutex
-	p  *C.kvrt_context
+	handle[C.kvrt_context]
 }
 
 // NewContext creates a context running m.
@@ -91,18 +89,14 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Context{p: p}
+	c := &Context{handle[C.kvrt_context]{p: p}}
 	runtime.SetFinalizer(c, (*Context).Close)
 	return c, nil
 }
 
 // Close destroys the context. Idempotent; later calls return ErrClosed.
 func (c *Context) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p != nil {
-		C.kvrt_context_destroy(c.p)
-		c.p = nil
+	if c.release(func(p *C.kvrt_context) { C.kvrt_context_destroy(p) }) {
 		runtime.SetFinalizer(c, nil)
 	}
 	return nil
@@ -288,8 +282,7 @@ type SamplerOptions struct {
 
 // Sampler picks tokens from logits (one goroutine at a time; serialised).
 type Sampler struct {
-	mu sync.Mutex
-	p  *C.kvrt_sampler
+	handle[C.kvrt_sampler]
 }
 
 func NewSampler(o SamplerOptions) (*Sampler, error) {
@@ -311,18 +304,14 @@ func NewSampler(o SamplerOptions) (*Sampler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sampler{p: p}
+	s := &Sampler{handle[C.kvrt_sampler]{p: p}}
 	runtime.SetFinalizer(s, (*Sampler).Close)
 	return s, nil
 }
 
 // Close destroys the sampler. Idempotent.
 func (s *Sampler) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p != nil {
-		C.kvrt_sampler_destroy(s.p)
-		s.p = nil
+	if s.release(func(p *C.kvrt_sampler) { C.kvrt_sampler_destroy(p) }) {
 		runtime.SetFinalizer(s, nil)
 	}
 	return nil

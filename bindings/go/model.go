@@ -16,15 +16,13 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
 // Model is a loaded GGUF model: immutable, safe from many goroutines. Close
 // drops this handle's reference; contexts keep the weights alive.
 type Model struct {
-	mu sync.RWMutex
-	p  *C.kvrt_model
+	handle[C.kvrt_model]
 }
 
 // ModelOptions are the options of LoadModelWith.
@@ -72,18 +70,14 @@ func LoadModelWith(path string, o ModelOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{p: p}
+	m := &Model{handle[C.kvrt_model]{p: p}}
 	runtime.SetFinalizer(m, (*Model).Close)
 	return m, nil
 }
 
 // Close releases the handle. Idempotent; later calls return ErrClosed.
 func (m *Model) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.p != nil {
-		C.kvrt_model_destroy(m.p)
-		m.p = nil
+	if m.release(func(p *C.kvrt_model) { C.kvrt_model_destroy(p) }) {
 		runtime.SetFinalizer(m, nil)
 	}
 	return nil
