@@ -156,7 +156,10 @@ KVRT_API kvrt_status kvrt_context_prefill_batch(kvrt_request_stats* stats, kvrt_
             return reinterpret_cast<kvrt_request_stats*>(reinterpret_cast<char*>(stats) + i * stats->struct_size);
         };
         for (size_t i = 0; i < n_seqs; ++i) {
-            const std::string at = "[" + std::to_string(i) + "]";
+            // Built by appending: GCC 12's -Wrestrict misfires on "[" + std::string&&.
+            std::string at = std::to_string(i);
+            at.insert(at.begin(), '[');
+            at.push_back(']');
             if (stats && entry(i)->struct_size != stats->struct_size)
                 throw Error(KVRT_ERR_INVALID_ARGUMENT, "stats" + at + ".struct_size differs from stats[0].struct_size");
             if (!tokens[i]) throw Error(KVRT_ERR_INVALID_ARGUMENT, "tokens" + at + " is NULL");
