@@ -2,7 +2,7 @@
 #pragma once
 
 #include "cache/cache.hpp"
-#include "util/error.hpp"
+#include "test_support.hpp"
 
 #include <numeric>
 #include <vector>
@@ -30,16 +30,6 @@ inline std::vector<int32_t> iota_tokens(int n, int32_t start = 1) {
     std::vector<int32_t> t(n);
     std::iota(t.begin(), t.end(), start);
     return t;
-}
-
-// The status fn() throws as a kvrt::Error (KVRT_OK when it returns normally).
-kvrt_status status_of(auto&& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.status();
-    }
-    return KVRT_OK;
 }
 
 }  // namespace kvrt::test

@@ -1,6 +1,8 @@
 // Shared helpers for the unit tests.
 #pragma once
 
+#include "util/error.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -20,5 +22,15 @@ inline std::string model_path() {
 }
 
 inline std::string data_dir() { return KVRT_TEST_DATA_DIR; }
+
+// The status fn() throws as a kvrt::Error (KVRT_OK when it returns normally).
+kvrt_status status_of(auto&& fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        return e.status();
+    }
+    return KVRT_OK;
+}
 
 }  // namespace kvrt::test

@@ -20,6 +20,7 @@
 #include <vector>
 
 using namespace kvrt;
+using kvrt::test::status_of;
 
 namespace {
 
@@ -341,14 +342,6 @@ TEST_CASE("weight_matmul: matmul_part over disjoint column pairs gives the bits 
     }
     Weight w = make_weight(TensorType::Q4_1, 64, 64, 53);
     std::vector<float> x(64), y(64);
-    auto status_of = [](auto&& f) {
-        try {
-            f();
-        } catch (const Error& e) {
-            return e.status();
-        }
-        return KVRT_OK;
-    };
     CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 64, 1, 3); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 64, 2, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 63, 0, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
@@ -358,14 +351,6 @@ TEST_CASE("weight_matmul: matmul_part over disjoint column pairs gives the bits 
 
 TEST_CASE("weight_matmul: bad input is rejected with a status") {
     std::vector<uint8_t> data(1024);
-    auto status_of = [](auto&& f) {
-        try {
-            f();
-        } catch (const Error& e) {
-            return e.status();
-        }
-        return KVRT_OK;
-    };
     CHECK(status_of([&] { PackedWeight(TensorType::Q4_K, data.data(), 1, 256); }) == KVRT_ERR_UNSUPPORTED);
     CHECK(status_of([&] { PackedWeight(TensorType::Q4_1, data.data(), 1, 33); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { PackedWeight(TensorType::Q4_1, nullptr, 1, 32); }) == KVRT_ERR_INVALID_ARGUMENT);

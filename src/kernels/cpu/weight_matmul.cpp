@@ -116,6 +116,23 @@ PanelKernel panel_kernel(KernelIsa& isa) {
     if (isa == KernelIsa::Avx2) return matmul_panels_avx2;
     return matmul_panels_scalar;
 }
+
+// The call's operands, checked (non-null X and Y, strides that hold a row), for M >= 1.
+MatmulArgs checked_args(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy) {
+    KVRT_CHECK(X != nullptr && Y != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: X or Y is NULL");
+    KVRT_CHECK(ldx >= w.cols(), KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: ldx = " + std::to_string(ldx) + " < K = " + std::to_string(w.cols()));
+    KVRT_CHECK(ldy >= w.rows(), KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: ldy = " + std::to_string(ldy) + " < N = " + std::to_string(w.rows()));
+    MatmulArgs args;
+    args.w = &w;
+    args.X = X;
+    args.ldx = ldx;
+    args.Y = Y;
+    args.ldy = ldy;
+    args.M = M;
+    return args;
+}
 }  // namespace
 
 void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
@@ -125,16 +142,8 @@ void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, 
                "weight matmul: pair range [" + std::to_string(pair0) + ", " + std::to_string(pair1) +
                    ") is outside [0, " + std::to_string(matmul_pairs(w)) + ")");
     if (M == 0 || pair0 == pair1) return;
-    KVRT_CHECK(X && Y, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: null X or Y");
-    KVRT_CHECK(ldx >= w.cols() && ldy >= w.rows(), KVRT_ERR_INVALID_ARGUMENT, "weight matmul: ldx < K or ldy < N");
+    MatmulArgs args = checked_args(w, X, M, ldx, Y, ldy);
     const PanelKernel kernel = panel_kernel(isa);
-    MatmulArgs args;
-    args.w = &w;
-    args.X = X;
-    args.ldx = ldx;
-    args.Y = Y;
-    args.ldy = ldy;
-    args.M = M;
     QuantizedRows own;
     if (is_quantized_weight(w.type())) {
         own = scratch().view(M, w.cols() / 32);
@@ -148,23 +157,11 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
             KernelIsa isa) {
     KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
     if (M == 0) return;
-    KVRT_CHECK(X != nullptr && Y != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: X or Y is NULL");
-    KVRT_CHECK(ldx >= w.cols(), KVRT_ERR_INVALID_ARGUMENT,
-               "weight matmul: ldx = " + std::to_string(ldx) + " < K = " + std::to_string(w.cols()));
-    KVRT_CHECK(ldy >= w.rows(), KVRT_ERR_INVALID_ARGUMENT,
-               "weight matmul: ldy = " + std::to_string(ldy) + " < N = " + std::to_string(w.rows()));
+    MatmulArgs args = checked_args(w, X, M, ldx, Y, ldy);
     const PanelKernel kernel = panel_kernel(isa);
 
     const bool quant = is_quantized_weight(w.type());
     const int64_t nb = w.cols() / 32;
-
-    MatmulArgs args;
-    args.w = &w;
-    args.X = X;
-    args.ldx = ldx;
-    args.Y = Y;
-    args.ldy = ldy;
-    args.M = M;
 
     int nt = n_threads > 0 ? n_threads : omp_get_max_threads();
     const int64_t pairs = w.panels() / 2;
