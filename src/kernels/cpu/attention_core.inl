@@ -212,13 +212,6 @@ inline float tree_sum(V (&p)[NV]) {
     return Ops::hsum(t[0]);
 }
 
-inline void scale_row(float* o, int d, float alpha) {
-    int c = 0;
-    V a = Ops::set1(alpha);
-    for (; c + Ops::W <= d; c += Ops::W) Ops::store(o + c, Ops::mul(Ops::load(o + c), a));
-    for (; c < d; ++c) o[c] = o[c] * alpha;
-}
-
 // Value j's elements [c, c + W) (or element c) in f32.
 template <DType VD>
 inline V load_v(const uint8_t* row, int c) {
@@ -232,12 +225,17 @@ inline float elem_v(const uint8_t* row, int c) {
     else return cvt16(reinterpret_cast<const uint16_t*>(row)[c], VD);
 }
 
-// o_r[c0 .. c0 + CB*W) += sum_j p_r[j] * v_j[...] for j in [ja, jb] (masked to each row's range).
+// o_r[c0 .. c0 + CB*W) = alpha_r * o_r[...] + sum_j p_r[j] * v_j[...] for j in [ja, jb] (masked to
+// each row's range): the online-softmax rescale (one multiply, exact when alpha is 1) and then one
+// FMA per key in increasing j.
 template <int R, int CB, bool MASKED, DType VD>
-inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, int c0, int ja, int jb) {
+inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, const float* alpha, int c0, int ja,
+                     int jb) {
     V acc[R][CB];
-    for (int r = 0; r < R; ++r)
-        for (int cb = 0; cb < CB; ++cb) acc[r][cb] = Ops::load(rows[r].o + c0 + cb * Ops::W);
+    for (int r = 0; r < R; ++r) {
+        const V a = Ops::set1(alpha[r]);
+        for (int cb = 0; cb < CB; ++cb) acc[r][cb] = Ops::mul(Ops::load(rows[r].o + c0 + cb * Ops::W), a);
+    }
     for (int j = ja; j <= jb; ++j) {
         const uint8_t* vr = t.vraw[j];
         V vv[CB];
@@ -257,14 +255,15 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, in
 }
 
 template <int R, bool MASKED, DType VD>
-inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, int ja, int jb) {
+inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja,
+                       int jb) {
     constexpr int W = Ops::W;
     int c = 0;
-    for (; c + kPvCols * W <= d; c += kPvCols * W) pv_block<R, kPvCols, MASKED, VD>(t, rows, pbuf, c, ja, jb);
-    for (; c + W <= d; c += W) pv_block<R, 1, MASKED, VD>(t, rows, pbuf, c, ja, jb);
-    for (; c < d; ++c)  // element tail: the same per-element FMA sequence
+    for (; c + kPvCols * W <= d; c += kPvCols * W) pv_block<R, kPvCols, MASKED, VD>(t, rows, pbuf, alpha, c, ja, jb);
+    for (; c + W <= d; c += W) pv_block<R, 1, MASKED, VD>(t, rows, pbuf, alpha, c, ja, jb);
+    for (; c < d; ++c)  // element tail: the same per-element sequence
         for (int r = 0; r < R; ++r) {
-            float o = rows[r].o[c];
+            float o = rows[r].o[c] * alpha[r];
             for (int j = ja; j <= jb; ++j)
                 if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = Ops::fmas(pbuf[r * T + j], elem_v<VD>(t.vraw[j], c), o);
             rows[r].o[c] = o;
@@ -272,11 +271,80 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
 }
 
 template <int R, bool MASKED>
-inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, int ja, int jb) {
+inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja, int jb) {
     switch (t.vdt) {
-        case DType::F32: return pv_rows_dt<R, MASKED, DType::F32>(t, d, rows, pbuf, ja, jb);
-        case DType::BF16: return pv_rows_dt<R, MASKED, DType::BF16>(t, d, rows, pbuf, ja, jb);
-        case DType::F16: return pv_rows_dt<R, MASKED, DType::F16>(t, d, rows, pbuf, ja, jb);
+        case DType::F32: return pv_rows_dt<R, MASKED, DType::F32>(t, d, rows, pbuf, alpha, ja, jb);
+        case DType::BF16: return pv_rows_dt<R, MASKED, DType::BF16>(t, d, rows, pbuf, alpha, ja, jb);
+        case DType::F16: return pv_rows_dt<R, MASKED, DType::F16>(t, d, rows, pbuf, alpha, ja, jb);
+    }
+}
+
+// The online-softmax step of R rows whose masked scores are s: per row, m_new = max(m, max_j s_j),
+// alpha = 2^(m - m_new) (0 for an empty row), p_j = 2^(s_j - m_new) (0 outside the row's keys)
+// into pbuf, l = l * alpha + sum_j p_j (the fixed tree of tree_sum), m = m_new. o is rescaled
+// by PV (pv_block). With Ops::kGroup == 4 the max, alpha and sum of 4 rows are computed in one
+// vector (Ops::hmax4 / hsum4: the same lanes and pairs as one row at a time, so the same bits).
+// (O is Ops: a template parameter so that the branch not taken is not compiled.)
+template <int R, class O = Ops>
+inline void softmax_rows(const RowRef* rows, V (&s)[R][NV], float* pbuf, float* alpha) {
+    if constexpr (Ops::kGroup == 1) {
+        for (int r = 0; r < R; ++r) {
+            const RowRef& row = rows[r];
+            float tmax = kNegInf;
+            for (int v = 0; v < NV; ++v) {
+                float hm = Ops::hmax(s[r][v]);
+                tmax = hm > tmax ? hm : tmax;
+            }
+            const float m_old = *row.m;
+            const float m_new = m_old > tmax ? m_old : tmax;
+            alpha[r] = m_old == kNegInf ? 0.0f : Ops::exp2s(m_old - m_new);
+            V p[NV];
+            for (int v = 0; v < NV; ++v)
+                p[v] = Ops::keep_range(Ops::exp2(Ops::sub(s[r][v], Ops::set1(m_new))), v * Ops::W, row.a, row.b, 0.0f);
+            const float psum = tree_sum(p);
+            for (int v = 0; v < NV; ++v) Ops::store(pbuf + r * T + v * Ops::W, p[v]);
+            const float l_scaled = *row.l * alpha[r];
+            *row.l = l_scaled + psum;
+            *row.m = m_new;
+        }
+    } else {
+        static_assert(O::kGroup == 4 && NV == 2, "the grouped softmax is written for 4 rows of 2 vectors");
+        for (int g0 = 0; g0 < R; g0 += 4) {
+            const int n = R - g0 < 4 ? R - g0 : 4;
+            int ri[4];
+            for (int k = 0; k < 4; ++k) ri[k] = g0 + (k < n ? k : 0);  // missing rows: repeat the first
+            V x[4];
+            for (int k = 0; k < 4; ++k) x[k] = O::max(s[ri[k]][0], s[ri[k]][1]);
+            const V tm = O::hmax4(x[0], x[1], x[2], x[3]);
+            const V mo = O::quarters(*rows[ri[0]].m, *rows[ri[1]].m, *rows[ri[2]].m, *rows[ri[3]].m);
+            const V mn = O::max(mo, tm);  // mo > tm ? mo : tm
+            const V al = O::zero_where_neginf(mo, O::exp2(O::sub(mo, mn)));
+            V ps[4];
+            for (int k = 0; k < n; ++k) {
+                const int r = g0 + k;
+                const RowRef& row = rows[r];
+                const V m = O::quarter(mn, k);
+                V p[NV];
+                for (int v = 0; v < NV; ++v) {
+                    p[v] = O::exp2(O::sub(s[r][v], m));
+                    if (row.a > 0 || row.b < T - 1) p[v] = O::keep_range(p[v], v * O::W, row.a, row.b, 0.0f);
+                    O::store(pbuf + r * T + v * O::W, p[v]);
+                }
+                ps[k] = O::add(p[0], p[1]);  // tree_sum's first level
+            }
+            for (int k = n; k < 4; ++k) ps[k] = ps[0];
+            const V lo = O::quarters(*rows[ri[0]].l, *rows[ri[1]].l, *rows[ri[2]].l, *rows[ri[3]].l);
+            const V ln = O::add(O::mul(lo, al), O::hsum4(ps[0], ps[1], ps[2], ps[3]));
+            alignas(64) float mv[16], lv[16], av[16];
+            O::store(mv, mn);
+            O::store(lv, ln);
+            O::store(av, al);
+            for (int k = 0; k < n; ++k) {
+                *rows[g0 + k].m = mv[4 * k];
+                *rows[g0 + k].l = lv[4 * k];
+                alpha[g0 + k] = av[4 * k];
+            }
+        }
     }
 }
 
@@ -284,6 +352,7 @@ inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pb
 template <int R>
 inline void tile_rows_block(const KeyTile& t, int d, const RowRef* rows) {
     alignas(64) float pbuf[R * T];
+    float alpha[R];
     const float* q[R];
     for (int r = 0; r < R; ++r) q[r] = rows[r].q;
     V s[R][NV];
@@ -292,41 +361,31 @@ inline void tile_rows_block(const KeyTile& t, int d, const RowRef* rows) {
     bool uniform = true;
     for (int r = 0; r < R; ++r) {
         const RowRef& row = rows[r];
-        float tmax = kNegInf;
-        for (int v = 0; v < NV; ++v) {
-            s[r][v] = Ops::keep_range(s[r][v], v * Ops::W, row.a, row.b, kNegInf);
-            float hm = Ops::hmax(s[r][v]);
-            tmax = hm > tmax ? hm : tmax;
-        }
-        const float m_old = *row.m;
-        const float m_new = m_old > tmax ? m_old : tmax;
-        const float alpha = m_old == kNegInf ? 0.0f : Ops::exp2s(m_old - m_new);
-        V p[NV];
-        for (int v = 0; v < NV; ++v)
-            p[v] = Ops::keep_range(Ops::exp2(Ops::sub(s[r][v], Ops::set1(m_new))), v * Ops::W, row.a, row.b, 0.0f);
-        const float psum = tree_sum(p);
-        for (int v = 0; v < NV; ++v) Ops::store(pbuf + r * T + v * Ops::W, p[v]);
-        const float l_scaled = *row.l * alpha;
-        *row.l = l_scaled + psum;
-        if (alpha != 1.0f) scale_row(row.o, d, alpha);
-        *row.m = m_new;
+        if (row.a > 0 || row.b < T - 1)  // keys outside the row's range: -inf (a no-op on the others)
+            for (int v = 0; v < NV; ++v) s[r][v] = Ops::keep_range(s[r][v], v * Ops::W, row.a, row.b, kNegInf);
         ja = row.a < ja ? row.a : ja;
         jb = row.b > jb ? row.b : jb;
         if (row.a != rows[0].a || row.b != rows[0].b) uniform = false;
     }
-    if (uniform) pv_rows<R, false>(t, d, rows, pbuf, ja, jb);
-    else pv_rows<R, true>(t, d, rows, pbuf, ja, jb);
+    softmax_rows<R>(rows, s, pbuf, alpha);
+    if (uniform) pv_rows<R, false>(t, d, rows, pbuf, alpha, ja, jb);
+    else pv_rows<R, true>(t, d, rows, pbuf, alpha, ja, jb);
 }
 
 inline void tile_rows(const KeyTile& t, int d, const RowRef* rows, int n) {
     int i = 0;
     for (; i + kRowsScore <= n; i += kRowsScore) tile_rows_block<kRowsScore>(t, d, rows + i);
     // The remainder in one block (a GQA group of 3 reads the tile once, not three times).
-    if constexpr (kRowsScore > 3) {
-        if (n - i == 3) return tile_rows_block<3>(t, d, rows + i);
-    }
-    if constexpr (kRowsScore > 2) {
-        if (n - i == 2) return tile_rows_block<2>(t, d, rows + i);
+    switch (n - i) {
+        case 0: return;
+        case 1: return tile_rows_block<1>(t, d, rows + i);
+        case 2: if constexpr (kRowsScore > 2) return tile_rows_block<2>(t, d, rows + i); break;
+        case 3: if constexpr (kRowsScore > 3) return tile_rows_block<3>(t, d, rows + i); break;
+        case 4: if constexpr (kRowsScore > 4) return tile_rows_block<4>(t, d, rows + i); break;
+        case 5: if constexpr (kRowsScore > 5) return tile_rows_block<5>(t, d, rows + i); break;
+        case 6: if constexpr (kRowsScore > 6) return tile_rows_block<6>(t, d, rows + i); break;
+        case 7: if constexpr (kRowsScore > 7) return tile_rows_block<7>(t, d, rows + i); break;
+        default: break;
     }
     for (; i < n; ++i) tile_rows_block<1>(t, d, rows + i);
 }

@@ -25,6 +25,36 @@ struct Ops {
         return _mm_cvtss_f32(d);
     }
     static float hmax(V v) { return _mm512_reduce_max_ps(v); }
+    // Softmax bookkeeping of 4 rows at once, in "quarter layout": lanes 4k .. 4k+3 hold row k.
+    static constexpr int kGroup = 4;
+    // Quarter k = the max over the 16 lanes of x_k.
+    static V hmax4(V x0, V x1, V x2, V x3) {
+        V a01 = _mm512_max_ps(_mm512_shuffle_f32x4(x0, x1, 0x44), _mm512_shuffle_f32x4(x0, x1, 0xEE));
+        V a23 = _mm512_max_ps(_mm512_shuffle_f32x4(x2, x3, 0x44), _mm512_shuffle_f32x4(x2, x3, 0xEE));
+        V b = _mm512_max_ps(_mm512_shuffle_f32x4(a01, a23, 0x88), _mm512_shuffle_f32x4(a01, a23, 0xDD));
+        V c = _mm512_max_ps(b, _mm512_permute_ps(b, 0x4E));
+        return _mm512_max_ps(c, _mm512_permute_ps(c, 0xB1));
+    }
+    // Quarter k = hsum(x_k), bit for bit: the same lane pairs, (l, l+8), (l, l+4), (l, l+2),
+    // (l, l+1), added in the same order (f32 addition is commutative).
+    static V hsum4(V x0, V x1, V x2, V x3) {
+        V a01 = _mm512_add_ps(_mm512_shuffle_f32x4(x0, x1, 0x44), _mm512_shuffle_f32x4(x0, x1, 0xEE));
+        V a23 = _mm512_add_ps(_mm512_shuffle_f32x4(x2, x3, 0x44), _mm512_shuffle_f32x4(x2, x3, 0xEE));
+        V b = _mm512_add_ps(_mm512_shuffle_f32x4(a01, a23, 0x88), _mm512_shuffle_f32x4(a01, a23, 0xDD));
+        V c = _mm512_add_ps(b, _mm512_permute_ps(b, 0x4E));
+        return _mm512_add_ps(c, _mm512_permute_ps(c, 0xB1));
+    }
+    // Quarter k = the k-th argument.
+    static V quarters(float a, float b, float c, float d) {
+        const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_setr_ps(a, b, c, d)));
+    }
+    // Every lane = lane 4k of x.
+    static V quarter(V x, int k) { return _mm512_permutexvar_ps(_mm512_set1_epi32(4 * k), x); }
+    // Lanes where `key` is -inf are set to 0.
+    static V zero_where_neginf(V key, V x) {
+        return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(key, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ), x);
+    }
     // 2^x for x <= 0 (tiny results clamp to ~2^-125: never a denormal, which would cost a
     // microcode assist per lane on every later instruction that touches it).
     static V exp2(V x) {
