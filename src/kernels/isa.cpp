@@ -12,7 +12,7 @@ Isa detect() noexcept {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        return Isa::Avx512;
+        return __builtin_cpu_supports("avx512bf16") ? Isa::Avx512Bf16 : Isa::Avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
         return Isa::Avx2;
     return Isa::Scalar;
@@ -20,10 +20,11 @@ Isa detect() noexcept {
 
 Isa env_limit() noexcept {
     const char* e = std::getenv("KVRT_ISA");
-    if (!e) return Isa::Avx512;
+    if (!e) return Isa::Avx512Bf16;
     if (std::strcmp(e, "scalar") == 0) return Isa::Scalar;
     if (std::strcmp(e, "avx2") == 0) return Isa::Avx2;
-    return Isa::Avx512;
+    if (std::strcmp(e, "avx512") == 0) return Isa::Avx512;
+    return Isa::Avx512Bf16;
 }
 
 std::atomic<int>& limit_ref() noexcept {
@@ -53,6 +54,7 @@ const char* isa_name(Isa isa) noexcept {
         case Isa::Scalar: return "scalar";
         case Isa::Avx2: return "avx2";
         case Isa::Avx512: return "avx512";
+        case Isa::Avx512Bf16: return "avx512bf16";
     }
     return "?";
 }

@@ -100,6 +100,19 @@ inline std::vector<Isa> available_isas() {
     return v;
 }
 
+// Tolerance of a cpu:: attention result (output and lse) against its ref:: twin, for inputs in
+// [-1, 1] and scale = 1/sqrt(d). f32 arithmetic (every path but one): 2e-5. The avx512bf16 path
+// over bf16 KV (isa.hpp) rounds the pre-scaled query and the softmax weights to bf16 (relative
+// error <= 2^-9 each) before its bf16 dot products: a logit moves by at most
+// 2^-9 * scale * log2(e) * sum_c |q_c k_c| (~0.016 in the exp2 domain at d = 512 when every
+// rounding error had the same sign; they have random signs, so typically ~0.001), a weight by
+// 2^-9 more; the output, a convex combination of |v| <= 1, moves by about as much. Measured max
+// over the unit tests' shapes: 2e-3. 1e-2 keeps a margin and still catches a wrong key, lane or
+// mask (errors ~0.1-1).
+inline float attn_tolerance(Isa isa, DType kv_dtype, float f32_tol = 2e-5f) {
+    return isa == Isa::Avx512Bf16 && kv_dtype == DType::BF16 ? 1e-2f : f32_tol;
+}
+
 // Forces an ISA path for the scope.
 struct IsaScope {
     Isa prev;

@@ -57,27 +57,78 @@ inline float* scratch_floats(size_t n) { return scratch<float>(0, n); }
 // One tile of keys of one KV head, ready for the row kernels. K is transposed into kt (f32,
 // converted while transposing); V rows stay where they are, in the cache's dtype, and are
 // converted as P.V loads them (conversions to f32 are exact: where they happen changes no bit).
+//
+// Pair tiles (Ops::kBf16Dot, bf16 KV, attention): the bf16 dot-product layout instead. K is
+// transposed as 32-bit pairs of dims, kp[i][j] = (k_j[2i], k_j[2i+1]); V as pairs of keys,
+// vp[i][c] = (v_2i[c], v_2i+1[c]) (row stride vstride, columns past d zero). Q.K and P.V are
+// then bf16 dot products (Ops::dot2) of these with the query's and the probabilities' pairs.
 struct KeyTile {
     float* kt = nullptr;    // [d][T] transposed keys (f32)
     float* kbuf = nullptr;  // [T][d] spare f32 rows (not used by the kernels here)
-    float* vbuf = nullptr;  // [T][d] spare f32 rows (not used by the kernels here)
+    float* vbuf = nullptr;  // [T][d + 16] spare (pair tiles: vp)
+    uint32_t* qbuf = nullptr;  // [kRowsScore][d / 2 + 16] pair tiles: the rows' queries in bf16 pairs
     const float* zero = nullptr;
     const float* krow[T];   // f32 tiles: key j's row (absent keys: zero); 16-bit tiles: zero
     const float* vrow[T];   // f32 tiles: value j's row (absent keys: zero); 16-bit tiles: zero
     const uint8_t* vraw[T]; // value j's row in the dtype vdt (absent keys: zero)
     DType vdt = DType::F32;
     int ja = 0, jb = -1;  // keys present: [ja, jb]
+    bool pairs = false;   // a pair tile (see above)
+    const uint32_t* kp = nullptr;  // pair tiles: [(d + 1) / 2][T] (in kt's memory)
+    const uint32_t* vp = nullptr;  // pair tiles: [T / 2][vstride] (in vbuf's memory)
+    int vstride = 0;
 };
 
-inline size_t tile_floats(int d) { return size_t(d) * T * 3 + size_t(d); }
+inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
+inline size_t tile_floats(int d) {
+    return size_t(d) * T * 2 + size_t(d + 16) * T + size_t(d) + size_t(kRowsScore) * tile_qbuf(d);
+}
 
 inline void tile_init(KeyTile& t, float* mem, int d) {
     t.kt = mem;
     t.kbuf = mem + size_t(d) * T;
     t.vbuf = t.kbuf + size_t(d) * T;
-    float* z = t.vbuf + size_t(d) * T;
+    float* z = t.vbuf + size_t(d + 16) * T;
     for (int i = 0; i < d; ++i) z[i] = 0.0f;
     t.zero = z;
+    t.qbuf = reinterpret_cast<uint32_t*>(z + d);
+}
+
+// The pair layout of a bf16 tile (KeyTile): kr[j] / t.vraw[j] are key j's K / V rows (absent
+// keys: the zero row). O is Ops (a template parameter: only compiled where Ops::kBf16Dot).
+template <class O>
+inline void tile_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int ja, int jb) {
+    constexpr int W = O::W;
+    const int dp = (d + 1) / 2;
+    uint32_t* kp = reinterpret_cast<uint32_t*>(t.kt);
+    for (int g = 0; g < T; g += W) {
+        if (g + W - 1 < ja || g > jb) {  // no keys: zero (masked out by every row)
+            for (int i = 0; i < dp; ++i)
+                for (int j = 0; j < W; ++j) kp[size_t(i) * T + g + j] = 0;
+            continue;
+        }
+        const uint16_t* r16[W];
+        for (int j = 0; j < W; ++j) r16[j] = reinterpret_cast<const uint16_t*>(kr[g + j]);
+        int c = 0;
+        for (; c + 2 * W <= d; c += 2 * W) O::transpose_pairs_raw(r16, c, kp + size_t(c / 2) * T + g, T);
+        for (; c < d; c += 2)
+            for (int j = 0; j < W; ++j)
+                kp[size_t(c / 2) * T + g + j] = uint32_t(r16[j][c]) | (c + 1 < d ? uint32_t(r16[j][c + 1]) << 16 : 0u);
+    }
+    const int vs = (d + W - 1) / W * W;
+    uint32_t* vp = reinterpret_cast<uint32_t*>(t.vbuf);
+    for (int i = ja / 2; i <= jb / 2; ++i) {
+        const uint16_t* a = reinterpret_cast<const uint16_t*>(t.vraw[2 * i]);
+        const uint16_t* b = reinterpret_cast<const uint16_t*>(t.vraw[2 * i + 1]);
+        uint32_t* o = vp + size_t(i) * vs;
+        int c = 0;
+        for (; c + 2 * W <= d; c += 2 * W) O::interleave_pairs(a, b, c, o + c);
+        for (; c < d; ++c) o[c] = uint32_t(a[c]) | uint32_t(b[c]) << 16;
+        for (; c < vs; ++c) o[c] = 0;
+    }
+    t.kp = kp;
+    t.vp = vp;
+    t.vstride = vs;
 }
 
 // HINT: 2 (prefetcht1: toward L2, for rows needed later) or 3 (prefetcht0: into L1, next tile).
@@ -131,6 +182,9 @@ inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp
     t.ja = ja;
     t.jb = jb;
     t.vdt = dt;
+    // Pair tiles for attention over bf16 KV where the CPU has bf16 dot products; the indexer
+    // (need_v = false) keeps f32 keys.
+    t.pairs = Ops::kBf16Dot && need_v && dt == DType::BF16;
     const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
     const uint8_t* kr[T];
     for (int j = 0; j < T; ++j) {
@@ -139,6 +193,9 @@ inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp
         t.vraw[j] = in && need_v ? vp(j) : zero;
         t.krow[j] = dt == DType::F32 ? reinterpret_cast<const float*>(kr[j]) : t.zero;
         t.vrow[j] = dt == DType::F32 ? reinterpret_cast<const float*>(t.vraw[j]) : t.zero;
+    }
+    if constexpr (Ops::kBf16Dot) {
+        if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb);
     }
     // Transpose K into kt[c][j], W keys at a time; groups without keys are zeroed (their lanes
     // are masked out by every row).
@@ -176,8 +233,14 @@ struct RowRef {
 
 // Lane-wise scores of R rows against the tile: s[r][v] = sum_c q_r[c] * kt[c][v*W + lane],
 // two chains over even / odd c, added at the end.
+template <int R, class O>
+inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]);
+
 template <int R>
 inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
+    if constexpr (Ops::kBf16Dot) {
+        if (t.pairs) return tile_scores_pairs<R, Ops>(t, d, q, s);
+    }
     V a0[R][NV], a1[R][NV];
     for (int r = 0; r < R; ++r)
         for (int v = 0; v < NV; ++v) a0[r][v] = a1[r][v] = Ops::zero();
@@ -202,6 +265,47 @@ inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R
     }
     for (int r = 0; r < R; ++r)
         for (int v = 0; v < NV; ++v) s[r][v] = Ops::add(a0[r][v], a1[r][v]);
+}
+
+// tile_scores of a pair tile: the rows' queries rounded to bf16 pairs (qbuf), then per key lane
+// two chains of bf16 dot products over even / odd pairs of dims, added at the end.
+template <int R, class O>
+inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
+    constexpr int W = O::W;
+    static_assert(R <= kRowsScore, "qbuf holds kRowsScore rows");
+    const int dp = (d + 1) / 2;
+    const size_t qs = tile_qbuf(d);
+    uint32_t* qp = t.qbuf;
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < d; c += 2 * W) {
+            const int n = d - c;
+            O::store_bf16_pairs(qp + r * qs + c / 2, O::load_n(q[r] + c, n < W ? n : W),
+                                O::load_n(q[r] + c + W, n - W < 0 ? 0 : (n - W < W ? n - W : W)));
+        }
+    V a0[R][NV], a1[R][NV];
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < NV; ++v) a0[r][v] = a1[r][v] = O::zero();
+    int i = 0;
+    for (; i + 1 < dp; i += 2) {
+        const uint32_t* k0 = t.kp + size_t(i) * T;
+        const uint32_t* k1 = k0 + T;
+        for (int v = 0; v < NV; ++v) {
+            const auto kv0 = O::load_pairs(k0 + v * W), kv1 = O::load_pairs(k1 + v * W);
+            for (int r = 0; r < R; ++r) {
+                a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qp[r * qs + i]));
+                a1[r][v] = O::dot2(a1[r][v], kv1, O::set1_pair(qp[r * qs + i + 1]));
+            }
+        }
+    }
+    if (i < dp) {
+        const uint32_t* k0 = t.kp + size_t(i) * T;
+        for (int v = 0; v < NV; ++v) {
+            const auto kv0 = O::load_pairs(k0 + v * W);
+            for (int r = 0; r < R; ++r) a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qp[r * qs + i]));
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < NV; ++v) s[r][v] = O::add(a0[r][v], a1[r][v]);
 }
 
 inline float tree_sum(V (&p)[NV]) {
@@ -270,8 +374,59 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
         }
 }
 
+// pv_block of a pair tile: o_r[c0 .. c0 + CB*W) = alpha_r * o_r[...] + the bf16 dot products of
+// the probability pairs pp_r[i] with the value pairs vp[i][...], i in [ia, ib] in increasing order.
+// MASKED: pairs with neither key in the row's range are skipped; a pair with one key in range
+// adds 0 * v for the other (exact for finite v: o is never -0). n: valid lanes of the last vector.
+template <int R, int CB, bool MASKED, class O>
+inline void pv_block_pairs(const KeyTile& t, const RowRef* rows, const uint32_t* pp, const float* alpha, int c0,
+                           int ia, int ib, int n) {
+    constexpr int W = O::W;
+    V acc[R][CB];
+    for (int r = 0; r < R; ++r) {
+        const V a = O::set1(alpha[r]);
+        for (int cb = 0; cb < CB; ++cb)
+            acc[r][cb] = O::mul(cb == CB - 1 ? O::load_n(rows[r].o + c0 + cb * W, n) : O::load(rows[r].o + c0 + cb * W), a);
+    }
+    for (int i = ia; i <= ib; ++i) {
+        const uint32_t* vr = t.vp + size_t(i) * t.vstride + c0;
+        typename O::P vv[CB];
+        for (int cb = 0; cb < CB; ++cb) vv[cb] = O::load_pairs(vr + cb * W);
+        for (int r = 0; r < R; ++r) {
+            const auto p = O::set1_pair(pp[r * (T / 2) + i]);
+            if constexpr (MASKED) {
+                const bool on = 2 * i + 1 >= rows[r].a && 2 * i <= rows[r].b;
+                for (int cb = 0; cb < CB; ++cb) acc[r][cb] = O::dot2_if(on, acc[r][cb], vv[cb], p);
+            } else {
+                for (int cb = 0; cb < CB; ++cb) acc[r][cb] = O::dot2(acc[r][cb], vv[cb], p);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int cb = 0; cb < CB; ++cb) {
+            if (cb == CB - 1) O::store_n(rows[r].o + c0 + cb * W, acc[r][cb], n);
+            else O::store(rows[r].o + c0 + cb * W, acc[r][cb]);
+        }
+}
+
+template <int R, bool MASKED, class O>
+inline void pv_rows_pairs(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja,
+                          int jb) {
+    constexpr int W = O::W;
+    static_assert(T == 2 * W, "a row's probabilities are one vector of pairs");
+    alignas(64) uint32_t pp[R * (T / 2)];  // the probabilities (already bf16 values) as pairs
+    for (int r = 0; r < R; ++r) O::store_bf16_pairs(pp + r * (T / 2), O::load(pbuf + r * T), O::load(pbuf + r * T + W));
+    const int ia = ja / 2, ib = jb / 2;
+    int c = 0;
+    for (; c + kPvCols * W <= d; c += kPvCols * W) pv_block_pairs<R, kPvCols, MASKED, O>(t, rows, pp, alpha, c, ia, ib, W);
+    for (; c < d; c += W) pv_block_pairs<R, 1, MASKED, O>(t, rows, pp, alpha, c, ia, ib, d - c < W ? d - c : W);
+}
+
 template <int R, bool MASKED>
 inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja, int jb) {
+    if constexpr (Ops::kBf16Dot) {
+        if (t.pairs) return pv_rows_pairs<R, MASKED, Ops>(t, d, rows, pbuf, alpha, ja, jb);
+    }
     switch (t.vdt) {
         case DType::F32: return pv_rows_dt<R, MASKED, DType::F32>(t, d, rows, pbuf, alpha, ja, jb);
         case DType::BF16: return pv_rows_dt<R, MASKED, DType::BF16>(t, d, rows, pbuf, alpha, ja, jb);
@@ -285,8 +440,9 @@ inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pb
 // by PV (pv_block). With Ops::kGroup == 4 the max, alpha and sum of 4 rows are computed in one
 // vector (Ops::hmax4 / hsum4: the same lanes and pairs as one row at a time, so the same bits).
 // (O is Ops: a template parameter so that the branch not taken is not compiled.)
+// round_p (pair tiles): p_j is rounded to bf16, the weight P.V multiplies by; l sums those.
 template <int R, class O = Ops>
-inline void softmax_rows(const RowRef* rows, V (&s)[R][NV], float* pbuf, float* alpha) {
+inline void softmax_rows(const RowRef* rows, V (&s)[R][NV], float* pbuf, float* alpha, bool round_p) {
     if constexpr (Ops::kGroup == 1) {
         for (int r = 0; r < R; ++r) {
             const RowRef& row = rows[r];
@@ -327,6 +483,9 @@ inline void softmax_rows(const RowRef* rows, V (&s)[R][NV], float* pbuf, float* 
                 V p[NV];
                 for (int v = 0; v < NV; ++v) {
                     p[v] = O::exp2(O::sub(s[r][v], m));
+                    if constexpr (O::kBf16Dot) {
+                        if (round_p) p[v] = O::round_bf16(p[v]);
+                    }
                     if (row.a > 0 || row.b < T - 1) p[v] = O::keep_range(p[v], v * O::W, row.a, row.b, 0.0f);
                     O::store(pbuf + r * T + v * O::W, p[v]);
                 }
@@ -367,7 +526,7 @@ inline void tile_rows_block(const KeyTile& t, int d, const RowRef* rows) {
         jb = row.b > jb ? row.b : jb;
         if (row.a != rows[0].a || row.b != rows[0].b) uniform = false;
     }
-    softmax_rows<R>(rows, s, pbuf, alpha);
+    softmax_rows<R>(rows, s, pbuf, alpha, t.pairs);
     if (uniform) pv_rows<R, false>(t, d, rows, pbuf, alpha, ja, jb);
     else pv_rows<R, true>(t, d, rows, pbuf, alpha, ja, jb);
 }

@@ -4,6 +4,7 @@
 struct Ops {
     static constexpr int W = 8;
     static constexpr int kGroup = 1;  // softmax bookkeeping row by row (see simd_avx512.hpp)
+    static constexpr bool kBf16Dot = false;  // no bf16 dot products (see simd_avx512.hpp)
     using V = __m256;
     static V zero() { return _mm256_setzero_ps(); }
     static V load(const float* p) { return _mm256_loadu_ps(p); }

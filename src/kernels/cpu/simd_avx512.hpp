@@ -55,6 +55,50 @@ struct Ops {
     static V zero_where_neginf(V key, V x) {
         return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(key, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ), x);
     }
+#if defined(KVRT_ISA_BF16_DOT)
+    // bf16 dot products (AVX512_BF16), for bf16 KV tiles (attention_core.inl, "pair tiles").
+    // A "pair" is two bf16 in one 32-bit lane: element 2i in the low half, 2i + 1 in the high.
+    static constexpr bool kBf16Dot = true;
+    using P = __m512i;  // 16 pairs
+    // acc + a.lo * b.lo + a.hi * b.hi per lane (vdpbf16ps: exact products, f32 accumulation).
+    static V dot2(V acc, P a, P b) { return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b); }
+    // (Not _mm512_mask_dpbf16_ps: GCC 12 applies only the low 8 bits of its mask.)
+    static V dot2_if(bool on, V acc, P a, P b) { return on ? dot2(acc, a, b) : acc; }
+    static P load_pairs(const uint32_t* p) { return _mm512_loadu_si512(p); }
+    // The first n (0..16) lanes from p, the others 0 / stores only the first n lanes.
+    static V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p); }
+    static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v); }
+    static P set1_pair(uint32_t x) { return _mm512_set1_epi32(static_cast<int>(x)); }
+    // 32 f32 (lo = elements 0..15, hi = 16..31) rounded to bf16 (nearest even): 16 pairs.
+    static void store_bf16_pairs(uint32_t* out, V lo, V hi) {
+        _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+    // x rounded to bf16 (nearest even) and widened back to f32.
+    static V round_bf16(V x) {
+        const __m256i h = (__m256i)_mm512_cvtneps_pbh(x);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    // 16 rows of bf16 x 32 columns from column c, as pairs: out[i * ld + j] = the pair
+    // (rows[j][c + 2i], rows[j][c + 2i + 1]) (transpose_pairs without the split).
+    static void transpose_pairs_raw(const uint16_t* const* rows, int c, uint32_t* out, int ld) {
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(reinterpret_cast<const float*>(rows[i] + c));
+        transpose16x16(r);
+        for (int i = 0; i < 16; ++i) _mm512_storeu_ps(reinterpret_cast<float*>(out + size_t(i) * ld), r[i]);
+    }
+    // Elements [c, c + 32) of bf16 rows a and b interleaved: out[i] = the pair (a[c + i], b[c + i]).
+    static void interleave_pairs(const uint16_t* a, const uint16_t* b, int c, uint32_t* out) {
+        const __m512i idx_lo = _mm512_set_epi16(  // (highest element first)
+            47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+            39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+        const __m512i idx_hi = _mm512_add_epi16(idx_lo, _mm512_set1_epi16(16));
+        const __m512i va = _mm512_loadu_si512(a + c), vb = _mm512_loadu_si512(b + c);
+        _mm512_storeu_si512(out, _mm512_permutex2var_epi16(va, idx_lo, vb));
+        _mm512_storeu_si512(out + 16, _mm512_permutex2var_epi16(va, idx_hi, vb));
+    }
+#else
+    static constexpr bool kBf16Dot = false;
+#endif
     // 2^x for x <= 0 (tiny results clamp to ~2^-125: never a denormal, which would cost a
     // microcode assist per lane on every later instruction that touches it).
     static V exp2(V x) {

@@ -4,6 +4,7 @@
 struct Ops {
     static constexpr int W = 1;
     static constexpr int kGroup = 1;  // softmax bookkeeping row by row (see simd_avx512.hpp)
+    static constexpr bool kBf16Dot = false;  // no bf16 dot products (see simd_avx512.hpp)
     using V = float;
     static V zero() { return 0.0f; }
     static V load(const float* p) { return *p; }

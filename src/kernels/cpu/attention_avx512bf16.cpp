@@ -1,0 +1,39 @@
+// The attention core compiled for the avx512bf16 path (see attention_core.inl and isa.hpp):
+// the AVX-512 code, with bf16 KV tiles multiplied by vdpbf16ps (KVRT_ISA_BF16_DOT).
+#include "kernels/cpu/attention_isa.hpp"
+#include "kernels/cpu/scratch.hpp"
+#include "util/dtype.hpp"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+#pragma GCC optimize("fp-contract=off")
+// GCC 12 warns about _mm512_undefined_* inside its own intrinsics headers (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace kvrt::cpu::avx512bf16 {
+#define KVRT_ISA_AVX512
+#define KVRT_ISA_BF16_DOT
+#include "kernels/cpu/simd_avx512.hpp"
+#include "kernels/cpu/attention_core.inl"
+#include "kernels/cpu/indexer_core.inl"
+#undef KVRT_ISA_BF16_DOT
+#undef KVRT_ISA_AVX512
+}  // namespace kvrt::cpu::avx512bf16
+
+#pragma GCC pop_options
+
+namespace kvrt::cpu {
+const AttentionImpl& attention_impl_avx512bf16() {
+    static const AttentionImpl impl{&avx512bf16::prefill, &avx512bf16::decode, &avx512bf16::sparse,
+                                    &avx512bf16::indexer, &avx512bf16::indexer_batch};
+    return impl;
+}
+}  // namespace kvrt::cpu
