@@ -22,11 +22,11 @@ constexpr int T = kKeyTile;
 // costs microseconds, far more than small calls (a one-token prefill chunk, a short decode).
 constexpr double kParallelWork = double(1 << 20);
 constexpr int C = kKeyChunk;
-// Decode prefetches the rows of the tile ~kDecodePrefetchBytes ahead (at most kDecodePrefetch
-// tiles): 8 tiles of 9/3 heads of 64 bf16, 1 tile of 32/8 heads of 128 bf16; well within L2.
-// Measured with bench_attention_decode (2, 4, 8, 16 tiles; 128 KiB to 1 MiB).
-constexpr int kDecodePrefetch = 8;
-constexpr size_t kDecodePrefetchBytes = size_t(192) << 10;
+// Decode prefetches the rows of the tile ~kDecodePrefetchBytes ahead (at least the next tile),
+// spread over the current tile's compute (LineStream): 2 tiles of 9/3 heads of 64 f16, 1 tile
+// of 32/8 heads of 128 bf16. With the prefetches spread, 1 to 8 tiles ahead measured alike
+// (bench_attention_decode, KV beyond the LLC); the next tile into L1 as well added nothing.
+constexpr size_t kDecodePrefetchBytes = size_t(64) << 10;
 constexpr int NV = T / Ops::W;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -54,6 +54,49 @@ inline X* scratch(int slot, size_t n) {
 }
 inline float* scratch_floats(size_t n) { return scratch<float>(0, n); }
 
+// Prefetches spread over a tile's compute (decode). A burst of prefetches fills the core's miss
+// buffers and stalls it until they drain, so memory and compute take turns; issuing a few lines
+// at each step of the compute keeps requests in flight while the core computes. (Measured on a
+// 12 KiB-per-block read with ~0.5 us of FMAs per block, KV beyond the LLC: 10.7 GB/s with the
+// prefetches of a block issued at once, any distance; 19.5 GB/s, the in-cache rate, spread.)
+struct LineStream {
+    static constexpr int kMaxRuns = 2 * (T + 1);
+    const uint8_t* at[kMaxRuns];   // next line of each run
+    const uint8_t* end[kMaxRuns];  // end of each run
+    int n, r;       // runs queued, runs done
+    int per_step;   // lines per step(): the last tile's lines over its steps, rounded up
+    int steps;      // step() calls since the lines were queued
+    int64_t lines;  // lines queued
+    void reset() {
+        n = r = steps = 0;
+        lines = 0;
+        per_step = 4;
+    }
+    void add(const uint8_t* p, size_t bytes) {
+        at[n] = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63));
+        end[n++] = p + bytes;
+        lines += int64_t((reinterpret_cast<uintptr_t>(p) + bytes - reinterpret_cast<uintptr_t>(at[n - 1]) + 63) / 64);
+    }
+    void step() {
+        ++steps;
+        for (int i = 0; i < per_step && r < n; ++i) {
+            __builtin_prefetch(at[r], 0, 2);
+            at[r] += 64;
+            if (at[r] >= end[r]) ++r;
+        }
+    }
+    // Issues what is left of the queued lines, takes the rate for the next tile from this one's
+    // steps, and empties the queue.
+    void next_tile() {
+        for (; r < n; ++r)
+            for (; at[r] < end[r]; at[r] += 64) __builtin_prefetch(at[r], 0, 2);
+        asm volatile("");
+        if (steps > 0) per_step = static_cast<int>((lines + steps - 1) / steps) + 1;
+        n = r = steps = 0;
+        lines = 0;
+    }
+};
+
 // One tile of keys of one KV head, ready for the row kernels. K is transposed into kt (f32,
 // converted while transposing); V rows stay where they are, in the cache's dtype, and are
 // converted as P.V loads them (conversions to f32 are exact: where they happen changes no bit).
@@ -77,6 +120,7 @@ struct KeyTile {
     const uint32_t* kp = nullptr;  // pair tiles: [(d + 1) / 2][T] (in kt's memory)
     const uint32_t* vp = nullptr;  // pair tiles: [T / 2][vstride] (in vbuf's memory)
     int vstride = 0;
+    LineStream* pf = nullptr;  // decode: prefetches to spread over this tile's compute
 };
 
 inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
@@ -110,7 +154,10 @@ inline void tile_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int ja
         const uint16_t* r16[W];
         for (int j = 0; j < W; ++j) r16[j] = reinterpret_cast<const uint16_t*>(kr[g + j]);
         int c = 0;
-        for (; c + 2 * W <= d; c += 2 * W) O::transpose_pairs_raw(r16, c, kp + size_t(c / 2) * T + g, T);
+        for (; c + 2 * W <= d; c += 2 * W) {
+            if (t.pf) t.pf->step();
+            O::transpose_pairs_raw(r16, c, kp + size_t(c / 2) * T + g, T);
+        }
         for (; c < d; c += 2)
             for (int j = 0; j < W; ++j)
                 kp[size_t(c / 2) * T + g + j] = uint32_t(r16[j][c]) | (c + 1 < d ? uint32_t(r16[j][c + 1]) << 16 : 0u);
@@ -121,6 +168,7 @@ inline void tile_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int ja
         const uint16_t* a = reinterpret_cast<const uint16_t*>(t.vraw[2 * i]);
         const uint16_t* b = reinterpret_cast<const uint16_t*>(t.vraw[2 * i + 1]);
         uint32_t* o = vp + size_t(i) * vs;
+        if (t.pf && (i & 1) == 0) t.pf->step();
         int c = 0;
         for (; c + 2 * W <= d; c += 2 * W) O::interleave_pairs(a, b, c, o + c);
         for (; c < d; ++c) o[c] = uint32_t(a[c]) | uint32_t(b[c]) << 16;
@@ -155,6 +203,19 @@ inline void prefetch_rows(const PagedKV& kv, int64_t a, int64_t b) {
     // GCC's IPA deems a void function of prefetches alone "const" and deletes its calls
     // before inlining; an empty volatile asm is a side effect that keeps them.
     asm volatile("");
+}
+
+// Queues the K and V rows (all heads) of positions [a, b] on the stream.
+inline void add_rows(LineStream& s, const PagedKV& kv, int64_t a, int64_t b) {
+    const int64_t bt = kv.block_tokens;
+    while (a <= b && s.n + 2 <= LineStream::kMaxRuns) {
+        const int64_t blk = a / bt, e = mn(b, blk * bt + bt - 1);
+        const uint8_t* base = kv.blocks[blk];
+        const size_t off = size_t(a - blk * bt) * kv.row_bytes, bytes = size_t(e - a + 1) * kv.row_bytes;
+        s.add(base + kv.k_offset + off, bytes);
+        if (kv.v_offset != kv.k_offset) s.add(base + kv.v_offset + off, bytes);
+        a = e + 1;
+    }
 }
 
 // kr[j] / vr[j] = the K / V row (all heads) of position base + j, for j in [ja, jb]
@@ -208,13 +269,19 @@ inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp
         }
         int c = 0;
         if (dt == DType::F32) {
-            for (; c + W <= d; c += W) Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
+            for (; c + W <= d; c += W) {
+                if (t.pf) t.pf->step();
+                Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
+            }
             for (; c < d; ++c)
                 for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = t.krow[g + j][c];
         } else {
             const uint16_t* r16[W];
             for (int j = 0; j < W; ++j) r16[j] = reinterpret_cast<const uint16_t*>(kr[g + j]);
-            for (; c + 2 * W <= d; c += 2 * W) Ops::transpose_pairs(r16, c, dt, t.kt + size_t(c) * T + g, T);
+            for (; c + 2 * W <= d; c += 2 * W) {
+                if (t.pf) t.pf->step();
+                Ops::transpose_pairs(r16, c, dt, t.kt + size_t(c) * T + g, T);
+            }
             for (; c < d; ++c)
                 for (int j = 0; j < W; ++j) t.kt[size_t(c) * T + g + j] = cvt16(r16[j][c], dt);
         }
@@ -246,6 +313,7 @@ inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R
         for (int v = 0; v < NV; ++v) a0[r][v] = a1[r][v] = Ops::zero();
     int c = 0;
     for (; c + 1 < d; c += 2) {
+        if (t.pf && c % 8 == 0) t.pf->step();
         const float* k0 = t.kt + size_t(c) * T;
         const float* k1 = k0 + T;
         for (int v = 0; v < NV; ++v) {
@@ -287,6 +355,7 @@ inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, V 
         for (int v = 0; v < NV; ++v) a0[r][v] = a1[r][v] = O::zero();
     int i = 0;
     for (; i + 1 < dp; i += 2) {
+        if (t.pf && i % 8 == 0) t.pf->step();
         const uint32_t* k0 = t.kp + size_t(i) * T;
         const uint32_t* k1 = k0 + T;
         for (int v = 0; v < NV; ++v) {
@@ -341,6 +410,7 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, co
         for (int cb = 0; cb < CB; ++cb) acc[r][cb] = Ops::mul(Ops::load(rows[r].o + c0 + cb * Ops::W), a);
     }
     for (int j = ja; j <= jb; ++j) {
+        if (t.pf && (j & 1) == 0) t.pf->step();
         const uint8_t* vr = t.vraw[j];
         V vv[CB];
         for (int cb = 0; cb < CB; ++cb) vv[cb] = load_v<VD>(vr, c0 + cb * Ops::W);
@@ -389,6 +459,7 @@ inline void pv_block_pairs(const KeyTile& t, const RowRef* rows, const uint32_t*
             acc[r][cb] = O::mul(cb == CB - 1 ? O::load_n(rows[r].o + c0 + cb * W, n) : O::load(rows[r].o + c0 + cb * W), a);
     }
     for (int i = ia; i <= ib; ++i) {
+        if (t.pf) t.pf->step();
         const uint32_t* vr = t.vp + size_t(i) * t.vstride + c0;
         typename O::P vv[CB];
         for (int cb = 0; cb < CB; ++cb) vv[cb] = O::load_pairs(vr + cb * W);
@@ -789,7 +860,12 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
     const float qscale = p.scale * kLog2e;
     double work = 0;
     for (int it = 0; it < n_items; ++it) work += double(items[it].hi - items[it].lo + 1) * H * d;
-#pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
+    // Each thread takes one contiguous span of items (a sequence's chunks in key order), so its
+    // prefetch stream runs on from one chunk into the next instead of restarting at every chunk.
+    const bool par = n_items > 1 && work > kParallelWork;
+    const int nth = par ? region_threads() : 1;
+    const int span = (n_items + nth - 1) / nth;
+#pragma omp parallel for schedule(static, span) if (par)
     for (int it = 0; it < n_items; ++it) {
         const ChunkItem& ci = items[it];
         const DecodeSeq& sq = seqs[ci.seq];
@@ -813,27 +889,31 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             for (int c = 0; c < d; ++c) st[2 + c] = 0.0f;
         }
         const size_t tile_bytes = kv.row_bytes * T * (kv.v_offset == kv.k_offset ? 1 : 2);
-        const int64_t ahead = mx(1, mn(kDecodePrefetch, int64_t(kDecodePrefetchBytes / tile_bytes)));
+        const int64_t ahead = mx(1, int64_t(kDecodePrefetchBytes / tile_bytes));
+        // The keys this thread reads next: this chunk's, then the next chunk's when that is the
+        // thread's next item of the same sequence (it starts at ci.hi + 1).
+        const bool next_mine = (it + 1) % span != 0 && it + 1 < n_items && items[it + 1].seq == ci.seq;
+        const bool prev_mine = it % span != 0 && items[it - 1].seq == ci.seq;
+        const int64_t stream_hi = next_mine ? items[it + 1].hi : ci.hi;
+        // At the start of a thread's stream nothing was prefetched yet: request the first
+        // `ahead` tiles at once.
+        if (!prev_mine) prefetch_rows(kv, ci.lo, mn(stream_hi, (ci.lo / T + ahead) * T - 1));
+        // The thread's prefetch stream (raw scratch: reset when this item starts the stream).
+        LineStream& stream = *scratch<LineStream>(2, 1);
+        if (!prev_mine) stream.reset();
         for (int64_t k = ci.lo / T; k <= ci.hi / T; ++k) {
             const int64_t base = k * T;
             const int ja = static_cast<int>(mx(ci.lo, base) - base);
             const int jb = static_cast<int>(mn(ci.hi, base + T - 1) - base);
-            // Two prefetch streams, a share per KV head (spread over the tile's work: a burst of
-            // prefetches fills the L1 miss buffers and stalls the loads): the tile `ahead` tiles
-            // on toward L2, and the next tile into L1 (measured: ~10-20% more beyond the LLC
-            // than the far stream alone).
-            const int64_t pf = base + ahead * T, pfe = mn(ci.hi, pf + T - 1);
-            const int64_t nb = base + T, ne = ahead > 1 ? mn(ci.hi, nb + T - 1) : nb - 1;
+            // The rows `ahead` tiles on (this thread's next chunk's, past the end of this one).
+            const int64_t pf = base + ahead * T, pfe = mn(stream_hi, pf + T - 1);
             row_ptrs(kv, base, ja, jb, kr, vr);
+            // Their lines are spread over this tile's steps; lines still queued from the last tile
+            // go now, and its step count sets the rate for this one.
+            stream.next_tile();
+            if (pf <= pfe) add_rows(stream, kv, pf, pfe);
+            tile.pf = &stream;
             for (int g = 0; g < n_kv; ++g) {
-                if (pf <= pfe) {
-                    const int64_t n = pfe - pf + 1;
-                    prefetch_rows(kv, pf + n * g / n_kv, pf + n * (g + 1) / n_kv - 1);
-                }
-                if (nb <= ne) {
-                    const int64_t n = ne - nb + 1;
-                    prefetch_rows<3>(kv, nb + n * g / n_kv, nb + n * (g + 1) / n_kv - 1);
-                }
                 const size_t off = size_t(g) * d * es;
                 tile_build(
                     tile, d, kv.dtype, ja, jb, [&](int j) { return kr[j] + off; }, [&](int j) { return vr[j] + off; },
@@ -883,7 +963,7 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
     first[n_queries] = n_items;
     float* part = scratch<float>(6, size_t(n_items) * H * stride);
     const float qscale = p.scale * kLog2e;
-    const size_t row_lines = (size_t(d) * dtype_size(bank.dtype) + 63) / 64;
+    const size_t row_bytes = size_t(d) * dtype_size(bank.dtype);
     double work = 0;
     for (int it = 0; it < n_items; ++it) work += double(items[it].hi - items[it].lo + 1) * H * d;
 #pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
@@ -904,17 +984,17 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
             st[1] = 0.0f;
             for (int c = 0; c < d; ++c) st[2 + c] = 0.0f;
         }
+        // The selection is scattered, so no hardware prefetcher helps: the next tile's rows are
+        // prefetched, spread over this tile's compute (LineStream), the first tile's at once.
+        LineStream& stream = *scratch<LineStream>(2, 1);
+        stream.reset();
+        for (int64_t j = ci.lo; j <= mn(ci.hi, ci.lo + T - 1); ++j) prefetch_range<2>(bank.k_row(sq.rows[j]), row_bytes);
+        asm volatile("");
         for (int64_t base = ci.lo; base <= ci.hi; base += T) {
             const int jb = static_cast<int>(mn(ci.hi - base, T - 1));
-            // Prefetch the next tile's rows: the selection is scattered, no hardware prefetcher helps.
-            const int64_t nb = base + T;
-            if (nb <= ci.hi) {
-                const int64_t ne = mn(ci.hi, nb + T - 1);
-                for (int64_t j = nb; j <= ne; ++j) {
-                    const uint8_t* r = bank.k_row(sq.rows[j]);
-                    for (size_t ln = 0; ln < row_lines; ++ln) __builtin_prefetch(r + ln * 64);
-                }
-            }
+            stream.next_tile();
+            for (int64_t j = base + T; j <= mn(ci.hi, base + 2 * T - 1); ++j) stream.add(bank.k_row(sq.rows[j]), row_bytes);
+            tile.pf = &stream;
             auto row = [&](int j) { return bank.k_row(sq.rows[base + j]); };
             tile_build(tile, d, bank.dtype, 0, jb, row, row, true);
             for (int h = 0; h < H; ++h) {

@@ -4,6 +4,8 @@
 #include <memory>
 #include <new>
 
+#include <omp.h>
+
 namespace kvrt::cpu {
 
 namespace {
@@ -28,5 +30,7 @@ void* thread_scratch(int slot, size_t bytes) {
     }
     return s.p;
 }
+
+int region_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
 }  // namespace kvrt::cpu

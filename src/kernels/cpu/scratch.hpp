@@ -11,4 +11,8 @@ namespace kvrt::cpu {
 // baseline ISA so the per-ISA kernels instantiate no shared templates.
 void* thread_scratch(int slot, size_t bytes);
 
+// The threads a parallel region started here would get (1 inside an active parallel region).
+// Baseline translation unit, like thread_scratch.
+int region_threads();
+
 }  // namespace kvrt::cpu
