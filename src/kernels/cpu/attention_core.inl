@@ -296,17 +296,35 @@ struct RowRef {
     float* l;
     float* o;
     int a, b;
+    // Optional: q already in bf16 pairs (q_pairs; pair tiles), else converted tile by tile.
+    const uint32_t* qp = nullptr;
 };
 
-// Lane-wise scores of R rows against the tile: s[r][v] = sum_c q_r[c] * kt[c][v*W + lane],
-// two chains over even / odd c, added at the end.
-template <int R, class O>
-inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]);
+// The pairs of a pair tile's query: q (f32, pre-scaled) rounded to bf16 (nearest even),
+// out[i] = (q[2i], q[2i + 1]), zero-padded to a whole vector (tile_qbuf(d) entries).
+template <class O>
+inline void q_pairs(const float* q, int d, uint32_t* out) {
+    constexpr int W = O::W;
+    int c = 0;
+    for (; c + 2 * W <= d; c += 2 * W) O::store_bf16_pairs(out + c / 2, O::load(q + c), O::load(q + c + W));
+    if (c < d) {
+        const int n = d - c;
+        O::store_bf16_pairs(out + c / 2, O::load_n(q + c, n < W ? n : W), O::load_n(q + c + W, n > W ? n - W : 0));
+    }
+}
 
+template <int R, class O>
+inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, const uint32_t* const* qp,
+                              V (&s)[R][NV]);
+
+// Lane-wise scores of R rows against the tile: s[r][v] = sum_c q_r[c] * kt[c][v*W + lane],
+// two chains over even / odd c, added at the end (pair tiles: tile_scores_pairs).
+// qp: optional per row, its query in bf16 pairs (pair tiles; q_pairs), or null.
 template <int R>
-inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
+inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV],
+                        const uint32_t* const* qp = nullptr) {
     if constexpr (Ops::kBf16Dot) {
-        if (t.pairs) return tile_scores_pairs<R, Ops>(t, d, q, s);
+        if (t.pairs) return tile_scores_pairs<R, Ops>(t, d, q, qp, s);
     }
     V a0[R][NV], a1[R][NV];
     for (int r = 0; r < R; ++r)
@@ -335,21 +353,24 @@ inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R
         for (int v = 0; v < NV; ++v) s[r][v] = Ops::add(a0[r][v], a1[r][v]);
 }
 
-// tile_scores of a pair tile: the rows' queries rounded to bf16 pairs (qbuf), then per key lane
-// two chains of bf16 dot products over even / odd pairs of dims, added at the end.
+// tile_scores of a pair tile: the rows' queries in bf16 pairs (given, or converted into qbuf),
+// then per key lane two chains of bf16 dot products over even / odd pairs of dims, added at the end.
 template <int R, class O>
-inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
+inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, const uint32_t* const* qpr,
+                              V (&s)[R][NV]) {
     constexpr int W = O::W;
     static_assert(R <= kRowsScore, "qbuf holds kRowsScore rows");
     const int dp = (d + 1) / 2;
-    const size_t qs = tile_qbuf(d);
-    uint32_t* qp = t.qbuf;
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < d; c += 2 * W) {
-            const int n = d - c;
-            O::store_bf16_pairs(qp + r * qs + c / 2, O::load_n(q[r] + c, n < W ? n : W),
-                                O::load_n(q[r] + c + W, n - W < 0 ? 0 : (n - W < W ? n - W : W)));
+    const uint32_t* qrow[R];
+    for (int r = 0; r < R; ++r) {
+        if (qpr && qpr[r]) {
+            qrow[r] = qpr[r];
+        } else {
+            uint32_t* b = t.qbuf + r * tile_qbuf(d);
+            q_pairs<O>(q[r], d, b);
+            qrow[r] = b;
         }
+    }
     V a0[R][NV], a1[R][NV];
     for (int r = 0; r < R; ++r)
         for (int v = 0; v < NV; ++v) a0[r][v] = a1[r][v] = O::zero();
@@ -361,8 +382,8 @@ inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, V 
         for (int v = 0; v < NV; ++v) {
             const auto kv0 = O::load_pairs(k0 + v * W), kv1 = O::load_pairs(k1 + v * W);
             for (int r = 0; r < R; ++r) {
-                a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qp[r * qs + i]));
-                a1[r][v] = O::dot2(a1[r][v], kv1, O::set1_pair(qp[r * qs + i + 1]));
+                a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qrow[r][i]));
+                a1[r][v] = O::dot2(a1[r][v], kv1, O::set1_pair(qrow[r][i + 1]));
             }
         }
     }
@@ -370,7 +391,7 @@ inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, V 
         const uint32_t* k0 = t.kp + size_t(i) * T;
         for (int v = 0; v < NV; ++v) {
             const auto kv0 = O::load_pairs(k0 + v * W);
-            for (int r = 0; r < R; ++r) a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qp[r * qs + i]));
+            for (int r = 0; r < R; ++r) a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qrow[r][i]));
         }
     }
     for (int r = 0; r < R; ++r)
@@ -584,9 +605,13 @@ inline void tile_rows_block(const KeyTile& t, int d, const RowRef* rows) {
     alignas(64) float pbuf[R * T];
     float alpha[R];
     const float* q[R];
-    for (int r = 0; r < R; ++r) q[r] = rows[r].q;
+    const uint32_t* qp[R];
+    for (int r = 0; r < R; ++r) {
+        q[r] = rows[r].q;
+        qp[r] = rows[r].qp;
+    }
     V s[R][NV];
-    tile_scores<R>(t, d, q, s);
+    tile_scores<R>(t, d, q, s, qp);
     int ja = T, jb = -1;
     bool uniform = true;
     for (int r = 0; r < R; ++r) {
@@ -676,6 +701,17 @@ inline void prescale(const float* q, int d, float s, float* out) {
 // fold in chunk order afterwards: the same partials folded in the same order as the walk folds
 // them, so the bits do not change.
 
+// q_pairs of a row's query into out (returned) where Ops has bf16 dot products, else null.
+template <class O = Ops>
+inline const uint32_t* rows_q_pairs(const float* q, int d, uint32_t* out) {
+    if constexpr (O::kBf16Dot) {
+        q_pairs<O>(q, d, out);
+        return out;
+    } else {
+        return nullptr;
+    }
+}
+
 // Below this many (KV head, query block) items, prefill splits items into key chunks.
 constexpr int kPrefillSplitItems = 16;
 
@@ -725,9 +761,11 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
         const PrefillItem& pi = items[item];
         const int qb = pi.qb, g = pi.g;
         const int t0 = qb * QB, t1 = static_cast<int>(mn(n_q, t0 + QB)), nr = (t1 - t0) * G;
-        // scratch: tile | q[nr][d] | oc[nr][d] | ot[nr][d] | mc, lc, mt, lt [nr]
+        // scratch: tile | q[nr][d] | oc[nr][d] | ot[nr][d] | mc, lc, mt, lt [nr] | q pairs [nr][qbuf]
         const size_t tf = tile_floats(d);
-        float* mem = scratch_floats(tf + size_t(nr) * (3 * size_t(d) + 4));
+        const bool pairs = Ops::kBf16Dot && kv.dtype == DType::BF16;  // tile_build's pair tiles
+        const size_t qps = tile_qbuf(d);
+        float* mem = scratch_floats(tf + size_t(nr) * (3 * size_t(d) + 4) + (pairs ? size_t(nr) * qps : 0));
         KeyTile tile;
         tile_init(tile, mem, d);
         float* qs = mem + tf;
@@ -737,6 +775,7 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
         float* lc = mc + nr;
         float* mt = lc + nr;
         float* lt = mt + nr;
+        uint32_t* qpb = reinterpret_cast<uint32_t*>(lt + nr);
         int64_t* lo = scratch<int64_t>(1, size_t(nr) * 2);
         int64_t* hi = lo + nr;
         int32_t* cur = scratch<int32_t>(2, size_t(nr));
@@ -754,6 +793,7 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                 lt[r] = 0.0f;
                 for (int c = 0; c < d; ++c) ot[size_t(r) * d + c] = 0.0f;
                 rows[r] = RowRef{qs + size_t(r) * d, mc + r, lc + r, oc + size_t(r) * d, 0, -1};
+                if (pairs) rows[r].qp = rows_q_pairs(qs + size_t(r) * d, d, qpb + size_t(r) * qps);
             }
         // The keys this item walks: all of the block's, or one chunk of them.
         int64_t ulo = lo[0], uhi = hi[nr - 1];
