@@ -59,6 +59,8 @@ inline float* scratch_floats(size_t n) { return scratch<float>(0, n); }
 // at each step of the compute keeps requests in flight while the core computes. (Measured on a
 // 12 KiB-per-block read with ~0.5 us of FMAs per block, KV beyond the LLC: 10.7 GB/s with the
 // prefetches of a block issued at once, any distance; 19.5 GB/s, the in-cache rate, spread.)
+// The hint is prefetcht0: on this machine (AMD Zen 5, virtualised) prefetcht1 left the decode
+// at its unprefetched speed in most processes, t0 and nta never did.
 struct LineStream {
     static constexpr int kMaxRuns = 2 * (T + 1);
     const uint8_t* at[kMaxRuns];   // next line of each run
@@ -80,7 +82,7 @@ struct LineStream {
     void step() {
         ++steps;
         for (int i = 0; i < per_step && r < n; ++i) {
-            __builtin_prefetch(at[r], 0, 2);
+            __builtin_prefetch(at[r], 0, 3);
             at[r] += 64;
             if (at[r] >= end[r]) ++r;
         }
@@ -89,7 +91,7 @@ struct LineStream {
     // steps, and empties the queue.
     void next_tile() {
         for (; r < n; ++r)
-            for (; at[r] < end[r]; at[r] += 64) __builtin_prefetch(at[r], 0, 2);
+            for (; at[r] < end[r]; at[r] += 64) __builtin_prefetch(at[r], 0, 3);
         asm volatile("");
         if (steps > 0) per_step = static_cast<int>((lines + steps - 1) / steps) + 1;
         n = r = steps = 0;
@@ -937,7 +939,7 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
         const int64_t stream_hi = next_mine ? items[it + 1].hi : ci.hi;
         // At the start of a thread's stream nothing was prefetched yet: request the first
         // `ahead` tiles at once.
-        if (!prev_mine) prefetch_rows(kv, ci.lo, mn(stream_hi, (ci.lo / T + ahead) * T - 1));
+        if (!prev_mine) prefetch_rows<3>(kv, ci.lo, mn(stream_hi, (ci.lo / T + ahead) * T - 1));
         // The thread's prefetch stream (raw scratch: reset when this item starts the stream).
         LineStream& stream = *scratch<LineStream>(2, 1);
         if (!prev_mine) stream.reset();
@@ -1028,7 +1030,7 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
         // prefetched, spread over this tile's compute (LineStream), the first tile's at once.
         LineStream& stream = *scratch<LineStream>(2, 1);
         stream.reset();
-        for (int64_t j = ci.lo; j <= mn(ci.hi, ci.lo + T - 1); ++j) prefetch_range<2>(bank.k_row(sq.rows[j]), row_bytes);
+        for (int64_t j = ci.lo; j <= mn(ci.hi, ci.lo + T - 1); ++j) prefetch_range<3>(bank.k_row(sq.rows[j]), row_bytes);
         asm volatile("");
         for (int64_t base = ci.lo; base <= ci.hi; base += T) {
             const int jb = static_cast<int>(mn(ci.hi - base, T - 1));
