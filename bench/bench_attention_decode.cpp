@@ -9,6 +9,8 @@
 //     --4k: arena on 4 KiB pages (what the cache had before transparent huge pages)
 //     --only: run the shapes whose label ("9/3 bf16 131072") contains SUBSTRING
 //     --layers N: layers per block (default: as many as keep the arena near 1 GiB, <= 30)
+//     --block N: positions per cache block (default 16, the cache's default; longer blocks give
+//       longer contiguous runs per layer, which the hardware prefetchers stream better)
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
 #include "kernels/attention.hpp"
@@ -41,11 +43,13 @@ int main(int argc, char** argv) {
     bool quick = false, thp = true;
     const char* only = nullptr;
     int force_layers = 0;
+    int32_t block_tokens = 16;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         else if (std::strcmp(argv[i], "--4k") == 0) thp = false;
         else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) force_layers = std::atoi(argv[++i]);
+        else if (std::strcmp(argv[i], "--block") == 0 && i + 1 < argc) block_tokens = std::max(1, std::atoi(argv[++i]));
     }
     const int max_t = std::min(2, std::max(1, omp_get_max_threads()));
     double stream[3] = {0, 0, 0};
@@ -68,7 +72,7 @@ int main(int argc, char** argv) {
                 if (only && !std::strstr(label, only)) continue;
                 const size_t layer_bytes = size_t(n) * s.hkv * s.d * dtype_size(dt) * 2;
                 const int32_t layers = force_layers > 0 ? force_layers : bench_layers(layer_bytes);
-                BenchKV kv(n, s.hkv, s.d, dt, 16, false, 1, layers, thp);
+                BenchKV kv(n, s.hkv, s.d, dt, block_tokens, false, 1, layers, thp);
                 AttnParams p;
                 p.n_heads = s.h;
                 p.head_dim = s.d;
@@ -86,10 +90,10 @@ int main(int argc, char** argv) {
                     std::snprintf(extra, sizeof extra,
                                   "\"heads\":\"%d/%d\",\"head_dim\":%d,\"kv\":\"%s\",\"keys\":%lld,\"threads\":%d,"
                                   "\"kv_mib\":%.1f,\"beyond_llc\":%s,\"us\":%.1f,\"isa\":\"%s\",\"layers\":%d,"
-                                  "\"pages\":\"%s\"",
+                                  "\"pages\":\"%s\",\"block\":%d",
                                   s.h, s.hkv, s.d, dtype_name(dt), (long long)n, t, kv.payload_bytes / 1048576.0,
                                   kv.payload_bytes > llc ? "true" : "false", sec * 1e6, isa_name(isa_active()), layers,
-                                  kv.arena->page_kind() == memory::PageKind::Base ? "4k" : "2m");
+                                  kv.arena->page_kind() == memory::PageKind::Base ? "4k" : "2m", block_tokens);
                     emit_vs("attention_decode", "kv_read_bandwidth", bps / 1e9, "GB/s", "stream_read", stream[t] / 1e9,
                             extra);
                     volatile uint64_t sink = 0;
