@@ -9,7 +9,9 @@
 //     computed lane-wise (lane = key) with two FMA chains over even/odd dims,
 //     masked to the row's own key range, and its running (m, l, o) updated by
 //     online softmax; o accumulates p_j * v_j in increasing j, one FMA per
-//     element (masked FMAs for keys outside the row's range).
+//     element (masked FMAs for keys outside the row's range). Pair tiles (bf16
+//     KV where Ops::kBf16Dot, see KeyTile): bf16 dot products instead, over
+//     pairs of dims (scores, two chains) and pairs of keys (o, increasing).
 //   - Tiles belong to chunks of C = kKeyChunk positions; a chunk's partial
 //     (m, l, o) starts empty and chunk partials are folded in increasing order.
 //   - The number of rows processed together (register blocking), the threads,
