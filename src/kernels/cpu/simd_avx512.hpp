@@ -27,23 +27,26 @@ struct Ops {
     static float hmax(V v) { return _mm512_reduce_max_ps(v); }
     // Softmax bookkeeping of 4 rows at once, in "quarter layout": lanes 4k .. 4k+3 hold row k.
     static constexpr int kGroup = 4;
-    // Quarter k = the max over the 16 lanes of x_k.
-    static V hmax4(V x0, V x1, V x2, V x3) {
-        V a01 = _mm512_max_ps(_mm512_shuffle_f32x4(x0, x1, 0x44), _mm512_shuffle_f32x4(x0, x1, 0xEE));
-        V a23 = _mm512_max_ps(_mm512_shuffle_f32x4(x2, x3, 0x44), _mm512_shuffle_f32x4(x2, x3, 0xEE));
-        V b = _mm512_max_ps(_mm512_shuffle_f32x4(a01, a23, 0x88), _mm512_shuffle_f32x4(a01, a23, 0xDD));
-        V c = _mm512_max_ps(b, _mm512_permute_ps(b, 0x4E));
-        return _mm512_max_ps(c, _mm512_permute_ps(c, 0xB1));
+    // Quarter k = op over the 16 lanes of x_k, combining lanes (l, l+8), (l, l+4), (l, l+2),
+    // (l, l+1) in that order: for op = add, the pairs and order of hsum, so hsum4 gives hsum's
+    // bits for each row (f32 addition is commutative).
+    template <class Op>
+    static V reduce4(V x0, V x1, V x2, V x3, Op op) {
+        V a01 = op(_mm512_shuffle_f32x4(x0, x1, 0x44), _mm512_shuffle_f32x4(x0, x1, 0xEE));
+        V a23 = op(_mm512_shuffle_f32x4(x2, x3, 0x44), _mm512_shuffle_f32x4(x2, x3, 0xEE));
+        V b = op(_mm512_shuffle_f32x4(a01, a23, 0x88), _mm512_shuffle_f32x4(a01, a23, 0xDD));
+        V c = op(b, _mm512_permute_ps(b, 0x4E));
+        return op(c, _mm512_permute_ps(c, 0xB1));
     }
-    // Quarter k = hsum(x_k), bit for bit: the same lane pairs, (l, l+8), (l, l+4), (l, l+2),
-    // (l, l+1), added in the same order (f32 addition is commutative).
-    static V hsum4(V x0, V x1, V x2, V x3) {
-        V a01 = _mm512_add_ps(_mm512_shuffle_f32x4(x0, x1, 0x44), _mm512_shuffle_f32x4(x0, x1, 0xEE));
-        V a23 = _mm512_add_ps(_mm512_shuffle_f32x4(x2, x3, 0x44), _mm512_shuffle_f32x4(x2, x3, 0xEE));
-        V b = _mm512_add_ps(_mm512_shuffle_f32x4(a01, a23, 0x88), _mm512_shuffle_f32x4(a01, a23, 0xDD));
-        V c = _mm512_add_ps(b, _mm512_permute_ps(b, 0x4E));
-        return _mm512_add_ps(c, _mm512_permute_ps(c, 0xB1));
-    }
+    // (Function objects, not lambdas: GCC 12 compiles a lambda without the file's target pragma.)
+    struct MaxOp {
+        V operator()(V a, V b) const { return _mm512_max_ps(a, b); }
+    };
+    struct AddOp {
+        V operator()(V a, V b) const { return _mm512_add_ps(a, b); }
+    };
+    static V hmax4(V x0, V x1, V x2, V x3) { return reduce4(x0, x1, x2, x3, MaxOp{}); }
+    static V hsum4(V x0, V x1, V x2, V x3) { return reduce4(x0, x1, x2, x3, AddOp{}); }
     // Quarter k = the k-th argument.
     static V quarters(float a, float b, float c, float d) {
         const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
