@@ -113,6 +113,45 @@ inline float attn_tolerance(Isa isa, DType kv_dtype, float f32_tol = 2e-5f) {
     return isa == Isa::Avx512Bf16 && kv_dtype == DType::BF16 ? 1e-2f : f32_tol;
 }
 
+// The CED indexer (indexer_core.inl) on the avx512bf16 path over bf16 keys rounds each query
+// head to bf16 (nearest even) and multiplies with bf16 dot products; every other path keeps
+// the query in f32.
+inline bool indexer_rounds_q(Isa isa, DType key_dtype) { return isa == Isa::Avx512Bf16 && key_dtype == DType::BF16; }
+
+// v rounded to bf16 (nearest even) and widened back: the query the indexer computes with
+// where indexer_rounds_q.
+inline std::vector<float> bf16_rounded(std::vector<float> v) {
+    for (auto& x : v) x = bf16_to_f32(f32_to_bf16(x));
+    return v;
+}
+
+// Element i of a cached row of dtype dt, as f32 (exact).
+inline float row_elem(const uint8_t* row, DType dt, int32_t i) {
+    switch (dt) {
+        case DType::F32: { float f; std::memcpy(&f, row + size_t(i) * 4, 4); return f; }
+        case DType::BF16: { uint16_t h; std::memcpy(&h, row + size_t(i) * 2, 2); return bf16_to_f32(h); }
+        case DType::F16: { uint16_t h; std::memcpy(&h, row + size_t(i) * 2, 2); return f16_to_f32(h); }
+    }
+    return 0.0f;
+}
+
+// How far rounding the query to bf16 can move the indexer score of the key at `pos`:
+// each q_hc moves by at most 2^-9 |q_hc| (8 significant bits, round to nearest), so
+// q_h . k by at most 2^-9 sum_c |q_hc k_c|; ReLU is 1-Lipschitz and the heads are weighted
+// by w_h: |delta score| <= 2^-9 sum_h |w_h| sum_c |q_hc k_c|. (A bound, not an estimate: the
+// errors have random signs, so the typical move is ~10x smaller.)
+inline float indexer_bf16_q_bound(const PagedKV& keys, const float* q, const float* w, int32_t n_heads, int64_t pos) {
+    const uint8_t* k = keys.k_row(pos);
+    double b = 0;
+    for (int32_t h = 0; h < n_heads; ++h) {
+        double s = 0;
+        for (int32_t c = 0; c < keys.head_dim; ++c)
+            s += std::fabs(double(q[size_t(h) * keys.head_dim + c]) * row_elem(k, keys.dtype, c));
+        b += std::fabs(double(w[h])) * s;
+    }
+    return float(b * std::ldexp(1.0, -9));
+}
+
 // Forces an ISA path for the scope.
 struct IsaScope {
     Isa prev;

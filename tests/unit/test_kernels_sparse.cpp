@@ -124,14 +124,29 @@ TEST_CASE("kernels.indexer.scores_match_ref") {
                 auto q = test::random_vec(size_t(Hi) * Di, 901);
                 auto w = test::random_vec(Hi, 902, 0.0f, 1.0f);
                 IndexerQuery iq{q.data(), w.data(), Hi};
+                // The ref twin of the kernel's arithmetic: its query (rounded to bf16 where the
+                // kernel rounds it, test::indexer_rounds_q), double accumulation. What is left
+                // is f32 accumulation: 1e-3 on scores of ~10 (32 heads of 128, inputs in [-1, 1]),
+                // which a wrong key, lane, head or weight (errors ~1-10) exceeds.
+                const bool rounds = test::indexer_rounds_q(isa, dt);
+                const auto q_used = rounds ? test::bf16_rounded(q) : q;
+                const IndexerQuery iq_used{q_used.data(), w.data(), Hi};
                 std::vector<float> s_ref(n), s_cpu(n);
-                ref::indexer_scores(keys.kv, iq, n, s_ref.data());
+                ref::indexer_scores(keys.kv, iq_used, n, s_ref.data());
                 cpu::indexer_scores(keys.kv, iq, n, s_cpu.data());
                 CHECK(test::max_abs_diff(s_ref, s_cpu) < 1e-3f);
+                if (rounds) {
+                    // Against the f32 query's ref: within the bound of rounding q to bf16.
+                    std::vector<float> s_f32(n);
+                    ref::indexer_scores(keys.kv, iq, n, s_f32.data());
+                    for (int32_t i = 0; i < n; ++i)
+                        CHECK(std::fabs(s_cpu[i] - s_f32[i]) <=
+                              test::indexer_bf16_q_bound(keys.kv, q.data(), w.data(), Hi, i) + 1e-3f);
+                }
                 auto rows = pick_rows(n, 20, 903);
                 std::vector<float> r_cpu(rows.size()), r_ref(rows.size());
                 cpu::indexer_scores_rows(keys.kv, iq, rows.data(), int32_t(rows.size()), r_cpu.data());
-                ref::indexer_scores_rows(keys.kv, iq, rows.data(), int32_t(rows.size()), r_ref.data());
+                ref::indexer_scores_rows(keys.kv, iq_used, rows.data(), int32_t(rows.size()), r_ref.data());
                 CHECK(test::max_abs_diff(r_ref, r_cpu) < 1e-3f);
                 // A key's score does not depend on which other keys are scored with it.
                 for (size_t i = 0; i < rows.size(); ++i) CHECK(r_cpu[i] == s_cpu[rows[i]]);

@@ -1,20 +1,132 @@
-// The batched indexer: many queries scored against the same keys, each key tile
-// built (converted, transposed) once for all of them. Compiled once per ISA right
-// after attention_core.inl (whose KeyTile, tile_build and tile_scores it reuses),
-// inside that ISA's namespace.
+// The indexer kernels: scores[s] = sum_h w_h * ReLU(q_h . k_s), the per-query kernel
+// (indexer: decode, explicit row lists) and the batched one (indexer_batch: a prefill
+// chunk's queries against the same keys, each key tile built once for all of them).
+// Compiled once per ISA right after attention_core.inl (whose KeyTile, tile_build,
+// tile_scores and q_pairs it reuses), inside that ISA's namespace.
 //
-// Bits: query i's score of key j is computed exactly as by indexer() (the
-// per-query kernel): the same tile slot for j (tiles aligned to multiples of T),
-// the same per-lane dot (tile_scores: two FMA chains over even / odd dims), and
-// acc = fma(w_h, ReLU(dot_h), acc) over heads h = 0, 1, ... in order. Which rows
-// share a register block (heads of one query or of several) never enters a
-// lane's arithmetic, so a prefill chunk's selections equal token-by-token decode's.
+// Arithmetic of one score (both kernels): keys in tiles of T slots (aligned to multiples
+// of T: positions, or list indices for explicit rows); per key lane the dot q_h . k (two
+// chains over even / odd dims, tile_scores), then acc = fma(w_h, ReLU(dot_h), acc) over
+// heads h = 0, 1, ... in order.
+//
+// Pair tiles (Ops::kBf16Dot, i.e. the avx512bf16 path, and bf16 keys): the keys are
+// transposed as 32-bit pairs of dims, kp[i][j] = (k_j[2i], k_j[2i+1]) (K only: the indexer
+// has no V), every query head is rounded to bf16 pairs (nearest even) once per call, and
+// the dots are bf16 dot products (vdpbf16ps: exact products, f32 accumulation), two chains
+// over even / odd pairs (tile_scores_pairs). The indexer's query is low precision by
+// design (DeepSeek's lightning indexer runs in FP8); bf16 q moves a dot by at most
+// 2^-9 * sum_c |q_c k_c|. f32 and f16 keys, and every other ISA, keep f32 arithmetic.
+//
+// Bits: which rows share a register block (heads of one query, or of several in the
+// batch) never enters a lane's arithmetic, and both kernels round q the same way, so
+// the batch equals the per-query kernel bit for bit: a prefill chunk's selections equal
+// token-by-token decode's.
+
+// True when `dt` keys are scored from pair tiles on this ISA.
+inline bool idx_pairs(DType dt) { return Ops::kBf16Dot && dt == DType::BF16; }
+
+// The K-only pair tile of keys j in [0, jb] (bf16 rows kr[j]; absent keys: the zero row).
+template <class O>
+inline void idx_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int jb) {
+    constexpr int W = O::W;
+    const int dp = (d + 1) / 2;
+    uint32_t* kp = reinterpret_cast<uint32_t*>(t.kt);
+    for (int g = 0; g < T; g += W) {
+        if (g > jb) {  // no keys: zero (never stored)
+            for (int i = 0; i < dp; ++i)
+                for (int j = 0; j < W; ++j) kp[size_t(i) * T + g + j] = 0;
+            continue;
+        }
+        const uint16_t* r16[W];
+        for (int j = 0; j < W; ++j) r16[j] = reinterpret_cast<const uint16_t*>(kr[g + j]);
+        int c = 0;
+        for (; c + 2 * W <= d; c += 2 * W) O::transpose_pairs_raw(r16, c, kp + size_t(c / 2) * T + g, T);
+        for (; c < d; c += 2)
+            for (int j = 0; j < W; ++j)
+                kp[size_t(c / 2) * T + g + j] = uint32_t(r16[j][c]) | (c + 1 < d ? uint32_t(r16[j][c + 1]) << 16 : 0u);
+    }
+    t.kp = kp;
+}
+
+// Fills the tile with keys j in [0, jb] (row(j): key j's row): a pair tile where
+// idx_pairs(dt), else tile_build's f32 transpose.
+template <class RF>
+inline void idx_tile_build(KeyTile& t, int d, DType dt, int jb, RF row) {
+    if constexpr (Ops::kBf16Dot) {
+        if (dt == DType::BF16) {
+            const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
+            const uint8_t* kr[T];
+            for (int j = 0; j < T; ++j) kr[j] = j <= jb ? row(j) : zero;
+            t.ja = 0;
+            t.jb = jb;
+            t.vdt = dt;
+            t.pairs = true;
+            return idx_build_pairs<Ops>(t, d, kr, jb);
+        }
+    }
+    tile_build(t, d, dt, 0, jb, row, row, false);
+}
+
+// The pairs of n_heads query heads (q: [n_heads][d]) in scratch slot 3 of the calling thread,
+// tile_qbuf(d) entries per head, where idx_pairs(dt); else null. Computed once per call,
+// before the parallel region, and only read inside it.
+inline const uint32_t* idx_q_pairs(const float* q, int32_t n_heads, int d, DType dt) {
+    if (!idx_pairs(dt)) return nullptr;
+    const size_t qs = tile_qbuf(d);
+    uint32_t* out = scratch<uint32_t>(3, size_t(n_heads) * qs);
+    for (int32_t h = 0; h < n_heads; ++h) rows_q_pairs(q + size_t(h) * d, d, out + size_t(h) * qs);
+    return out;
+}
+
+// Per-query kernel: scores[i] = the score of key ids[i] (ids == nullptr: position i).
+inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* ids, int32_t n, float* scores) {
+    const int d = keys.head_dim;
+    const size_t qs = tile_qbuf(d);
+    const uint32_t* qp_all = idx_q_pairs(iq.q, iq.n_heads, d, keys.dtype);
+    const int n_tiles = (n + T - 1) / T;
+#pragma omp parallel for schedule(static) if (n_tiles > 1 && double(n) * iq.n_heads * d > kParallelWork)
+    for (int ti = 0; ti < n_tiles; ++ti) {
+        const int64_t base = int64_t(ti) * T;
+        const int jb = static_cast<int>(mn(n - 1 - base, T - 1));
+        KeyTile tile;
+        tile_init(tile, scratch_floats(tile_floats(d)), d);
+        auto row = [&](int j) { return keys.k_row(ids ? ids[base + j] : base + j); };
+        idx_tile_build(tile, d, keys.dtype, jb, row);
+        V acc[NV];
+        for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
+        int h = 0;
+        for (; h + kRowsScore <= iq.n_heads; h += kRowsScore) {
+            const float* q[kRowsScore];
+            const uint32_t* qp[kRowsScore];
+            for (int r = 0; r < kRowsScore; ++r) {
+                q[r] = iq.q + size_t(h + r) * d;
+                qp[r] = qp_all ? qp_all + size_t(h + r) * qs : nullptr;
+            }
+            V s[kRowsScore][NV];
+            tile_scores<kRowsScore>(tile, d, q, s, qp);
+            for (int r = 0; r < kRowsScore; ++r)
+                for (int v = 0; v < NV; ++v)
+                    acc[v] = Ops::fma(Ops::set1(iq.w[h + r]), Ops::max(s[r][v], Ops::zero()), acc[v]);
+        }
+        for (; h < iq.n_heads; ++h) {
+            const float* q[1] = {iq.q + size_t(h) * d};
+            const uint32_t* qp[1] = {qp_all ? qp_all + size_t(h) * qs : nullptr};
+            V s[1][NV];
+            tile_scores<1>(tile, d, q, s, qp);
+            for (int v = 0; v < NV; ++v) acc[v] = Ops::fma(Ops::set1(iq.w[h]), Ops::max(s[0][v], Ops::zero()), acc[v]);
+        }
+        alignas(64) float tmp[T];
+        for (int v = 0; v < NV; ++v) Ops::store(tmp + v * Ops::W, acc[v]);
+        for (int j = 0; j <= jb; ++j) scores[base + j] = tmp[j];
+    }
+}
 
 // Rows of one register block in the batched kernel: (query, head) pairs, in
 // query-major, head-minor order.
 struct IdxRow {
-    const float* q;  // the head's query
-    int32_t query;   // index into the batch
+    const float* q;      // the head's query
+    const uint32_t* qp;  // pair tiles: the head's query in bf16 pairs, else null
+    int32_t query;       // index into the batch
     int32_t head;
 };
 
@@ -23,11 +135,23 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
     const int d = keys.head_dim;
     int32_t n_max = 0;
     double work = 0;
+    int64_t n_heads_all = 0;
     for (int32_t i = 0; i < n_queries; ++i) {
         n_max = n_visible[i] > n_max ? n_visible[i] : n_max;
         work += double(n_visible[i]) * qs[i].n_heads * d;
+        n_heads_all += qs[i].n_heads;
     }
     if (n_max == 0) return;
+    // Pair tiles: every (query, head)'s pairs, once per call; query i's heads start at
+    // qp_all + first_head(i) * tile_qbuf(d).
+    const size_t qstride = tile_qbuf(d);
+    uint32_t* qp_all = nullptr;
+    if (idx_pairs(keys.dtype)) {
+        qp_all = scratch<uint32_t>(3, size_t(n_heads_all) * qstride);
+        size_t at = 0;
+        for (int32_t i = 0; i < n_queries; ++i)
+            for (int32_t h = 0; h < qs[i].n_heads; ++h, at += qstride) rows_q_pairs(qs[i].q + size_t(h) * d, d, qp_all + at);
+    }
     const int n_tiles = (n_max + T - 1) / T;
 #pragma omp parallel for schedule(dynamic, 4) if (n_tiles > 1 && work > kParallelWork)
     for (int ti = 0; ti < n_tiles; ++ti) {
@@ -36,17 +160,20 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
         KeyTile tile;
         tile_init(tile, scratch_floats(tile_floats(d)), d);
         auto row = [&](int j) { return keys.k_row(base + j); };
-        tile_build(tile, d, keys.dtype, 0, jb, row, row, false);
+        idx_tile_build(tile, d, keys.dtype, jb, row);
         // The (query, head) rows of the queries that see this tile, query-major.
         int32_t n_rows = 0;
         for (int32_t i = 0; i < n_queries; ++i)
             if (n_visible[i] > base) n_rows += qs[i].n_heads;
         IdxRow* rows = scratch<IdxRow>(1, size_t(n_rows));  // slot 0 holds the tile
         n_rows = 0;
-        for (int32_t i = 0; i < n_queries; ++i)
+        size_t at = 0;
+        for (int32_t i = 0; i < n_queries; ++i) {
             if (n_visible[i] > base)
                 for (int32_t h = 0; h < qs[i].n_heads; ++h)
-                    rows[n_rows++] = IdxRow{qs[i].q + size_t(h) * d, i, h};
+                    rows[n_rows++] = IdxRow{qs[i].q + size_t(h) * d, qp_all ? qp_all + at + size_t(h) * qstride : nullptr, i, h};
+            at += size_t(qs[i].n_heads) * qstride;
+        }
         V acc[NV];
         for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
         // Folds row r's lane scores into its query's accumulator; stores the query's
@@ -66,15 +193,20 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
         int r = 0;
         for (; r + kRowsScore <= n_rows; r += kRowsScore) {
             const float* q[kRowsScore];
-            for (int i = 0; i < kRowsScore; ++i) q[i] = rows[r + i].q;
+            const uint32_t* qp[kRowsScore];
+            for (int i = 0; i < kRowsScore; ++i) {
+                q[i] = rows[r + i].q;
+                qp[i] = rows[r + i].qp;
+            }
             V s[kRowsScore][NV];
-            tile_scores<kRowsScore>(tile, d, q, s);
+            tile_scores<kRowsScore>(tile, d, q, s, qp);
             for (int i = 0; i < kRowsScore; ++i) fold_row(rows[r + i], s[i]);
         }
         for (; r < n_rows; ++r) {
             const float* q[1] = {rows[r].q};
+            const uint32_t* qp[1] = {rows[r].qp};
             V s[1][NV];
-            tile_scores<1>(tile, d, q, s);
+            tile_scores<1>(tile, d, q, s, qp);
             fold_row(rows[r], s[0]);
         }
     }
