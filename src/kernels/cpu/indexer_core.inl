@@ -40,7 +40,10 @@ inline void idx_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int jb)
         const uint16_t* r16[W];
         for (int j = 0; j < W; ++j) r16[j] = reinterpret_cast<const uint16_t*>(kr[g + j]);
         int c = 0;
-        for (; c + 2 * W <= d; c += 2 * W) O::transpose_pairs_raw(r16, c, kp + size_t(c / 2) * T + g, T);
+        for (; c + 2 * W <= d; c += 2 * W) {
+            if (t.pf) t.pf->step();
+            O::transpose_pairs_raw(r16, c, kp + size_t(c / 2) * T + g, T);
+        }
         for (; c < d; c += 2)
             for (int j = 0; j < W; ++j)
                 kp[size_t(c / 2) * T + g + j] = uint32_t(r16[j][c]) | (c + 1 < d ? uint32_t(r16[j][c + 1]) << 16 : 0u);
@@ -78,46 +81,91 @@ inline const uint32_t* idx_q_pairs(const float* q, int32_t n_heads, int d, DType
     return out;
 }
 
+// The per-query kernel streams its keys once (decode over a long context: the bank's
+// blocks are far beyond the caches and scattered, so the hardware prefetchers lose the
+// stream at every block boundary). Each tile queues the key rows of the tile
+// kIdxPrefetchBytes ahead on a LineStream, issued a few lines at a time over the tile's
+// transposes and dots (attention_core.inl); a thread's first tile prefetches the first
+// stretch at once. 64 KiB like decode's kDecodePrefetchBytes.
+constexpr size_t kIdxPrefetchBytes = size_t(64) << 10;
+
+// Queues the K rows of tile `ti` (keys [ti * T, ti * T + T) below n; ids as in indexer()).
+inline void idx_queue_tile(LineStream& s, const PagedKV& keys, const int32_t* ids, int32_t n, int ti) {
+    const int64_t a = int64_t(ti) * T, b = mn(a + T, n);
+    const size_t rb = size_t(keys.head_dim) * dtype_size(keys.dtype);
+    for (int64_t i = a; i < b && s.n < LineStream::kMaxRuns; ++i) {
+        // Rows of consecutive positions in one block are one run.
+        const int64_t pos = ids ? ids[i] : i;
+        int64_t e = i;
+        if (!ids) {
+            const int64_t blk_end = (pos / keys.block_tokens + 1) * keys.block_tokens;  // first position past the block
+            e = mn(b, blk_end) - 1;
+        }
+        s.add(keys.k_row(pos), size_t(e - i) * keys.row_bytes + rb);
+        i = e;
+    }
+}
+
 // Per-query kernel: scores[i] = the score of key ids[i] (ids == nullptr: position i).
 inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* ids, int32_t n, float* scores) {
     const int d = keys.head_dim;
     const size_t qs = tile_qbuf(d);
     const uint32_t* qp_all = idx_q_pairs(iq.q, iq.n_heads, d, keys.dtype);
     const int n_tiles = (n + T - 1) / T;
-#pragma omp parallel for schedule(static) if (n_tiles > 1 && double(n) * iq.n_heads * d > kParallelWork)
-    for (int ti = 0; ti < n_tiles; ++ti) {
-        const int64_t base = int64_t(ti) * T;
-        const int jb = static_cast<int>(mn(n - 1 - base, T - 1));
-        KeyTile tile;
-        tile_init(tile, scratch_floats(tile_floats(d)), d);
-        auto row = [&](int j) { return keys.k_row(ids ? ids[base + j] : base + j); };
-        idx_tile_build(tile, d, keys.dtype, jb, row);
-        V acc[NV];
-        for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
-        int h = 0;
-        for (; h + kRowsScore <= iq.n_heads; h += kRowsScore) {
-            const float* q[kRowsScore];
-            const uint32_t* qp[kRowsScore];
-            for (int r = 0; r < kRowsScore; ++r) {
-                q[r] = iq.q + size_t(h + r) * d;
-                qp[r] = qp_all ? qp_all + size_t(h + r) * qs : nullptr;
+    const size_t tile_bytes = size_t(T) * d * dtype_size(keys.dtype);
+    const int ahead = static_cast<int>(mx(1, int64_t(kIdxPrefetchBytes / tile_bytes)));
+#pragma omp parallel if (n_tiles > 1 && double(n) * iq.n_heads * d > kParallelWork)
+    {
+        // This thread's prefetch stream. A static schedule hands each thread one range of tiles:
+        // its first tile starts the stream with a burst over the first stretch.
+        LineStream& ls = *scratch<LineStream>(2, 1);
+        int next = -1;
+#pragma omp for schedule(static)
+        for (int ti = 0; ti < n_tiles; ++ti) {
+            const int64_t base = int64_t(ti) * T;
+            const int jb = static_cast<int>(mn(n - 1 - base, T - 1));
+            KeyTile tile;
+            tile_init(tile, scratch_floats(tile_floats(d)), d);
+            if (ti != next) {
+                ls.reset();
+                for (int k = ti; k < ti + ahead && k < n_tiles; ++k) {
+                    idx_queue_tile(ls, keys, ids, n, k);
+                    ls.next_tile();  // issues them now
+                }
             }
-            V s[kRowsScore][NV];
-            tile_scores<kRowsScore>(tile, d, q, s, qp);
-            for (int r = 0; r < kRowsScore; ++r)
-                for (int v = 0; v < NV; ++v)
-                    acc[v] = Ops::fma(Ops::set1(iq.w[h + r]), Ops::max(s[r][v], Ops::zero()), acc[v]);
+            next = ti + 1;
+            if (ti + ahead < n_tiles) idx_queue_tile(ls, keys, ids, n, ti + ahead);
+            tile.pf = &ls;
+            auto row = [&](int j) { return keys.k_row(ids ? ids[base + j] : base + j); };
+            idx_tile_build(tile, d, keys.dtype, jb, row);
+            V acc[NV];
+            for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
+            int h = 0;
+            for (; h + kRowsScore <= iq.n_heads; h += kRowsScore) {
+                const float* q[kRowsScore];
+                const uint32_t* qp[kRowsScore];
+                for (int r = 0; r < kRowsScore; ++r) {
+                    q[r] = iq.q + size_t(h + r) * d;
+                    qp[r] = qp_all ? qp_all + size_t(h + r) * qs : nullptr;
+                }
+                V s[kRowsScore][NV];
+                tile_scores<kRowsScore>(tile, d, q, s, qp);
+                for (int r = 0; r < kRowsScore; ++r)
+                    for (int v = 0; v < NV; ++v)
+                        acc[v] = Ops::fma(Ops::set1(iq.w[h + r]), Ops::max(s[r][v], Ops::zero()), acc[v]);
+            }
+            for (; h < iq.n_heads; ++h) {
+                const float* q[1] = {iq.q + size_t(h) * d};
+                const uint32_t* qp[1] = {qp_all ? qp_all + size_t(h) * qs : nullptr};
+                V s[1][NV];
+                tile_scores<1>(tile, d, q, s, qp);
+                for (int v = 0; v < NV; ++v) acc[v] = Ops::fma(Ops::set1(iq.w[h]), Ops::max(s[0][v], Ops::zero()), acc[v]);
+            }
+            ls.next_tile();
+            alignas(64) float tmp[T];
+            for (int v = 0; v < NV; ++v) Ops::store(tmp + v * Ops::W, acc[v]);
+            for (int j = 0; j <= jb; ++j) scores[base + j] = tmp[j];
         }
-        for (; h < iq.n_heads; ++h) {
-            const float* q[1] = {iq.q + size_t(h) * d};
-            const uint32_t* qp[1] = {qp_all ? qp_all + size_t(h) * qs : nullptr};
-            V s[1][NV];
-            tile_scores<1>(tile, d, q, s, qp);
-            for (int v = 0; v < NV; ++v) acc[v] = Ops::fma(Ops::set1(iq.w[h]), Ops::max(s[0][v], Ops::zero()), acc[v]);
-        }
-        alignas(64) float tmp[T];
-        for (int v = 0; v < NV; ++v) Ops::store(tmp + v * Ops::W, acc[v]);
-        for (int j = 0; j <= jb; ++j) scores[base + j] = tmp[j];
     }
 }
 
@@ -132,6 +180,12 @@ struct IdxRow {
 
 inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int32_t* n_visible, int32_t n_queries,
                           float* scores, size_t stride) {
+    // One query (a decode step): the per-query kernel, which streams the keys with prefetches;
+    // the same bits (see the top of this file).
+    if (n_queries == 1) {
+        if (n_visible[0] > 0) indexer(keys, qs[0], nullptr, n_visible[0], scores);
+        return;
+    }
     const int d = keys.head_dim;
     int32_t n_max = 0;
     double work = 0;
