@@ -6,6 +6,8 @@
 //   - indexer scores (32 heads of 128, bf16 keys) over 131,072 keys vs oneDNN f32 GEMM of the
 //     same shape (keys x 128 x 32) over a contiguous copy, and vs oneDNN bf16 GEMM of that shape (the
 //     limit where the indexer uses bf16 dot products); top-k 512 and block-max 2,048 timed.
+//   - the CED decode scan: indexer scores (4 heads of 64, bf16 keys, 16-token blocks in random
+//     order) over 1,048,576 keys (2,097,152 without --quick): key bytes per second vs STREAM read.
 //   bench_attention_sparse [--quick]
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
@@ -130,6 +132,25 @@ int main(int argc, char** argv) {
             // query (indexer_core.inl): the bf16 GEMM of the same shape is its machine limit.
             double gb = gemm(GemmType::BF16, n, Hi, Di, t, quick ? 0.03 : 0.15);
             emit_vs("indexer", "scores_gflops", flops / ti / 1e9, "GFLOP/s", "onednn_gemm_bf16_same_shape", gb, extra);
+        }
+        // The CED decode scan: the base preset's indexer (4 heads of 64, bf16 keys) over a bank far
+        // beyond the LLC in scattered 16-token blocks: memory-bound, so key bytes per second
+        // against the STREAM read.
+        {
+            const int Hs = 4, Ds = 64;
+            const int32_t ns = quick ? (1 << 20) : (1 << 21);
+            BenchKV bank(ns, 1, Ds, DType::BF16, 16, true, 10);
+            std::vector<float> qs(size_t(Hs) * Ds, 0.01f), ws(Hs, 0.1f), ss(ns);
+            IndexerQuery sq{qs.data(), ws.data(), Hs};
+            for (int t = 1; t <= max_t; ++t) {
+                omp_set_num_threads(t);
+                double ts = time_best([&] { cpu::indexer_scores(bank.kv, sq, ns, ss.data()); }, min_s);
+                emit_vs("indexer", "scan_key_bytes_per_s", double(bank.payload_bytes) / ts / 1e9, "GB/s", "stream_read",
+                        stream_read(t) / 1e9,
+                        "\"heads\":4,\"dim\":64,\"keys_dtype\":\"bf16\",\"keys\":" + std::to_string(ns) +
+                            ",\"block_tokens\":16,\"threads\":" + std::to_string(t) + ",\"isa\":\"" +
+                            isa_name(isa_active()) + "\",\"us\":" + std::to_string(ts * 1e6));
+            }
         }
         for (size_t i = 0; i < scores.size(); ++i) scores[i] = float((i * 2654435761u) % 100003);
         std::vector<int32_t> sel(2048);

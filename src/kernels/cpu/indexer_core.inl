@@ -86,7 +86,9 @@ inline const uint32_t* idx_q_pairs(const float* q, int32_t n_heads, int d, DType
 // stream at every block boundary). Each tile queues the key rows of the tile
 // kIdxPrefetchBytes ahead on a LineStream, issued a few lines at a time over the tile's
 // transposes and dots (attention_core.inl); a thread's first tile prefetches the first
-// stretch at once. 64 KiB like decode's kDecodePrefetchBytes.
+// stretch at once. 64 KiB like decode's kDecodePrefetchBytes; 16, 64 and 192 KiB measured
+// alike (bench_attention_sparse --quick, the 4 x 64 bf16 scan beyond the LLC: ~18.5 GB/s =
+// ~0.45 x STREAM on 1 thread, ~36 GB/s on 2).
 constexpr size_t kIdxPrefetchBytes = size_t(64) << 10;
 
 // Queues the K rows of tile `ti` (keys [ti * T, ti * T + T) below n; ids as in indexer()).
@@ -136,8 +138,15 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
             next = ti + 1;
             if (ti + ahead < n_tiles) idx_queue_tile(ls, keys, ids, n, ti + ahead);
             tile.pf = &ls;
-            auto row = [&](int j) { return keys.k_row(ids ? ids[base + j] : base + j); };
-            idx_tile_build(tile, d, keys.dtype, jb, row);
+            // The tile's rows: positions by one division per tile (row_ptrs), listed ids one by one.
+            const uint8_t* kr[T];
+            const uint8_t* vr[T];
+            if (ids) {
+                for (int j = 0; j <= jb; ++j) kr[j] = keys.k_row(ids[base + j]);
+            } else {
+                row_ptrs(keys, base, 0, jb, kr, vr);
+            }
+            idx_tile_build(tile, d, keys.dtype, jb, [&](int j) { return kr[j]; });
             V acc[NV];
             for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
             int h = 0;
@@ -213,8 +222,10 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
         const int jb = static_cast<int>(mn(n_max - 1 - base, T - 1));
         KeyTile tile;
         tile_init(tile, scratch_floats(tile_floats(d)), d);
-        auto row = [&](int j) { return keys.k_row(base + j); };
-        idx_tile_build(tile, d, keys.dtype, jb, row);
+        const uint8_t* kr[T];
+        const uint8_t* vr[T];
+        row_ptrs(keys, base, 0, jb, kr, vr);
+        idx_tile_build(tile, d, keys.dtype, jb, [&](int j) { return kr[j]; });
         // The (query, head) rows of the queries that see this tile, query-major.
         int32_t n_rows = 0;
         for (int32_t i = 0; i < n_queries; ++i)
