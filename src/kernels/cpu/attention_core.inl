@@ -143,9 +143,10 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
 }
 
 // The pair layout of a bf16 tile (KeyTile): kr[j] / t.vraw[j] are key j's K / V rows (absent
-// keys: the zero row). O is Ops (a template parameter: only compiled where Ops::kBf16Dot).
+// keys: the zero row); need_v = false (indexer keys) builds K only. O is Ops (a template
+// parameter: only compiled where Ops::kBf16Dot).
 template <class O>
-inline void tile_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int ja, int jb) {
+inline void tile_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int ja, int jb, bool need_v) {
     constexpr int W = O::W;
     const int dp = (d + 1) / 2;
     uint32_t* kp = reinterpret_cast<uint32_t*>(t.kt);
@@ -166,6 +167,8 @@ inline void tile_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int ja
             for (int j = 0; j < W; ++j)
                 kp[size_t(c / 2) * T + g + j] = uint32_t(r16[j][c]) | (c + 1 < d ? uint32_t(r16[j][c + 1]) << 16 : 0u);
     }
+    t.kp = kp;
+    if (!need_v) return;
     const int vs = (d + W - 1) / W * W;
     uint32_t* vp = reinterpret_cast<uint32_t*>(t.vbuf);
     for (int i = ja / 2; i <= jb / 2; ++i) {
@@ -178,7 +181,6 @@ inline void tile_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int ja
         for (; c < d; ++c) o[c] = uint32_t(a[c]) | uint32_t(b[c]) << 16;
         for (; c < vs; ++c) o[c] = 0;
     }
-    t.kp = kp;
     t.vp = vp;
     t.vstride = vs;
 }
@@ -247,9 +249,8 @@ inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp
     t.ja = ja;
     t.jb = jb;
     t.vdt = dt;
-    // Pair tiles for attention over bf16 KV where the CPU has bf16 dot products; the indexer
-    // (need_v = false) keeps f32 keys.
-    t.pairs = Ops::kBf16Dot && need_v && dt == DType::BF16;
+    // Pair tiles for bf16 KV (and bf16 indexer keys) where the CPU has bf16 dot products.
+    t.pairs = Ops::kBf16Dot && dt == DType::BF16;
     const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
     const uint8_t* kr[T];
     for (int j = 0; j < T; ++j) {
@@ -260,7 +261,7 @@ inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp
         t.vrow[j] = dt == DType::F32 ? reinterpret_cast<const float*>(t.vraw[j]) : t.zero;
     }
     if constexpr (Ops::kBf16Dot) {
-        if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb);
+        if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb, need_v);
     }
     // Transpose K into kt[c][j], W keys at a time; groups without keys are zeroed (their lanes
     // are masked out by every row).
@@ -962,6 +963,7 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
         // The thread's prefetch stream (raw scratch: reset when this item starts the stream).
         LineStream& stream = *scratch<LineStream>(2, 1);
         if (!prev_mine) stream.reset();
+        tile.pf = &stream;
         for (int64_t k = ci.lo / T; k <= ci.hi / T; ++k) {
             const int64_t base = k * T;
             const int ja = static_cast<int>(mx(ci.lo, base) - base);
@@ -973,7 +975,6 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             // go now, and its step count sets the rate for this one.
             stream.next_tile();
             if (pf <= pfe) add_rows(stream, kv, pf, pfe);
-            tile.pf = &stream;
             for (int g = 0; g < n_kv; ++g) {
                 const size_t off = size_t(g) * d * es;
                 tile_build(
@@ -1049,13 +1050,13 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
         // prefetched, spread over this tile's compute (LineStream), the first tile's at once.
         LineStream& stream = *scratch<LineStream>(2, 1);
         stream.reset();
+        tile.pf = &stream;
         for (int64_t j = ci.lo; j <= mn(ci.hi, ci.lo + T - 1); ++j) prefetch_range<3>(bank.k_row(sq.rows[j]), row_bytes);
         asm volatile("");
         for (int64_t base = ci.lo; base <= ci.hi; base += T) {
             const int jb = static_cast<int>(mn(ci.hi - base, T - 1));
             stream.next_tile();
             for (int64_t j = base + T; j <= mn(ci.hi, base + 2 * T - 1); ++j) stream.add(bank.k_row(sq.rows[j]), row_bytes);
-            tile.pf = &stream;
             auto row = [&](int j) { return bank.k_row(sq.rows[base + j]); };
             tile_build(tile, d, bank.dtype, 0, jb, row, row, true);
             for (int h = 0; h < H; ++h) {

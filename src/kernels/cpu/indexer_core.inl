@@ -22,53 +22,8 @@
 // the batch equals the per-query kernel bit for bit: a prefill chunk's selections equal
 // token-by-token decode's.
 
-// True when `dt` keys are scored from pair tiles on this ISA.
+// True when `dt` keys are scored from pair tiles on this ISA (tile_build's K-only pair tiles).
 inline bool idx_pairs(DType dt) { return Ops::kBf16Dot && dt == DType::BF16; }
-
-// The K-only pair tile of keys j in [0, jb] (bf16 rows kr[j]; absent keys: the zero row).
-template <class O>
-inline void idx_build_pairs(KeyTile& t, int d, const uint8_t* const* kr, int jb) {
-    constexpr int W = O::W;
-    const int dp = (d + 1) / 2;
-    uint32_t* kp = reinterpret_cast<uint32_t*>(t.kt);
-    for (int g = 0; g < T; g += W) {
-        if (g > jb) {  // no keys: zero (never stored)
-            for (int i = 0; i < dp; ++i)
-                for (int j = 0; j < W; ++j) kp[size_t(i) * T + g + j] = 0;
-            continue;
-        }
-        const uint16_t* r16[W];
-        for (int j = 0; j < W; ++j) r16[j] = reinterpret_cast<const uint16_t*>(kr[g + j]);
-        int c = 0;
-        for (; c + 2 * W <= d; c += 2 * W) {
-            if (t.pf) t.pf->step();
-            O::transpose_pairs_raw(r16, c, kp + size_t(c / 2) * T + g, T);
-        }
-        for (; c < d; c += 2)
-            for (int j = 0; j < W; ++j)
-                kp[size_t(c / 2) * T + g + j] = uint32_t(r16[j][c]) | (c + 1 < d ? uint32_t(r16[j][c + 1]) << 16 : 0u);
-    }
-    t.kp = kp;
-}
-
-// Fills the tile with keys j in [0, jb] (row(j): key j's row): a pair tile where
-// idx_pairs(dt), else tile_build's f32 transpose.
-template <class RF>
-inline void idx_tile_build(KeyTile& t, int d, DType dt, int jb, RF row) {
-    if constexpr (Ops::kBf16Dot) {
-        if (dt == DType::BF16) {
-            const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
-            const uint8_t* kr[T];
-            for (int j = 0; j < T; ++j) kr[j] = j <= jb ? row(j) : zero;
-            t.ja = 0;
-            t.jb = jb;
-            t.vdt = dt;
-            t.pairs = true;
-            return idx_build_pairs<Ops>(t, d, kr, jb);
-        }
-    }
-    tile_build(t, d, dt, 0, jb, row, row, false);
-}
 
 // The pairs of n_heads query heads (q: [n_heads][d]) in scratch slot 3 of the calling thread,
 // tile_qbuf(d) entries per head, where idx_pairs(dt); else null. Computed once per call,
@@ -122,12 +77,13 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
         // its first tile starts the stream with a burst over the first stretch.
         LineStream& ls = *scratch<LineStream>(2, 1);
         int next = -1;
+        KeyTile tile;
+        tile_init(tile, scratch_floats(tile_floats(d)), d);
+        tile.pf = &ls;
 #pragma omp for schedule(static)
         for (int ti = 0; ti < n_tiles; ++ti) {
             const int64_t base = int64_t(ti) * T;
             const int jb = static_cast<int>(mn(n - 1 - base, T - 1));
-            KeyTile tile;
-            tile_init(tile, scratch_floats(tile_floats(d)), d);
             if (ti != next) {
                 ls.reset();
                 for (int k = ti; k < ti + ahead && k < n_tiles; ++k) {
@@ -137,7 +93,6 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
             }
             next = ti + 1;
             if (ti + ahead < n_tiles) idx_queue_tile(ls, keys, ids, n, ti + ahead);
-            tile.pf = &ls;
             // The tile's rows: positions by one division per tile (row_ptrs), listed ids one by one.
             const uint8_t* kr[T];
             const uint8_t* vr[T];
@@ -146,7 +101,7 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
             } else {
                 row_ptrs(keys, base, 0, jb, kr, vr);
             }
-            idx_tile_build(tile, d, keys.dtype, jb, [&](int j) { return kr[j]; });
+            tile_build(tile, d, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, [&](int j) { return kr[j]; }, false);
             V acc[NV];
             for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
             int h = 0;
@@ -225,7 +180,7 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
         const uint8_t* kr[T];
         const uint8_t* vr[T];
         row_ptrs(keys, base, 0, jb, kr, vr);
-        idx_tile_build(tile, d, keys.dtype, jb, [&](int j) { return kr[j]; });
+        tile_build(tile, d, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, [&](int j) { return kr[j]; }, false);
         // The (query, head) rows of the queries that see this tile, query-major.
         int32_t n_rows = 0;
         for (int32_t i = 0; i < n_queries; ++i)
