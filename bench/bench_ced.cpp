@@ -23,9 +23,9 @@
 #include "bench_json.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/indexer.hpp"
-#include "model/ced_generator.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/arch/ced_generator.hpp"
+#include "model/gguf/gguf.hpp"
+#include "model/gguf/gguf_writer.hpp"
 #include "runtime/ced_runtime.hpp"
 
 #include <omp.h>

@@ -9,9 +9,9 @@
 // plus a table on stderr.
 // Usage: bench_ced_replay [--quick] [--model FILE.gguf] [--prompt N] [--hit H] [--steps S]
 #include "bench_json.hpp"
-#include "model/ced_generator.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/arch/ced_generator.hpp"
+#include "model/gguf/gguf.hpp"
+#include "model/gguf/gguf_writer.hpp"
 #include "runtime/ced_runtime.hpp"
 
 #include <algorithm>

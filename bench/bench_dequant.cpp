@@ -7,7 +7,7 @@
 //   bench_dequant [--quick]
 #include "baselines.hpp"
 
-#include "model/tensor_type_dequant.hpp"
+#include "formats/tensor_type_dequant.hpp"
 
 #include <random>
 

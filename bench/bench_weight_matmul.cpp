@@ -12,7 +12,7 @@
 // Usage: bench_weight_matmul [--quick] [model.gguf]
 #include "baselines.hpp"
 #include "kernels/weight_matmul.hpp"
-#include "model/gguf.hpp"
+#include "model/gguf/gguf.hpp"
 
 #include <array>
 #include <cstring>

@@ -1,7 +1,7 @@
 // The C API of the CED generator (include/kvrt/ced.h).
 #include "api/boundary.hpp"
 #include "kvrt/ced.h"
-#include "model/ced_generator.hpp"
+#include "model/arch/ced_generator.hpp"
 
 #include <cstddef>
 #include <cstring>

@@ -4,9 +4,9 @@
 #include "api/handle_registry.hpp"
 #include "kvrt/cache.h"
 #include "kvrt/ced.h"
-#include "model/ced_memory.hpp"
-#include "model/ced_weights.hpp"
-#include "model/gguf.hpp"
+#include "model/arch/ced_memory.hpp"
+#include "model/arch/ced_weights.hpp"
+#include "model/gguf/gguf.hpp"
 #include "runtime/ced_runtime.hpp"
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // kvrt_model_*: loading, facts, metadata, tensors, tokenizer, chat template.
 #include "api/model_handles.hpp"
-#include "model/chat_template.hpp"
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/chat_template.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 
 #include <cinttypes>
 #include <cstdio>

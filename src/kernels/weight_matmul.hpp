@@ -31,7 +31,7 @@
 // (n_threads = 0: omp_get_max_threads()); K is never split across threads.
 #pragma once
 
-#include "model/tensor_type.hpp"
+#include "formats/tensor_type.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,9 +1,9 @@
 #include "model/model.hpp"
 
-#include "model/chat_template.hpp"
-#include "model/tensor_type_dequant.hpp"
-#include "model/tokenizer.hpp"
-#include "model/tokenizer_gguf.hpp"
+#include "model/tokenizer/chat_template.hpp"
+#include "formats/tensor_type_dequant.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+#include "model/tokenizer/tokenizer_gguf.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 

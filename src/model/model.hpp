@@ -4,8 +4,8 @@
 #pragma once
 
 #include "kernels/weight_matmul.hpp"
-#include "model/gguf.hpp"
-#include "model/llama_config.hpp"
+#include "model/gguf/gguf.hpp"
+#include "model/arch/llama_config.hpp"
 
 #include <array>
 #include <cstdint>

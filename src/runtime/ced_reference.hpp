@@ -20,7 +20,7 @@
 // decode() runs one more position through every layer (floors unchanged).
 #pragma once
 
-#include "model/ced_weights.hpp"
+#include "model/arch/ced_weights.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -34,7 +34,7 @@
 #pragma once
 
 #include "cache/cache.hpp"
-#include "model/ced_weights.hpp"
+#include "model/arch/ced_weights.hpp"
 #include "runtime/ced_reference.hpp"
 
 #include <cstdint>

@@ -14,7 +14,7 @@
 #pragma once
 
 #include "cache/cache.hpp"
-#include "model/llama.hpp"
+#include "model/arch/llama.hpp"
 #include "runtime/sampler.hpp"
 
 #include <functional>

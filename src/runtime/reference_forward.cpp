@@ -1,6 +1,6 @@
 #include "runtime/reference_forward.hpp"
 
-#include "model/llama.hpp"
+#include "model/arch/llama.hpp"
 #include "model/model.hpp"
 #include "util/error.hpp"
 

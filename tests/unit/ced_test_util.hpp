@@ -1,10 +1,10 @@
 // Helpers of the CED tests: tiny models built in memory.
 #pragma once
 
-#include "model/ced_generator.hpp"
-#include "model/ced_weights.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/arch/ced_generator.hpp"
+#include "model/arch/ced_weights.hpp"
+#include "model/gguf/gguf.hpp"
+#include "model/gguf/gguf_writer.hpp"
 
 #include <memory>
 #include <random>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 #include "runtime/context.hpp"
 #include "runtime/sampler.hpp"
 #include "test_support.hpp"

@@ -2,7 +2,7 @@
 // no-cache reference (CedReference), on the tiny preset.
 #include "ced_test_util.hpp"
 #include "runtime/ced_reference.hpp"
-#include "model/ced_memory.hpp"
+#include "model/arch/ced_memory.hpp"
 #include "runtime/ced_runtime.hpp"
 #include "util/error.hpp"
 

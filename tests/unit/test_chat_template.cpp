@@ -1,7 +1,7 @@
 // Chat template families: detection by signature and rendering.
 #include <doctest/doctest.h>
 
-#include "model/chat_template.hpp"
+#include "model/tokenizer/chat_template.hpp"
 #include "util/error.hpp"
 
 #include <string>

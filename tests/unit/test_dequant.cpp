@@ -3,8 +3,8 @@
 // embedding and a Q4_1 weight against an independent decode in this file.
 #include <doctest/doctest.h>
 
-#include "model/gguf.hpp"
-#include "model/tensor_type_dequant.hpp"
+#include "model/gguf/gguf.hpp"
+#include "formats/tensor_type_dequant.hpp"
 #include "test_support.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"

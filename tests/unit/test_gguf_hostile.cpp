@@ -3,9 +3,9 @@
 // the problem; never a crash, an overread (run under ASan) or a huge allocation.
 #include <doctest/doctest.h>
 
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
-#include "model/tensor_type_dequant.hpp"
+#include "model/gguf/gguf.hpp"
+#include "model/gguf/gguf_writer.hpp"
+#include "formats/tensor_type_dequant.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 

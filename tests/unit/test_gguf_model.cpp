@@ -2,7 +2,7 @@
 // type and shape, with shapes derived from the metadata rather than typed in.
 #include <doctest/doctest.h>
 
-#include "model/gguf.hpp"
+#include "model/gguf/gguf.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 

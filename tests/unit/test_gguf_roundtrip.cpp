@@ -2,9 +2,9 @@
 // included), every dequantisable tensor type, alignments, typed accessors.
 #include <doctest/doctest.h>
 
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
-#include "model/tensor_type_dequant.hpp"
+#include "model/gguf/gguf.hpp"
+#include "model/gguf/gguf_writer.hpp"
+#include "formats/tensor_type_dequant.hpp"
 #include "util/error.hpp"
 
 #include <cmath>

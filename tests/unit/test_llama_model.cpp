@@ -2,7 +2,7 @@
 // kind of bad file (truncated, hostile, wrong architecture, missing or
 // misshapen tensors): a kvrt::Error with a status and a message, never a crash.
 #include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 #include "runtime/context.hpp"
 #include "runtime/reference_forward.hpp"
 #include "runtime_test_support.hpp"

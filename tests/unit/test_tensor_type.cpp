@@ -2,7 +2,7 @@
 // fields (ggml-common.h), retired ids, row-size arithmetic and its overflow.
 #include <doctest/doctest.h>
 
-#include "model/tensor_type.hpp"
+#include "formats/tensor_type.hpp"
 #include "util/error.hpp"
 
 #include <cstring>

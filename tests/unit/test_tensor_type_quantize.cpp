@@ -2,10 +2,10 @@
 // representable, error bounds on random data, and quantise -> GGUF -> dequantise.
 #include <doctest/doctest.h>
 
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
-#include "model/tensor_type_dequant.hpp"
-#include "model/tensor_type_quantize.hpp"
+#include "model/gguf/gguf.hpp"
+#include "model/gguf/gguf_writer.hpp"
+#include "formats/tensor_type_dequant.hpp"
+#include "formats/tensor_type_quantize.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 

@@ -2,10 +2,10 @@
 // fallback, special tokens, BOS/EOS, the streaming decoder, bad input.
 #include <doctest/doctest.h>
 
-#include "model/bpe.hpp"
-#include "model/pretokenizer.hpp"
-#include "model/tokenizer.hpp"
-#include "model/unicode.hpp"
+#include "model/tokenizer/bpe.hpp"
+#include "model/tokenizer/pretokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+#include "model/tokenizer/unicode.hpp"
 #include "util/error.hpp"
 
 #include <algorithm>

@@ -3,11 +3,11 @@
 // scripts/reference/gen_tokenizer_reference.py with llama-cpp-python).
 #include <doctest/doctest.h>
 
-#include "model/chat_template.hpp"
-#include "model/gguf.hpp"
-#include "model/tokenizer.hpp"
-#include "model/tokenizer_gguf.hpp"
-#include "model/unicode.hpp"
+#include "model/tokenizer/chat_template.hpp"
+#include "model/gguf/gguf.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+#include "model/tokenizer/tokenizer_gguf.hpp"
+#include "model/tokenizer/unicode.hpp"
 #include "json_reader.hpp"
 #include "test_support.hpp"
 

@@ -6,7 +6,7 @@
 #include "kernels/cpu/activation_quant.hpp"
 #include "kernels/ref/weight_matmul_ref.hpp"
 #include "kernels/weight_matmul.hpp"
-#include "model/gguf.hpp"
+#include "model/gguf/gguf.hpp"
 #include "test_support.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"

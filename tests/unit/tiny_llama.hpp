@@ -4,8 +4,8 @@
 // <|endoftext|> (BOS/EOS) + <|im_start|> / <|im_end|>, ChatML template.
 #pragma once
 
-#include "model/bpe.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/tokenizer/bpe.hpp"
+#include "model/gguf/gguf_writer.hpp"
 
 #include <unistd.h>
 

@@ -27,7 +27,7 @@
 // (64 or 32 bytes); a panel has K such steps.
 #pragma once
 
-#include "model/tensor_type.hpp"
+#include "formats/tensor_type.hpp"
 
 #include <cstddef>
 #include <cstdint>

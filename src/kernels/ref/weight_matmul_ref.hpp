@@ -6,7 +6,7 @@
 // weights: products accumulated in double. Single-threaded.
 #pragma once
 
-#include "model/tensor_type.hpp"
+#include "formats/tensor_type.hpp"
 
 #include <cstdint>
 
