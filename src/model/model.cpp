@@ -1,5 +1,7 @@
 #include "model/model.hpp"
 
+#include "model/arch/ced_weights.hpp"
+
 #include "model/tokenizer/chat_template.hpp"
 #include "formats/tensor_type_dequant.hpp"
 #include "model/tokenizer/tokenizer.hpp"
@@ -37,9 +39,22 @@ std::string ModelFingerprint::hex() const {
 
 Model::~Model() = default;
 
-bool Model::is_eog(int32_t token) const noexcept { return tok_->is_end_of_generation(token); }
+bool Model::is_eog(int32_t token) const noexcept { return tok_ && tok_->is_end_of_generation(token); }
 
-std::string_view Model::token_piece(int32_t token) const { return tok_->piece(token, false); }
+std::string_view Model::token_piece(int32_t token) const { return tok_ ? tok_->piece(token, false) : std::string_view(); }
+
+const Tokenizer& Model::tokenizer() const {
+    if (!tok_)
+        fail(KVRT_ERR_UNSUPPORTED, "model '" + name_ + "' (" + arch_ +
+                                       ") has no vocabulary (no tokenizer.ggml.* metadata): pass token ids");
+    return *tok_;
+}
+
+void Model::embed(int32_t token, float* out) const {
+    tok_embd_->dequantize_row(token, out);
+    if (cfg_.embd_scale != 1.0f)
+        for (uint32_t i = 0; i < cfg_.n_embd; ++i) out[i] *= cfg_.embd_scale;
+}
 
 std::string Model::apply_chat(std::span<const ChatMessage> messages, bool add_assistant) const {
     if (!chat_) fail(KVRT_ERR_UNSUPPORTED, chat_error_);
@@ -98,19 +113,26 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
     report(0.0f, "load");
     m->file_ = std::make_unique<GgufFile>(GgufFile::open(path));
     const GgufFile& f = *m->file_;
-    m->cfg_ = read_llama_config(f);
-    m->tok_ = std::make_unique<Tokenizer>(tokenizer_from_gguf(f));
-    try {
-        auto text = [&](int32_t id) { return id >= 0 ? m->tok_->token_text(id) : std::string_view(); };
-        m->chat_ = std::make_unique<ChatTemplate>(
-            ChatTemplate::detect(m->tok_->chat_template(), text(m->tok_->bos_id()), text(m->tok_->eos_id())));
-    } catch (const Error& e) {
-        // A model without a known template still loads; kvrt_model_chat_apply reports why.
-        m->chat_error_ = e.what();
-    }
-    LlamaConfig& c = m->cfg_;
     m->arch_ = std::string(f.architecture());
     m->name_ = std::string(f.get_string("general.name", ""));
+    m->arch_info_ = find_architecture(m->arch_);
+    if (!m->arch_info_)
+        fail(KVRT_ERR_UNSUPPORTED, path + ": general.architecture '" + m->arch_ +
+                                       "' is not supported (kvrt runs: " + supported_architectures() + ")");
+    if (m->arch_info_->family == ArchFamily::Decoder) m->cfg_ = m->arch_info_->decoder_config(f);
+    if (f.has("tokenizer.ggml.model") || m->arch_info_->family == ArchFamily::Decoder) {
+        m->tok_ = std::make_unique<Tokenizer>(tokenizer_from_gguf(f));
+        try {
+        auto text = [&](int32_t id) { return id >= 0 ? m->tok_->token_text(id) : std::string_view(); };
+            m->chat_ = std::make_unique<ChatTemplate>(
+                ChatTemplate::detect(m->tok_->chat_template(), text(m->tok_->bos_id()), text(m->tok_->eos_id())));
+        } catch (const Error& e) {
+            // A model without a known template still loads; kvrt_model_chat_apply reports why.
+            m->chat_error_ = e.what();
+        }
+    } else {
+        m->chat_error_ = "model '" + m->name_ + "' has no vocabulary, hence no chat template";
+    }
 
     // Fingerprint: XXH3-128 over the whole mapped file (metadata + tensor data), in slices
     // so that progress can be reported.
@@ -134,6 +156,45 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
         m->fp_.lo = h.low64;
         m->fp_.hi = h.high64;
     }
+    for (const GgufTensor& t : f.tensors()) {
+        m->n_params_ += t.n_elements;
+        m->weight_bytes_ += t.n_bytes;
+    }
+    if (m->is_ced()) {
+        m->ced_ = ced::CedWeights::load(f);
+        m->set_ced_sizes();
+        if (m->tok_ && static_cast<uint32_t>(m->tok_->n_tokens()) != m->cfg_.n_vocab)
+            fail(KVRT_ERR_BAD_FORMAT, path + ": the tokenizer has " + std::to_string(m->tok_->n_tokens()) +
+                                          " tokens but ced.vocab_size is " + std::to_string(m->cfg_.n_vocab));
+    } else {
+        m->load_decoder(opts, report);
+    }
+    report(1.0f, "pack");
+    return m;
+}
+
+void Model::set_ced_sizes() {
+    const ced::CedConfig& cc = ced_->cfg;
+    cfg_ = DecoderConfig{};
+    cfg_.n_layers = static_cast<uint32_t>(cc.n_layers);
+    cfg_.n_embd = static_cast<uint32_t>(cc.n_embd);
+    cfg_.n_ff = static_cast<uint32_t>(cc.n_ff);
+    cfg_.n_heads = static_cast<uint32_t>(cc.n_heads);
+    cfg_.n_kv_heads = 1;
+    cfg_.head_dim = static_cast<uint32_t>(cc.entry_dim);
+    cfg_.n_vocab = static_cast<uint32_t>(cc.n_vocab);
+    cfg_.n_ctx_train = cc.n_ctx_train > 0 ? static_cast<uint32_t>(cc.n_ctx_train) : (1u << 20);
+    cfg_.n_rot = static_cast<uint32_t>(cc.rope_dims);
+    cfg_.rope_theta = cc.rope_theta;
+    cfg_.rms_eps = cc.rms_eps;
+    cfg_.sliding_window = static_cast<uint32_t>(cc.window);
+}
+
+void Model::load_decoder(const ModelLoadOptions& opts, const std::function<void(float, const char*)>& report) {
+    Model* m = this;
+    const GgufFile& f = *file_;
+    const std::string& path = f.path();
+    DecoderConfig& c = cfg_;
 
     // Tensors and their shapes (ggml order: ne[0] = the row length K).
     const GgufTensor* te = &f.require_tensor("token_embd.weight");
@@ -154,9 +215,22 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
     m->layers_.resize(c.n_layers);
     for (uint32_t i = 0; i < c.n_layers; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";
-        LlamaLayerWeights& L = m->layers_[i];
+        DecoderLayerWeights& L = m->layers_[i];
         L.attn_norm = read_vector(f, p + "attn_norm.weight", c.n_embd);
         L.ffn_norm = read_vector(f, p + "ffn_norm.weight", c.n_embd);
+        if (c.qkv_bias) {
+            L.bq = read_vector(f, p + "attn_q.bias", c.q_dim());
+            L.bk = read_vector(f, p + "attn_k.bias", c.kv_dim());
+            L.bv = read_vector(f, p + "attn_v.bias", c.kv_dim());
+        }
+        if (c.qk_norm) {
+            L.q_norm = read_vector(f, p + "attn_q_norm.weight", c.head_dim);
+            L.k_norm = read_vector(f, p + "attn_k_norm.weight", c.head_dim);
+        }
+        if (c.post_norms) {
+            L.post_attn_norm = read_vector(f, p + "post_attention_norm.weight", c.n_embd);
+            L.post_ffn_norm = read_vector(f, p + "post_ffw_norm.weight", c.n_embd);
+        }
         jobs.push_back({&f.expect_tensor(p + "attn_q.weight", {c.n_embd, c.q_dim()}, kMatmulTypes), &L.wq});
         jobs.push_back({&f.expect_tensor(p + "attn_k.weight", {c.n_embd, c.kv_dim()}, kMatmulTypes), &L.wk});
         jobs.push_back({&f.expect_tensor(p + "attn_v.weight", {c.n_embd, c.kv_dim()}, kMatmulTypes), &L.wv});
@@ -165,11 +239,6 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
         jobs.push_back({&f.expect_tensor(p + "ffn_up.weight", {c.n_embd, c.n_ff}, kMatmulTypes), &L.w_up});
         jobs.push_back({&f.expect_tensor(p + "ffn_down.weight", {c.n_ff, c.n_embd}, kMatmulTypes), &L.w_down});
     }
-    for (const GgufTensor& t : f.tensors()) {
-        m->n_params_ += t.n_elements;
-        m->weight_bytes_ += t.n_bytes;
-    }
-
     // Repack every matmul weight (in parallel; progress and cancellation from the first thread).
     std::atomic<size_t> done{0};
     std::atomic<bool> stop{false};
@@ -203,8 +272,6 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
     }
     if (err) std::rethrow_exception(err);
     m->output_ = m->output_own_ ? m->output_own_.get() : m->tok_embd_.get();
-    report(1.0f, "pack");
-    return m;
 }
 
 }  // namespace kvrt

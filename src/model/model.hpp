@@ -1,11 +1,13 @@
-// Model: a loaded `llama`-architecture model — config, packed weights,
-// tokenizer, metadata and its fingerprint. Immutable after load(); shared by
+// Model: a loaded model of any supported architecture (model/arch/architecture.hpp)
+// — its architecture, config, packed weights, tokenizer (when the file has a
+// vocabulary), metadata and fingerprint. Immutable after load(); shared by
 // contexts through std::shared_ptr (a context keeps its model alive).
 #pragma once
 
 #include "kernels/weight_matmul.hpp"
 #include "model/gguf/gguf.hpp"
-#include "model/arch/llama_config.hpp"
+#include "model/arch/architecture.hpp"
+#include "model/arch/decoder_config.hpp"
 
 #include <array>
 #include <cstdint>
@@ -17,6 +19,9 @@
 
 namespace kvrt {
 
+namespace ced {
+struct CedWeights;
+}
 class Tokenizer;
 class ChatTemplate;
 struct ChatMessage;
@@ -30,9 +35,12 @@ struct ModelFingerprint {
     std::string hex() const;
 };
 
-struct LlamaLayerWeights {
+struct DecoderLayerWeights {
     std::vector<float> attn_norm;  // n_embd
     std::vector<float> ffn_norm;   // n_embd
+    std::vector<float> bq, bk, bv;                     // qkv_bias: q_dim, kv_dim, kv_dim (else empty)
+    std::vector<float> q_norm, k_norm;                 // qk_norm: head_dim each (else empty)
+    std::vector<float> post_attn_norm, post_ffn_norm;  // post_norms: n_embd each (else empty)
     std::unique_ptr<PackedWeight> wq, wk, wv, wo;  // [q_dim x n_embd], [kv_dim x n_embd] x2, [n_embd x q_dim]
     std::unique_ptr<PackedWeight> w_gate, w_up;    // [n_ff x n_embd]
     std::unique_ptr<PackedWeight> w_down;          // [n_embd x n_ff]
@@ -56,21 +64,32 @@ public:
     static std::shared_ptr<const Model> load(const std::string& path, const ModelLoadOptions& opts = {});
     ~Model();
 
-    const LlamaConfig& config() const noexcept { return cfg_; }
+    const Architecture& arch() const noexcept { return *arch_info_; }
+    bool is_ced() const noexcept { return arch_info_->family == ArchFamily::Ced; }
+    // Decoder family: the full config. CED: only the shared sizes are set (n_layers,
+    // n_embd, n_ff, n_heads, head_dim, n_vocab, n_ctx_train); its config is ced()->cfg.
+    const DecoderConfig& config() const noexcept { return cfg_; }
+    // The CED weights (nullptr for the decoder family).
+    const ced::CedWeights* ced() const noexcept { return ced_.get(); }
+    const std::shared_ptr<const ced::CedWeights>& ced_ptr() const noexcept { return ced_; }
     const GgufFile& file() const noexcept { return *file_; }
     const ModelFingerprint& fingerprint() const noexcept { return fp_; }
-    const Tokenizer& tokenizer() const noexcept { return *tok_; }
+    // The vocabulary. A model without one (a CED file made by `kvrt ced-init`) runs on
+    // token ids; tokenizer() then throws KVRT_ERR_UNSUPPORTED.
+    bool has_tokenizer() const noexcept { return tok_ != nullptr; }
+    const Tokenizer& tokenizer() const;
     const std::string& name() const noexcept { return name_; }
     const std::string& architecture() const noexcept { return arch_; }
 
-    const LlamaLayerWeights& layer(uint32_t i) const noexcept { return layers_[i]; }
+    const DecoderLayerWeights& layer(uint32_t i) const noexcept { return layers_[i]; }
     const std::vector<float>& output_norm() const noexcept { return output_norm_; }
     // The output head [n_vocab x n_embd] (token_embd when the model ties them).
     const PackedWeight& output() const noexcept { return *output_; }
     bool tied_output() const noexcept { return output_ == tok_embd_.get(); }
 
-    // Writes the embedding of token (0 <= token < n_vocab) as n_embd floats.
-    void embed(int32_t token, float* out) const { tok_embd_->dequantize_row(token, out); }
+    // Writes the embedding of token (0 <= token < n_vocab) as n_embd floats, times the
+    // architecture's embedding scale.
+    void embed(int32_t token, float* out) const;
 
     // Tokenizer conveniences.
     bool is_eog(int32_t token) const noexcept;
@@ -86,13 +105,19 @@ public:
         return 2ull * cfg_.n_kv_heads * cfg_.head_dim * elem_bytes;
     }
 
+
 private:
     Model() = default;
+    void load_decoder(const ModelLoadOptions& opts, const std::function<void(float, const char*)>& report);
+    void set_ced_sizes();
+
     std::unique_ptr<GgufFile> file_;
-    LlamaConfig cfg_;
+    const Architecture* arch_info_ = nullptr;
+    DecoderConfig cfg_;
+    std::shared_ptr<const ced::CedWeights> ced_;
     ModelFingerprint fp_;
     std::string name_, arch_;
-    std::vector<LlamaLayerWeights> layers_;
+    std::vector<DecoderLayerWeights> layers_;
     std::vector<float> output_norm_;
     std::unique_ptr<PackedWeight> tok_embd_;
     std::unique_ptr<PackedWeight> output_own_;

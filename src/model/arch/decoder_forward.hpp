@@ -1,4 +1,5 @@
-// The `llama` forward pass over a KV store.
+// The forward pass of every decoder-family architecture (llama, qwen2, gemma3;
+// model/arch/architecture.hpp) over a KV store, switched by DecoderConfig features.
 //
 // One call runs a batch of sequences: each contributes n >= 1 consecutive new
 // tokens at positions [pos0, pos0 + n) (a prefill chunk, or one decode
@@ -86,7 +87,7 @@ struct ForwardScratch {
 
 // Runs the forward for a batch. Token ids must be < n_vocab and the stores must
 // have room for the rows (the caller reserved them). n_threads = 0: OpenMP default.
-void llama_forward(const Model& model, std::span<SeqStep> batch, ForwardScratch& scratch, KernelSet kernels,
+void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratch& scratch, KernelSet kernels,
                    int n_threads = 0);
 
 }  // namespace kvrt

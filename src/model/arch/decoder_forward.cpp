@@ -1,0 +1,526 @@
+#include "model/arch/decoder_forward.hpp"
+
+#include "kernels/attention.hpp"
+#include "kernels/rms_norm.hpp"
+#include "kernels/rope.hpp"
+#include "kernels/weight_matmul.hpp"
+#include "model/model.hpp"
+#include "util/error.hpp"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <utility>
+
+namespace kvrt {
+
+// ---------------------------------------------------------------------------
+ContiguousKv::ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType dtype, int64_t capacity)
+    : n_layers_(n_layers), n_kv_heads_(n_kv_heads), head_dim_(head_dim), dtype_(dtype), capacity_(capacity) {
+    row_bytes_ = static_cast<size_t>(n_kv_heads) * head_dim * dtype_size(dtype);
+    data_.resize(static_cast<size_t>(n_layers) * 2 * capacity * row_bytes_);
+    ptrs_.resize(n_layers);
+    for (int32_t l = 0; l < n_layers; ++l) ptrs_[l] = data_.data() + static_cast<size_t>(l) * 2 * capacity * row_bytes_;
+}
+
+uint8_t* ContiguousKv::k_row_mut(int32_t layer, int64_t pos) {
+    return data_.data() + (static_cast<size_t>(layer) * 2 * capacity_ + pos) * row_bytes_;
+}
+uint8_t* ContiguousKv::v_row_mut(int32_t layer, int64_t pos) {
+    return data_.data() + (static_cast<size_t>(layer) * 2 * capacity_ + capacity_ + pos) * row_bytes_;
+}
+PagedKV ContiguousKv::view(int32_t layer, int64_t n_tokens) {
+    PagedKV v;
+    v.blocks = &ptrs_[layer];
+    v.n_blocks = 1;
+    v.block_tokens = static_cast<int32_t>(std::max<int64_t>(capacity_, 1));
+    v.k_offset = 0;
+    v.v_offset = static_cast<size_t>(capacity_) * row_bytes_;
+    v.row_bytes = row_bytes_;
+    v.n_kv_heads = n_kv_heads_;
+    v.head_dim = head_dim_;
+    v.dtype = dtype_;
+    v.n_tokens = static_cast<int32_t>(n_tokens);
+    return v;
+}
+
+// ---------------------------------------------------------------------------
+namespace {
+
+
+
+// f32 -> f16 with the F16C instruction (round to nearest even, as f32_to_f16).
+__attribute__((target("avx2,f16c"))) void f32_to_f16_row_f16c(uint8_t* dst, const float* src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * i), h);
+    }
+    for (; i < n; ++i) {
+        const uint16_t h = f32_to_f16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+    }
+}
+
+const bool kHasF16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+
+// Writes one K or V row into the store in its element type (the same function serves
+// the fast and the reference forward, so both see identical rows).
+void store_row(uint8_t* dst, const float* src, int64_t n, DType t) {
+    switch (t) {
+        case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
+        case DType::F16:
+            if (kHasF16c) {
+                f32_to_f16_row_f16c(dst, src, n);
+                break;
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                const uint16_t h = f32_to_f16(src[i]);
+                std::memcpy(dst + 2 * i, &h, 2);
+            }
+            break;
+        case DType::BF16:
+            for (int64_t i = 0; i < n; ++i) {
+                const uint16_t h = f32_to_bf16(src[i]);
+                std::memcpy(dst + 2 * i, &h, 2);
+            }
+            break;
+    }
+}
+
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// GELU, tanh approximation (as ggml_gelu and Gemma's gelu_pytorch_tanh), evaluated in f32.
+inline float gelu_tanh(float x) {
+    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+// gate[i] = act(gate[i]) * up[i]: one out-of-line function for both forward paths, so
+// both compile to the same operations (bit-identical results).
+__attribute__((noinline)) void gated_act(float* gate, const float* up, int64_t n, FfnAct act) {
+    if (act == FfnAct::GeluTanh)
+        for (int64_t i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
+    else
+        for (int64_t i = 0; i < n; ++i) gate[i] = silu(gate[i]) * up[i];
+}
+
+// Rows x[m][c0, c0 + n) += bias[c0, c0 + n) for m < M (rows ld floats apart).
+void add_bias(float* x, const std::vector<float>& bias, int64_t M, int64_t ld, int64_t c0, int64_t n) {
+    if (bias.empty()) return;
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t i = 0; i < n; ++i) x[m * ld + c0 + i] += bias[static_cast<size_t>(c0 + i)];
+}
+
+// Q/K head RMSNorm (qk_norm) of heads [h0, h0 + nh) of M rows of ld floats: each head is
+// its own row of head_dim (the same cpu::rms_norm rows in both forward paths).
+void head_norm(float* x, const std::vector<float>& w, float eps, int64_t M, int64_t ld, int64_t h0, int64_t nh,
+               int64_t D, bool ref) {
+    if (w.empty()) return;
+    for (int64_t m = 0; m < M; ++m) {
+        float* row = x + m * ld + h0 * D;
+        if (ref)
+            ref::rms_norm(row, w.data(), eps, static_cast<int32_t>(nh), static_cast<int32_t>(D), row);
+        else
+            cpu::rms_norm(row, w.data(), eps, static_cast<int32_t>(nh), static_cast<int32_t>(D), row);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The team forward: decode-sized batches (M <= kTeamRows rows) run everything of a
+// layer except attention in ONE OpenMP parallel region (per token: n_layers + 1
+// regions of ours + the attention kernel's, instead of ~8 per layer). Inside, weight
+// matmuls are cut into column tasks (matmul_part) handed out dynamically; RoPE and
+// the K/V cache write are fused into the Q/K/V tasks, SiLU into the gate/up tasks;
+// norms and residual adds are recomputed by every thread on its own copy of the
+// residual stream (a few KB) instead of one thread working while the others wait at a
+// barrier. Synchronisation per layer: the region's end (before attention), the region
+// start after it, and barriers after the output projection, gate/up and down.
+// Every element is computed with the same functions and operations as the chunked
+// path, so the results are bit-identical (tests/unit/test_runtime_exactness.cpp).
+constexpr int64_t kTeamRows = 16;
+
+// Task counters of one team region: a thread takes the next index of a phase until
+// none is left (cheaper than a dynamic OpenMP loop's work-share). Between phases the
+// threads meet at OpenMP barriers, which honour OMP_WAIT_POLICY. (A barrier of our own
+// that spins before it sleeps was tried and rejected: on a loaded machine or under a
+// passive policy, a woken thread often lands on the CPU of the thread spinning for it.)
+class TeamTasks {
+public:
+    static constexpr int kPhases = 4;
+    void reset() {  // before the region
+        for (auto& c : next_) c.store(0, std::memory_order_relaxed);
+    }
+    template <class Fn>
+    void run(int phase, int64_t n, Fn&& fn) {
+        for (int64_t t; (t = next_[phase].fetch_add(1, std::memory_order_relaxed)) < n;) fn(t);
+    }
+
+private:
+    std::atomic<int64_t> next_[kPhases] = {};
+};
+
+// Splits [0, pairs) into n nearly equal ranges aligned to `unit` pairs.
+void split_pairs(int64_t pairs, int64_t unit, int64_t n, std::vector<std::pair<int64_t, int64_t>>& out) {
+    out.clear();
+    const int64_t units = (pairs + unit - 1) / unit;
+    n = std::max<int64_t>(1, std::min(n, units));
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t a = std::min(pairs, units * i / n * unit), b = std::min(pairs, units * (i + 1) / n * unit);
+        if (b > a) out.emplace_back(a, b);
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// Rows of the batch that want logits, and where each goes.
+void logit_rows(std::span<SeqStep> batch, int64_t V, std::vector<int64_t>& rows, std::vector<float*>& dsts) {
+    rows.clear();
+    dsts.clear();
+    int64_t r = 0;
+    for (SeqStep& s : batch) {
+        if (s.logits) {
+            if (s.logits_all) {
+                for (int32_t t = 0; t < s.n_tokens; ++t) {
+                    rows.push_back(r + t);
+                    dsts.push_back(s.logits + static_cast<int64_t>(t) * V);
+                }
+            } else {
+                rows.push_back(r + s.n_tokens - 1);
+                dsts.push_back(s.logits);
+            }
+        }
+        r += s.n_tokens;
+    }
+}
+
+// The attention of layer l for the whole batch (new K/V rows already in the stores).
+void attend(std::span<SeqStep> batch, ForwardScratch& S, const AttnParams& ap, int64_t QD, uint32_t l, bool ref) {
+    int64_t r = 0;
+    S.decode.clear();
+    for (size_t i = 0; i < batch.size(); ++i) {
+        SeqStep& s = batch[i];
+        S.views[i] = s.kv->view(static_cast<int32_t>(l), s.pos0 + s.n_tokens);
+        if (s.n_tokens == 1) {
+            DecodeSeq d;
+            d.kv = &S.views[i];
+            d.q = &S.q[r * QD];
+            d.out = &S.att[r * QD];
+            d.pos = static_cast<int32_t>(s.pos0);
+            S.decode.push_back(d);
+        } else if (ref) {
+            ref::attention_prefill(S.views[i], ap, &S.q[r * QD], s.n_tokens, static_cast<int32_t>(s.pos0),
+                                   &S.att[r * QD]);
+        } else {
+            cpu::attention_prefill(S.views[i], ap, &S.q[r * QD], s.n_tokens, static_cast<int32_t>(s.pos0),
+                                   &S.att[r * QD]);
+        }
+        r += s.n_tokens;
+    }
+    if (!S.decode.empty()) {
+        if (ref)
+            ref::attention_decode(S.decode.data(), static_cast<int32_t>(S.decode.size()), ap);
+        else
+            cpu::attention_decode(S.decode.data(), static_cast<int32_t>(S.decode.size()), ap);
+    }
+}
+
+// See "The team forward" above. S.x holds the embeddings and S.pos the positions.
+void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& S, int n_threads, int64_t M,
+                  const RopeParams& rq, const RopeParams& rk, AttnParams ap) {
+    const DecoderConfig& c = model.config();
+    const int64_t E = c.n_embd, QD = c.q_dim(), KD = c.kv_dim(), F = c.n_ff, V = c.n_vocab, D = c.head_dim;
+    const int64_t Hq = c.n_heads, Hkv = c.n_kv_heads, NL = c.n_layers;
+    const int nt = std::max(1, n_threads > 0 ? n_threads : omp_get_max_threads());
+
+    // Cache rows of every (layer, row): reserved by the caller, fixed for the call.
+    S.krow.resize(static_cast<size_t>(NL * M));
+    S.vrow.resize(static_cast<size_t>(NL * M));
+    std::vector<DType> dts(batch.size());
+    {
+        int64_t r = 0;
+        for (size_t i = 0; i < batch.size(); ++i) {
+            SeqStep& s = batch[i];
+            dts[i] = s.kv->dtype();
+            for (int32_t t = 0; t < s.n_tokens; ++t, ++r)
+                for (int64_t l = 0; l < NL; ++l) {
+                    S.krow[l * M + r] = s.kv->k_row_mut(static_cast<int32_t>(l), s.pos0 + t);
+                    S.vrow[l * M + r] = s.kv->v_row_mut(static_cast<int32_t>(l), s.pos0 + t);
+                }
+        }
+    }
+    std::vector<DType> row_dt(static_cast<size_t>(M));
+    {
+        int64_t r = 0;
+        for (size_t i = 0; i < batch.size(); ++i)
+            for (int32_t t = 0; t < batch[i].n_tokens; ++t) row_dt[r++] = dts[i];
+    }
+    std::vector<int64_t> rows;
+    std::vector<float*> dsts;
+    logit_rows(batch, V, rows, dsts);
+    const int64_t R = static_cast<int64_t>(rows.size());
+    if (R > 1) S.logits_rows.resize(static_cast<size_t>(R * V));
+
+    // Column tasks (pair ranges). Q/K/V: whole heads (head_dim % 32 == 0), so a task can
+    // rotate and store what it computed; Q in about nt groups, K and V in about nt/2.
+    std::vector<std::pair<int64_t, int64_t>> q_parts, k_parts, wo_parts, ff_parts, down_parts, head_parts;
+    const int64_t hp = D / 32;  // pairs per head
+    split_pairs(Hq * hp, hp, nt, q_parts);
+    split_pairs(Hkv * hp, hp, (nt + 1) / 2, k_parts);
+    split_pairs((E + 31) / 32, 2, 2 * nt, wo_parts);
+    split_pairs((F + 31) / 32, 2, 2 * nt, ff_parts);
+    split_pairs((E + 31) / 32, 2, 2 * nt, down_parts);
+    split_pairs(matmul_pairs(model.output()), 8, 16 * nt, head_parts);
+    const int64_t n_qkv = static_cast<int64_t>(q_parts.size() + 2 * k_parts.size());
+
+    // Per-thread copies of the residual stream and its normalised form.
+    S.team.resize(static_cast<size_t>(nt) * 2 * M * E);
+    std::exception_ptr error;
+    auto guard = [&](auto&& fn) {
+        try {
+            fn();
+        } catch (...) {
+#pragma omp critical(kvrt_llama_team_error)
+            if (!error) error = std::current_exception();
+        }
+    };
+
+    // x += out, or x += RMSNorm(out) * w with the architecture's post-sub-layer norm
+    // (tmp: M x E floats of the thread's own).
+    auto add_residual = [&](float* x, const float* out, const std::vector<float>& w, float* tmp) {
+        if (!w.empty()) {
+            guard([&] { cpu::rms_norm(out, w.data(), c.rms_eps, static_cast<int32_t>(M), static_cast<int32_t>(E), tmp); });
+            out = tmp;
+        }
+        for (int64_t i = 0; i < M * E; ++i) x[i] += out[i];
+    };
+
+    TeamTasks sync;
+    for (int64_t l = 0; l <= NL; ++l) {
+        // Region l: the FFN half of layer l-1 (l > 0), then the attention input of layer l
+        // (l < NL), or the output head (l == NL).
+        sync.reset();
+#pragma omp parallel num_threads(nt) if (nt > 1)
+        {
+            const int tid = omp_get_thread_num();
+            float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
+            float* xnp = xp + M * E;
+            std::copy_n(S.x.data(), M * E, xp);
+            if (l > 0) {
+                const DecoderLayerWeights& P = model.layer(static_cast<uint32_t>(l - 1));
+                sync.run(0, static_cast<int64_t>(wo_parts.size()), [&](int64_t t) {
+                    guard([&] { matmul_part(*P.wo, S.att.data(), M, QD, S.xn.data(), E, wo_parts[t].first, wo_parts[t].second); });
+                });
+#pragma omp barrier
+                add_residual(xp, S.xn.data(), P.post_attn_norm, xnp);
+                guard([&] { cpu::rms_norm(xp, P.ffn_norm.data(), c.rms_eps, static_cast<int32_t>(M), static_cast<int32_t>(E), xnp); });
+                sync.run(1, static_cast<int64_t>(ff_parts.size()), [&](int64_t t) {
+                    guard([&] {
+                        const int64_t p0 = ff_parts[t].first, p1 = ff_parts[t].second;
+                        matmul_part(*P.w_gate, xnp, M, E, S.gate.data(), F, p0, p1);
+                        matmul_part(*P.w_up, xnp, M, E, S.up.data(), F, p0, p1);
+                        const int64_t c0 = 32 * p0, c1 = std::min(F, 32 * p1);
+                        for (int64_t m = 0; m < M; ++m) gated_act(&S.gate[m * F + c0], &S.up[m * F + c0], c1 - c0, c.ffn_act);
+                    });
+                });
+#pragma omp barrier
+                // (also: every thread has read S.xn before down overwrites it)
+                sync.run(2, static_cast<int64_t>(down_parts.size()), [&](int64_t t) {
+                    guard([&] { matmul_part(*P.w_down, S.gate.data(), M, F, S.xn.data(), E, down_parts[t].first, down_parts[t].second); });
+                });
+#pragma omp barrier
+                add_residual(xp, S.xn.data(), P.post_ffn_norm, xnp);
+                if (tid == 0) std::copy_n(xp, M * E, S.x.data());  // read again only by the next region
+            }
+            if (l < NL) {
+                const DecoderLayerWeights& L = model.layer(static_cast<uint32_t>(l));
+                guard([&] { cpu::rms_norm(xp, L.attn_norm.data(), c.rms_eps, static_cast<int32_t>(M), static_cast<int32_t>(E), xnp); });
+                sync.run(3, n_qkv, [&](int64_t t) {
+                    guard([&] {
+                        const int64_t nq = static_cast<int64_t>(q_parts.size()), nk = static_cast<int64_t>(k_parts.size());
+                        if (t < nq) {  // Q heads: project, bias, norm, rotate
+                            const auto [p0, p1] = q_parts[t];
+                            matmul_part(*L.wq, xnp, M, E, S.q.data(), QD, p0, p1);
+                            add_bias(S.q.data(), L.bq, M, QD, 32 * p0, 32 * (p1 - p0));
+                            head_norm(S.q.data(), L.q_norm, c.rms_eps, M, QD, p0 / hp, (p1 - p0) / hp, D, false);
+                            RopeParams r1 = rq;
+                            r1.theta = c.layer_rope_theta(static_cast<uint32_t>(l));
+                            r1.n_heads = static_cast<int32_t>((p1 - p0) / hp);
+                            for (int64_t m = 0; m < M; ++m) cpu::rope(&S.q[m * QD + 32 * p0], 1, &S.pos[m], r1);
+                            return;
+                        }
+                        // K heads: project, rotate, store; V heads: project, store.
+                        const bool is_k = t < nq + nk;
+                        const auto [p0, p1] = k_parts[is_k ? t - nq : t - nq - nk];
+                        float* out = is_k ? S.k.data() : S.v.data();
+                        matmul_part(is_k ? *L.wk : *L.wv, xnp, M, E, out, KD, p0, p1);
+                        const int64_t c0 = 32 * p0, n = 32 * (p1 - p0);
+                        add_bias(out, is_k ? L.bk : L.bv, M, KD, c0, n);
+                        if (is_k) head_norm(out, L.k_norm, c.rms_eps, M, KD, p0 / hp, (p1 - p0) / hp, D, false);
+                        RopeParams r1 = rk;
+                        r1.theta = c.layer_rope_theta(static_cast<uint32_t>(l));
+                        r1.n_heads = static_cast<int32_t>((p1 - p0) / hp);
+                        for (int64_t m = 0; m < M; ++m) {
+                            if (is_k) cpu::rope(&out[m * KD + c0], 1, &S.pos[m], r1);
+                            uint8_t* row = (is_k ? S.krow : S.vrow)[l * M + m];
+                            store_row(row + c0 * static_cast<int64_t>(dtype_size(row_dt[m])), &out[m * KD + c0], n, row_dt[m]);
+                        }
+                    });
+                });
+            } else if (R > 0) {
+                // Final norm of the rows that want logits, then the head.
+                for (int64_t i = 0; i < R; ++i) std::copy_n(&xp[rows[i] * E], E, &xnp[i * E]);
+                guard([&] { cpu::rms_norm(xnp, model.output_norm().data(), c.rms_eps, static_cast<int32_t>(R), static_cast<int32_t>(E), xp); });
+                float* Y = R == 1 ? dsts[0] : S.logits_rows.data();
+                sync.run(3, static_cast<int64_t>(head_parts.size()), [&](int64_t t) {
+                    guard([&] { matmul_part(model.output(), xp, R, E, Y, V, head_parts[t].first, head_parts[t].second); });
+                });
+            }
+        }
+        if (error) std::rethrow_exception(error);
+        if (l < NL) {
+            ap.window = c.layer_is_window(static_cast<uint32_t>(l)) ? static_cast<int32_t>(c.sliding_window) : 0;
+            attend(batch, S, ap, QD, static_cast<uint32_t>(l), false);
+        }
+    }
+    if (R > 1)
+        for (int64_t i = 0; i < R; ++i) std::memcpy(dsts[i], &S.logits_rows[i * V], static_cast<size_t>(V) * 4);
+}
+
+}  // namespace
+
+void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratch& S, KernelSet ks, int n_threads) {
+    const DecoderConfig& c = model.config();
+    const int64_t E = c.n_embd, QD = c.q_dim(), KD = c.kv_dim(), F = c.n_ff, V = c.n_vocab;
+    int64_t M = 0;
+    for (const SeqStep& s : batch) {
+        KVRT_CHECK(s.n_tokens > 0 && s.kv != nullptr, KVRT_ERR_INTERNAL, "decoder_forward: empty step");
+        M += s.n_tokens;
+    }
+    if (M == 0) return;
+    const bool ref = ks == KernelSet::Reference;
+    auto rmsnorm = [&](const float* x, const float* w, float* y, int64_t rows) {
+        if (ref)
+            ref::rms_norm(x, w, c.rms_eps, static_cast<int32_t>(rows), static_cast<int32_t>(E), y);
+        else
+            cpu::rms_norm(x, w, c.rms_eps, static_cast<int32_t>(rows), static_cast<int32_t>(E), y);
+    };
+    RopeParams rq;
+    rq.n_heads = static_cast<int32_t>(c.n_heads);
+    rq.head_dim = static_cast<int32_t>(c.head_dim);
+    rq.rope_dims = static_cast<int32_t>(c.n_rot);
+    rq.theta = c.rope_theta;
+    rq.mode = c.rope_type == RopeType::Neox ? RopeMode::Neox : RopeMode::Interleaved;
+    RopeParams rk = rq;
+    rk.n_heads = static_cast<int32_t>(c.n_kv_heads);
+    auto rope = [&](float* x, const RopeParams& rp) {
+        if (ref)
+            ref::rope(x, static_cast<int32_t>(M), S.pos.data(), rp);
+        else
+            cpu::rope(x, static_cast<int32_t>(M), S.pos.data(), rp);
+    };
+    AttnParams ap;
+    ap.n_heads = static_cast<int32_t>(c.n_heads);
+    ap.head_dim = static_cast<int32_t>(c.head_dim);
+    ap.scale = c.softmax_scale();
+    auto mm = [&](const PackedWeight& w, const float* X, int64_t ldx, float* Y, int64_t ldy) {
+        if (ref)
+            matmul_ref(w, X, M, ldx, Y, ldy);
+        else
+            matmul(w, X, M, ldx, Y, ldy, n_threads);
+    };
+
+    S.x.resize(M * E);
+    S.xn.resize(M * E);
+    S.q.resize(M * QD);
+    S.k.resize(M * KD);
+    S.v.resize(M * KD);
+    S.att.resize(M * QD);
+    S.gate.resize(M * F);
+    S.up.resize(M * F);
+    S.pos.resize(M);
+    S.views.resize(batch.size());
+    S.decode.clear();
+
+    // Embeddings and positions.
+    {
+        int64_t r = 0;
+        for (const SeqStep& s : batch)
+            for (int32_t t = 0; t < s.n_tokens; ++t, ++r) {
+                model.embed(s.tokens[t], &S.x[r * E]);
+                S.pos[r] = static_cast<int32_t>(s.pos0 + t);
+            }
+    }
+    if (!ref && M <= kTeamRows && c.head_dim % 32 == 0) {
+        forward_team(model, batch, S, n_threads, M, rq, rk, ap);
+        return;
+    }
+
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+        const DecoderLayerWeights& L = model.layer(l);
+        rmsnorm(S.x.data(), L.attn_norm.data(), S.xn.data(), M);
+        mm(*L.wq, S.xn.data(), E, S.q.data(), QD);
+        mm(*L.wk, S.xn.data(), E, S.k.data(), KD);
+        mm(*L.wv, S.xn.data(), E, S.v.data(), KD);
+        add_bias(S.q.data(), L.bq, M, QD, 0, QD);
+        add_bias(S.k.data(), L.bk, M, KD, 0, KD);
+        add_bias(S.v.data(), L.bv, M, KD, 0, KD);
+        head_norm(S.q.data(), L.q_norm, c.rms_eps, M, QD, 0, c.n_heads, c.head_dim, ref);
+        head_norm(S.k.data(), L.k_norm, c.rms_eps, M, KD, 0, c.n_kv_heads, c.head_dim, ref);
+        rq.theta = rk.theta = c.layer_rope_theta(l);
+        rope(S.q.data(), rq);
+        rope(S.k.data(), rk);
+        ap.window = c.layer_is_window(l) ? static_cast<int32_t>(c.sliding_window) : 0;
+        // Write the new rows first, then attend (a token attends to itself through the store).
+        // Prefill chunks (n > 1) go through the prefill kernel one sequence at a time; single
+        // tokens are batched into one decode call (bit-identical to a prefill row, see attention.hpp).
+        {
+            int64_t r = 0;
+            for (SeqStep& s : batch) {
+                const DType dt = s.kv->dtype();
+                for (int32_t t = 0; t < s.n_tokens; ++t) {
+                    store_row(s.kv->k_row_mut(static_cast<int32_t>(l), s.pos0 + t), &S.k[(r + t) * KD], KD, dt);
+                    store_row(s.kv->v_row_mut(static_cast<int32_t>(l), s.pos0 + t), &S.v[(r + t) * KD], KD, dt);
+                }
+                r += s.n_tokens;
+            }
+        }
+        attend(batch, S, ap, QD, l, ref);
+        // Output projection + residual.
+        mm(*L.wo, S.att.data(), QD, S.xn.data(), E);
+        if (!L.post_attn_norm.empty()) rmsnorm(S.xn.data(), L.post_attn_norm.data(), S.xn.data(), M);
+        for (int64_t i = 0; i < M * E; ++i) S.x[i] += S.xn[i];
+        // SwiGLU FFN + residual.
+        rmsnorm(S.x.data(), L.ffn_norm.data(), S.xn.data(), M);
+        mm(*L.w_gate, S.xn.data(), E, S.gate.data(), F);
+        mm(*L.w_up, S.xn.data(), E, S.up.data(), F);
+        gated_act(S.gate.data(), S.up.data(), M * F, c.ffn_act);
+        mm(*L.w_down, S.gate.data(), F, S.xn.data(), E);
+        if (!L.post_ffn_norm.empty()) rmsnorm(S.xn.data(), L.post_ffn_norm.data(), S.xn.data(), M);
+        for (int64_t i = 0; i < M * E; ++i) S.x[i] += S.xn[i];
+    }
+
+    // Final norm and the head, only for the rows that want logits.
+    std::vector<int64_t> rows;
+    std::vector<float*> dsts;
+    logit_rows(batch, V, rows, dsts);
+    if (rows.empty()) return;
+    const int64_t R = static_cast<int64_t>(rows.size());
+    for (int64_t i = 0; i < R; ++i) std::memcpy(&S.xn[i * E], &S.x[rows[i] * E], static_cast<size_t>(E) * 4);
+    rmsnorm(S.xn.data(), model.output_norm().data(), S.x.data(), R);
+    S.logits_rows.resize(static_cast<size_t>(R * V));
+    if (ref)
+        matmul_ref(model.output(), S.x.data(), R, E, S.logits_rows.data(), V);
+    else
+        matmul(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, n_threads);
+    for (int64_t i = 0; i < R; ++i) std::memcpy(dsts[i], &S.logits_rows[i * V], static_cast<size_t>(V) * 4);
+}
+
+}  // namespace kvrt
