@@ -41,24 +41,33 @@ std::shared_ptr<kvrt_cache_layout_obj> layout_from_handle(const kvrt_cache_layou
     return l;
 }
 
-// Output structs: accept any struct_size >= the first published size; fill
-// what both sides know, zero the rest of the caller's struct.
+// Output structs: struct_size must lie between the size at the version that
+// introduced the struct (min_size) and the size this library knows, like every
+// input struct; the first struct_size bytes are filled. Larger sizes are
+// rejected, never zeroed: the library cannot know how big the caller's object
+// really is, so writing past sizeof(Out) could corrupt the caller's memory.
 template <class Out>
 void fill_out(Out* out, const Out& value, size_t min_size, const char* name) {
     require_non_null(out, name);
-    size_t n = out->struct_size;
-    if (n < min_size)
+    const size_t n = out->struct_size;
+    if (n < min_size || n > sizeof(Out))
         throw Error(KVRT_ERR_INVALID_ARGUMENT, std::string(name) + "->struct_size is " + std::to_string(n) +
-                                                   "; set it to sizeof(*" + name + ")");
-    size_t copy = n < sizeof(Out) ? n : sizeof(Out);
+                                                   "; it must be in [" + std::to_string(min_size) + ", " +
+                                                   std::to_string(sizeof(Out)) + "]: set it to sizeof(*" + name +
+                                                   ")");
     std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t), reinterpret_cast<const char*>(&value) + sizeof(size_t),
-                copy - sizeof(size_t));
-    if (n > sizeof(Out)) std::memset(reinterpret_cast<char*>(out) + sizeof(Out), 0, n - sizeof(Out));
+                n - sizeof(size_t));
 }
 
-// First published sizes of the size-prefixed structs (fields are only appended;
-// a caller compiled against an older header passes its smaller struct).
-constexpr size_t kSeqInfoV1 = sizeof(kvrt_cache_seq_info);
+// First published sizes of the size-prefixed output structs: the end of the
+// last field they had at the version that introduced them (0.1.0 for all
+// three). Fields are only appended, so these stay fixed when a field is added;
+// a caller compiled against that older header passes the smaller size.
+#define KVRT_END_OF(T, field) (offsetof(T, field) + sizeof(static_cast<T*>(nullptr)->field))
+constexpr size_t kSeqInfoV1 = KVRT_END_OF(kvrt_cache_seq_info, reserved0);
+constexpr size_t kLayerInfoV1 = KVRT_END_OF(kvrt_cache_layer_info, manager);
+constexpr size_t kStatsV1 = KVRT_END_OF(kvrt_cache_stats, kinds);
+#undef KVRT_END_OF
 
 // Copies a caller's input config: the fields its struct_size covers, the
 // defaults (dst as passed in) for fields appended after it.
@@ -395,7 +404,7 @@ KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info* out, const
         v.block_bytes = c->layout().managers[g.manager].block_bytes;
         v.separate_v = g.separate_v ? 1 : 0;
         v.manager = g.manager;
-        kvrt::api::fill_out(out, v, sizeof(kvrt_cache_layer_info), "out");
+        kvrt::api::fill_out(out, v, kvrt::api::kLayerInfoV1, "out");
     });
 }
 
@@ -507,7 +516,7 @@ KVRT_API kvrt_status kvrt_cache_stats_get(kvrt_cache_stats* out, const kvrt_cach
             v.kinds[k].bytes_cached = ks.bytes_cached;
             v.kinds[k].bytes_per_token = ks.bytes_per_token;
         }
-        kvrt::api::fill_out(out, v, sizeof(kvrt_cache_stats), "out");
+        kvrt::api::fill_out(out, v, kvrt::api::kStatsV1, "out");
     });
 }
 
