@@ -46,7 +46,7 @@ typedef struct kvrt_context_config {
     uint32_t n_ctx;             /* positions per sequence; 0 = the model's training context */
     uint32_t n_seq_max;         /* sequence ids [0, n_seq_max); default 1 */
     uint32_t n_batch;           /* prefill chunk in tokens; default 512 */
-    int32_t n_threads;          /* threads for this context's calls; 0 = the OpenMP default */
+    int32_t n_threads;          /* threads for this context's calls, 0..1024; 0 = the OpenMP default */
     int32_t kv_dtype;           /* KVRT_KV_*; default KVRT_KV_F16. KVRT_KV_BF16 on CPUs with
                                    AVX512_BF16: attention multiplies in bf16 (the query and the
                                    softmax weights rounded to bf16, f32 sums), ~1.3x faster
@@ -79,7 +79,9 @@ KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config *cfg, size_t s
  *   model  the model; the context takes a reference (the model outlives it);
  *   cfg    options or NULL for the defaults.
  * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE (NULL model); KVRT_ERR_INVALID_ARGUMENT
- * (bad cfg: n_ctx above the model's limit, unknown kv_dtype, ...);
+ * (bad cfg: struct_size, n_ctx above the model's limit, n_seq_max outside
+ * 1..4096, n_batch above 65536, block_tokens above 4096, n_threads outside
+ * 0..1024, unknown kv_dtype, reserved0 != 0, ...);
  * KVRT_ERR_MISMATCH (cfg->cache was made for another model or KV layout);
  * KVRT_ERR_OUT_OF_MEMORY. Thread-safe. Cost: allocates scratch buffers and,
  * without cfg->cache, the cache's arena reservation. */

@@ -46,8 +46,8 @@ typedef struct kvrt_model_config {
     size_t struct_size;          /* set by kvrt_model_config_init */
     kvrt_progress_fn progress;   /* NULL: no progress reports */
     void *progress_user_data;    /* passed to progress */
-    int32_t n_threads;           /* threads used to pack weights; 0 = the OpenMP default */
-    int32_t reserved0;           /* must be 0 */
+    int32_t n_threads;           /* threads used to pack weights, 0..1024; 0 = the OpenMP default */
+    int32_t reserved0;           /* must be 0 (else KVRT_ERR_INVALID_ARGUMENT) */
 } kvrt_model_config;
 
 /* Fills *cfg with the defaults (no progress callback, default threads).
@@ -65,8 +65,10 @@ KVRT_API kvrt_status kvrt_model_config_init(kvrt_model_config *cfg, size_t struc
  * bounds-checked, weights are repacked for the matmul kernels, and a 128-bit
  * fingerprint of the tensor data and metadata is computed (it keys the prefix
  * cache, so two files with equal content share cached prefixes).
- * Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out/path, bad cfg);
- * KVRT_ERR_IO (cannot open/map); KVRT_ERR_BAD_FORMAT (truncated, malformed or
+ * Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out/path, bad cfg:
+ * struct_size, n_threads outside 0..1024, reserved0 != 0); KVRT_ERR_NOT_FOUND
+ * (no file at path); KVRT_ERR_IO (cannot open/map: a directory, no
+ * permission...); KVRT_ERR_BAD_FORMAT (truncated, malformed or
  * hostile file: the message names the field); KVRT_ERR_UNSUPPORTED (an
  * architecture other than "llama", or a tensor type kvrt cannot compute);
  * KVRT_ERR_CANCELLED (progress returned non-zero); KVRT_ERR_OUT_OF_MEMORY.

@@ -9,6 +9,7 @@
 #include "kvrt/common.h"
 #include "util/error.hpp"
 
+#include <cstdint>
 #include <new>
 #include <type_traits>
 #include <string>
@@ -58,6 +59,18 @@ inline void require_config(const Cfg* cfg, const char* name, size_t min_size) {
         throw Error(KVRT_ERR_INVALID_ARGUMENT,
                     std::string(name) + "->struct_size is " + std::to_string(cfg->struct_size) +
                         "; initialise it with the matching _config_init()");
+}
+
+// Thread counts the C API accepts: 0 (the OpenMP default) to kMaxThreads.
+// Larger counts only make OpenMP ask for per-thread stacks and scratch it
+// cannot get (libgomp exits the process on that), so they are rejected here.
+constexpr int32_t kMaxThreads = 1024;
+
+// Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) naming `name` unless n is in [0, kMaxThreads].
+inline void require_thread_count(int32_t n, const char* name) {
+    if (n < 0 || n > kMaxThreads)
+        throw Error(KVRT_ERR_INVALID_ARGUMENT, std::string(name) + " is " + std::to_string(n) + "; it must be in [0, " +
+                                                   std::to_string(kMaxThreads) + "] (0 = the OpenMP default)");
 }
 
 }  // namespace kvrt::api

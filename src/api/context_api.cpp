@@ -83,6 +83,7 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, kvrt_model* model, 
         if (c.kv_dtype < KVRT_KV_F32 || c.kv_dtype > KVRT_KV_BF16)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kv_dtype " + std::to_string(c.kv_dtype) + " is not a KVRT_KV_* value");
         if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
+        kvrt::api::require_thread_count(c.n_threads, "cfg->n_threads");
         if (c.prefix_caching != 0 && c.prefix_caching != 1)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->prefix_caching must be 0 or 1");
         std::shared_ptr<kvrt::cache::Cache> shared;

@@ -68,7 +68,8 @@ KVRT_API kvrt_status kvrt_model_load(kvrt_model** out, const char* path, const k
         if (cfg) {
             kvrt::api::require_config(cfg, "cfg", offsetof(kvrt_model_config, n_threads));
             std::memcpy(&c, cfg, cfg->struct_size);
-            if (c.n_threads < 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->n_threads is negative");
+            kvrt::api::require_thread_count(c.n_threads, "cfg->n_threads");
+            if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
         }
         kvrt::ModelLoadOptions opts;
         opts.n_threads = c.n_threads;
