@@ -229,9 +229,12 @@ KVRT_API kvrt_status kvrt_sampler_config_init(kvrt_sampler_config *cfg, size_t s
 KVRT_API kvrt_status kvrt_sampler_create(kvrt_sampler **out, const kvrt_sampler_config *cfg);
 KVRT_API void kvrt_sampler_destroy(kvrt_sampler *sampler);
 
-/* Picks a token from n_logits logits. Advances the sampler's PRNG. Returns
+/* Picks a token from n_logits logits. Advances the sampler's PRNG. Non-finite
+ * logits: NaN and -inf are never picked; +inf wins (greedy: the lowest +inf
+ * id; otherwise uniformly among the +inf ids, one PRNG draw). Returns
  * KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL logits or
- * out, n_logits == 0). One thread at a time per sampler. O(n log k). */
+ * out, n_logits == 0, every logit NaN or -inf), KVRT_ERR_OVERFLOW (n_logits
+ * > 2^31-1). One thread at a time per sampler. O(n log k). */
 KVRT_API kvrt_status kvrt_sampler_sample(int32_t *out, kvrt_sampler *sampler, const float *logits,
                                          size_t n_logits);
 
@@ -265,7 +268,8 @@ KVRT_API kvrt_status kvrt_generate_config_init(kvrt_generate_config *cfg, size_t
  * reuses all of it and computes from the last answer token on. stats (NULL or filled)
  * reports reuse, time to first token, decode speed and the stop reason.
  * Returns KVRT_OK (for every stop reason) or the errors of
- * kvrt_context_prefill / kvrt_context_decode. One thread at a time. */
+ * kvrt_context_prefill / kvrt_context_decode / kvrt_sampler_sample (logits
+ * all NaN or -inf). One thread at a time. */
 KVRT_API kvrt_status kvrt_context_generate(kvrt_request_stats *stats, kvrt_context *ctx, int32_t seq_id,
                                            const int32_t *prompt, size_t n_prompt,
                                            const kvrt_generate_config *cfg);

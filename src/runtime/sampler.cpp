@@ -34,13 +34,33 @@ double Sampler::next_uniform() noexcept {
 }
 
 int32_t Sampler::sample(const float* logits, size_t n) {
+    // Non-finite logits, the same rule greedy or not: NaN and -inf are never
+    // drawn, +inf always wins (greedy: the lowest such id; otherwise one draw
+    // picks uniformly among the +inf ids), and a row with nothing drawable
+    // (all NaN / -inf) is an error rather than an arbitrary token.
+    size_t n_drawable = 0, n_pos_inf = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const float x = logits[i];
+        if (std::isnan(x) || x == -INFINITY) continue;
+        ++n_drawable;
+        if (x == INFINITY) ++n_pos_inf;
+    }
+    if (n_drawable == 0)
+        fail(KVRT_ERR_INVALID_ARGUMENT,
+             "no logit can be sampled: all " + std::to_string(n) + " logits are NaN or -inf");
     if (greedy() || n == 1) return argmax(logits, n);
+    if (n_pos_inf > 0) {
+        size_t pick = static_cast<size_t>(next_uniform() * static_cast<double>(n_pos_inf));
+        if (pick >= n_pos_inf) pick = n_pos_inf - 1;
+        for (size_t i = 0; i < n; ++i)
+            if (logits[i] == INFINITY && pick-- == 0) return static_cast<int32_t>(i);
+    }
 
+    // Every candidate is finite from here on.
     cands_.clear();
-    cands_.reserve(n);
+    cands_.reserve(n_drawable);
     for (size_t i = 0; i < n; ++i)
-        if (!std::isnan(logits[i])) cands_.push_back({logits[i], static_cast<int32_t>(i)});
-    if (cands_.empty()) return 0;
+        if (std::isfinite(logits[i])) cands_.push_back({logits[i], static_cast<int32_t>(i)});
     auto by_logit = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
 
     // top-k: keep the k best (sorted), else sort all (needed for top-p anyway).
@@ -81,11 +101,13 @@ int32_t Sampler::sample(const float* logits, size_t n) {
     for (size_t i = 0; i < keep; ++i)
         total += (probs_[i] = std::exp((static_cast<double>(cands_[i].logit) - mx) * inv_t));
     double r = next_uniform() * total;
+    size_t last = 0;  // the last survivor with a non-zero weight (rounding may leave r >= 0)
     for (size_t i = 0; i < keep; ++i) {
+        if (probs_[i] > 0) last = i;
         r -= probs_[i];
         if (r < 0) return cands_[i].id;
     }
-    return cands_[keep - 1].id;
+    return cands_[last].id;
 }
 
 }  // namespace kvrt::runtime

@@ -6,6 +6,10 @@
 // draw), so the same seed and the same logits give the same tokens on every
 // machine. Probabilities are computed in double from max-subtracted logits.
 //
+// Non-finite logits: NaN and -inf are never picked; +inf wins (greedy: the
+// lowest +inf id; sampling: one draw, uniform among the +inf ids); a row
+// with no finite or +inf logit throws KVRT_ERR_INVALID_ARGUMENT.
+//
 // Thread safety: one thread at a time (the PRNG state changes per draw).
 #pragma once
 
@@ -34,7 +38,8 @@ public:
     const SamplerParams& params() const noexcept { return p_; }
     bool greedy() const noexcept { return p_.temperature <= 0.0f; }
 
-    // Picks a token from logits[0, n). n >= 1.
+    // Picks a token from logits[0, n). n >= 1. Throws kvrt::Error
+    // (KVRT_ERR_INVALID_ARGUMENT) when every logit is NaN or -inf.
     int32_t sample(const float* logits, size_t n);
 
     // Uniform double in [0, 1) from the PRNG (exposed for tests).
