@@ -23,7 +23,7 @@ constexpr TensorTypeTraits kTable[kTensorTypeIdCount] = {
     /* 10 */ {"q2_K", kQK_K, 84, false},
     /* 11 */ {"q3_K", kQK_K, 110, false},
     /* 12 */ {"q4_K", kQK_K, sizeof(BlockQ4_K), true},
-    /* 13 */ {"q5_K", kQK_K, sizeof(BlockQ5_K), false},
+    /* 13 */ {"q5_K", kQK_K, sizeof(BlockQ5_K), true},
     /* 14 */ {"q6_K", kQK_K, sizeof(BlockQ6_K), true},
     /* 15 */ {"q8_K", kQK_K, sizeof(BlockQ8_K), false},
     /* 16 */ {"iq2_xxs", kQK_K, 66, false},

@@ -121,6 +121,31 @@ void block_q4_k(const uint8_t* p, float* y) {
     }
 }
 
+void block_q5_k(const uint8_t* p, float* y) {
+    auto b = load_block<BlockQ5_K>(p);
+    const float d = h2f(b.d);
+    const float dmin = h2f(b.dmin);
+    const uint8_t* ql = b.qs;
+    const uint8_t* qh = b.qh;
+    int is = 0;
+    uint8_t u1 = 1, u2 = 2;
+    for (int j = 0; j < kQK_K; j += 64) {
+        uint8_t sc, m;
+        scale_min_k4(is + 0, b.scales, &sc, &m);
+        const float d1 = d * static_cast<float>(sc);
+        const float m1 = dmin * static_cast<float>(m);
+        scale_min_k4(is + 1, b.scales, &sc, &m);
+        const float d2 = d * static_cast<float>(sc);
+        const float m2 = dmin * static_cast<float>(m);
+        for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+        for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+        ql += 32;
+        is += 2;
+        u1 = static_cast<uint8_t>(u1 << 2);
+        u2 = static_cast<uint8_t>(u2 << 2);
+    }
+}
+
 void block_q6_k(const uint8_t* p, float* y) {
     auto b = load_block<BlockQ6_K>(p);
     const float d = h2f(b.d);
@@ -157,6 +182,7 @@ BlockFn block_fn(TensorType t) {
         case TensorType::Q8_0: return block_q8_0;
         case TensorType::Q8_1: return block_q8_1;
         case TensorType::Q4_K: return block_q4_k;
+        case TensorType::Q5_K: return block_q5_k;
         case TensorType::Q6_K: return block_q6_k;
         default: return nullptr;
     }

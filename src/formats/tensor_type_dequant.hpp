@@ -6,13 +6,15 @@
 //   - kvrt::dequantize_*: picks the widest path the CPU has at run time
 //     (AVX-512 > AVX2 > scalar) and gives bit-for-bit the reference's output.
 //     Why that holds even where the compiler fuses a multiply and an add: every
-//     product that is followed by an add (Q4_1, Q5_1: q * d; Q4_K: (d * sc) * q)
-//     is exact in f32 (at most 5 + 11 + 6 significant bits < 24), so the add is
+//     product that is followed by an add (Q4_1, Q5_1: q * d; Q4_K, Q5_K: (d * sc) * q)
+//     is exact in f32 (at most 6 + 11 + 6 significant bits < 24), so the add is
 //     the only rounding, fused or not. Halves convert as dequant_f16 (signalling
 //     NaNs made quiet); bf16 output is the f32 value rounded to nearest even
 //     (NaN kept quiet), exactly util/dtype.hpp's f32_to_bf16.
-// Supported types (all vectorised): F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q8_1, Q4_K, Q6_K. Others throw KVRT_ERR_UNSUPPORTED naming the type.
+// Supported types: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q4_K, Q6_K
+// (all vectorised) and Q5_K (the scalar reference on every path: the weight matmul
+// packs it natively, so only f32_weights loads dequantise it). Others throw
+// KVRT_ERR_UNSUPPORTED naming the type.
 //
 // Thread safety: pure functions; call from any thread. Cost: O(n), memory bound.
 #pragma once

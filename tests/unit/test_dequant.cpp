@@ -86,7 +86,7 @@ std::vector<uint8_t> random_blocks(TensorType t, uint64_t n_blocks, std::mt19937
         switch (t) {
             case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: set_half(0); break;
             case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q8_1: set_half(0); set_half(2); break;
-            case TensorType::Q4_K: set_half(0); set_half(2); break;
+            case TensorType::Q4_K: case TensorType::Q5_K: set_half(0); set_half(2); break;
             case TensorType::Q6_K: set_half(offsetof(kvrt::BlockQ6_K, d)); break;
             default: break;
         }
@@ -158,7 +158,7 @@ TEST_CASE("dequant: hand-built Q4_0 / Q4_1 / Q8_0 / Q5_0 / Q5_1 blocks") {
     }
 }
 
-TEST_CASE("dequant: Q4_K and Q6_K against encoders written from the layout") {
+TEST_CASE("dequant: Q4_K, Q5_K and Q6_K against encoders written from the layout") {
     std::mt19937 rng(7);
     // Q4_K: 8 sub-blocks of 32; scale s[i] and min m[i] are 6 bits. Sub-blocks 2k and 2k+1
     // share qs[32k .. 32k+31] (low nibbles, then high). Packing (ggml get_scale_min_k4):
@@ -196,6 +196,30 @@ TEST_CASE("dequant: Q4_K and Q6_K against encoders written from the layout") {
     }
     check_paths(TensorType::Q4_K, raw, 256);
 
+    // Q5_K: Q4_K's scales and low nibbles, plus a fifth bit per element in qh[32]: element
+    // 64k + l (l < 32) has it at bit 2k of qh[l], element 64k + 32 + l at bit 2k + 1.
+    uint8_t q5[256];
+    for (int i = 0; i < 256; ++i) q5[i] = rng() % 32;
+    kvrt::BlockQ5_K b5{};
+    b5.d = b.d;
+    b5.dmin = b.dmin;
+    std::memcpy(b5.scales, b.scales, 12);
+    for (int k = 0; k < 4; ++k)
+        for (int l = 0; l < 32; ++l) {
+            b5.qs[32 * k + l] = static_cast<uint8_t>((q5[64 * k + l] & 15) | ((q5[64 * k + 32 + l] & 15) << 4));
+            b5.qh[l] |= static_cast<uint8_t>((q5[64 * k + l] >> 4) << (2 * k));
+            b5.qh[l] |= static_cast<uint8_t>((q5[64 * k + 32 + l] >> 4) << (2 * k + 1));
+        }
+    std::vector<uint8_t> raw5(sizeof b5);
+    std::memcpy(raw5.data(), &b5, sizeof b5);
+    kvrt::ref::dequantize_f32(TensorType::Q5_K, raw5.data(), y, 256);
+    for (int i = 0; i < 256; ++i) {
+        CAPTURE(i);
+        const int sb = i / 32;
+        CHECK(y[i] == (0.25f * float(s[sb])) * float(q5[i]) - 0.0625f * float(mn[sb]));
+    }
+    check_paths(TensorType::Q5_K, raw5, 256);
+
     // Q6_K: q in [0, 64), value d * scale[g] * (q - 32) with 16 groups of 16. In each half h
     // of 128: element 128h + 32c + l (c = 0..3, l = 0..31) has its low 4 bits in
     // ql[64h + 32(c & 1) + l] (low nibble for c < 2, high for c >= 2), its high 2 bits in
@@ -231,7 +255,7 @@ TEST_CASE("dequant: Q4_K and Q6_K against encoders written from the layout") {
 TEST_CASE("dequant: every path equals the reference on random blocks of every quantised type") {
     std::mt19937 rng(1234);
     for (TensorType t : {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_0,
-                         TensorType::Q8_1, TensorType::Q4_K, TensorType::Q6_K}) {
+                         TensorType::Q8_1, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
         const auto& tr = kvrt::tensor_type_traits(t);
         for (uint64_t blocks : {1u, 3u, 37u}) {
             auto src = random_blocks(t, blocks, rng);
