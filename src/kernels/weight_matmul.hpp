@@ -6,10 +6,24 @@
 //   PackedWeight w(TensorType::Q4_1, gguf_data, n_rows, k);  // once, at load time
 //   matmul(w, X, M, ldx, Y, ldy);                            // every step
 //
-// Supported weight types: Q4_0, Q4_1, Q8_0 (integer dot products against the
-// activations quantised per 32-element block to 8 bits with a float scale and
-// the block's integer sum, as llama.cpp's Q8_1 but with f32 scales), and F32,
-// F16, BF16 (f32 fused multiply-adds over K on the f32 activations).
+// Supported weight types: Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K (integer dot
+// products against the activations quantised per 32-element block to 8 bits with
+// a float scale and the block's integer sum, as llama.cpp's Q8_1 but with f32
+// scales; the K-quants' 32-element sub-blocks line up with the activation blocks),
+// and F32, F16, BF16 (f32 fused multiply-adds over K on the f32 activations).
+//
+// Per 32-element block b (activation scale da, integer sum sa, s = da*(float)sa;
+// isum = exact integer dot of the weight codes q and the activation codes), the
+// float operations of one output element, in increasing b, from acc = 0:
+//   Q4_0 / Q5_0 / Q8_0: acc = fma(d*da, (float)(isum - o*sa), acc), o = 8 / 16 / 0
+//   Q4_1: acc = fma(d*da, (float)isum, acc); acc = fma(m, s, acc)
+//   Q4_K / Q5_K (sub-block b of its super-block, 6-bit sc_b, m_b):
+//         acc = fma((d*sc_b)*da, (float)isum, acc); acc = fma(-(dmin*m_b), s, acc)
+//         (d*sc_b and dmin*m_b are exact in f32)
+//   Q6_K (int8 scales sc_lo, sc_hi of the block's two 16-element groups):
+//         I = sc_lo*(isum_lo - 32*sa_lo) + sc_hi*(isum_hi - 32*(sa - sa_lo)) in int32,
+//         acc = fma(d*da, (float)I, acc)
+// K-quant rows must be whole 256-element super-blocks (as GGUF requires).
 //
 // Determinism (a contract the runtime relies on for bit-identical logits with
 // and without the KV cache): output element Y[m][n] is a function of X row m
@@ -23,8 +37,9 @@
 // produces either; an activation is -128 only for a NaN input).
 //
 // Accuracy: the activation quantisation is the only approximation; on the real
-// model's tensors the relative L2 error against f32 math over the dequantised
-// weights is ~0.5-0.7% (tests/unit/test_weight_matmul.cpp prints it).
+// models' tensors the relative L2 error against f32 math over the dequantised
+// weights is ~0.5-0.7% (SmolLM2 Q4_1 / Q8_0; Gemma 3 and Qwen2.5 Q5_0 / Q4_K /
+// Q6_K: tests/unit/test_weight_matmul.cpp prints it).
 //
 // Thread safety: a PackedWeight is immutable after construction; any number of
 // threads may call matmul on it concurrently. matmul uses OpenMP threads
@@ -68,9 +83,9 @@ public:
 
     // `data` holds n_rows rows of k elements of `type` in GGUF layout.
     // Throws kvrt::Error: KVRT_ERR_UNSUPPORTED for a type other than F32, F16,
-    // BF16, Q4_0, Q4_1, Q8_0; KVRT_ERR_INVALID_ARGUMENT for a null pointer,
-    // n_rows or k < 1, or k not a multiple of the type's block (32 for the
-    // quantised types); KVRT_ERR_OVERFLOW when the size overflows.
+    // BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K; KVRT_ERR_INVALID_ARGUMENT for
+    // a null pointer, n_rows or k < 1, or k not a multiple of the type's block
+    // (32; 256 for the K-quants); KVRT_ERR_OVERFLOW when the size overflows.
     // Cost: one pass over the data (O(n_rows * k)).
     PackedWeight(TensorType type, const void* data, int64_t n_rows, int64_t k);
 
@@ -101,7 +116,7 @@ public:
 
     // For the kernels (layout in kernels/cpu/weight_matmul_layout.hpp): the
     // number of panels (even: padded with a zero panel), the first step of
-    // panel p, and the distance between its consecutive steps (blocks or k).
+    // panel p, and the distance between its consecutive steps (blocks, K-quant super-blocks or k).
     int64_t panels() const noexcept { return panels_; }
     const uint8_t* panel(int64_t p) const noexcept {
         return data_.get() + static_cast<size_t>(p / 2) * group_bytes_ + static_cast<size_t>(p % 2) * (stride_ / 2);

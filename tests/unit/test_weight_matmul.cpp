@@ -3,6 +3,7 @@
 // determinism contract bit for bit, and the quantisation error of the chain.
 #include <doctest/doctest.h>
 
+#include "formats/tensor_type_dequant.hpp"
 #include "kernels/cpu/activation_quant.hpp"
 #include "kernels/ref/weight_matmul_ref.hpp"
 #include "kernels/weight_matmul.hpp"
@@ -13,7 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 #include <random>
 #include <string>
@@ -88,6 +91,42 @@ std::vector<uint8_t> quantize_rows(TensorType t, const std::vector<float>& w, in
     return out;
 }
 
+bool is_new_type(TensorType t) {
+    return t == TensorType::Q5_0 || t == TensorType::Q4_K || t == TensorType::Q5_K || t == TensorType::Q6_K;
+}
+
+// Random Q5_0 / Q4_K / Q5_K / Q6_K rows: every code, scale and min byte random,
+// the f16 super-scales random in magnitude 2^-12 .. 2^-6 with either sign (d) or
+// positive (dmin), so that a weight is ~1e-3 .. 1e-1 as in real models.
+std::vector<uint8_t> random_rows(TensorType t, int64_t n, int64_t k, uint32_t seed) {
+    const auto& tr = tensor_type_traits(t);
+    const int64_t blocks = n * k / tr.block_elems;
+    std::vector<uint8_t> v(static_cast<size_t>(blocks) * tr.block_bytes);
+    std::mt19937 rng(seed);
+    for (auto& b : v) b = static_cast<uint8_t>(rng());
+    std::uniform_real_distribution<float> mag(-12.0f, -6.0f);
+    auto half = [&](bool positive) {
+        const float x = std::exp2(mag(rng));
+        return f32_to_f16(positive || (rng() & 1) ? x : -x);
+    };
+    for (int64_t b = 0; b < blocks; b++) {
+        uint8_t* p = v.data() + b * tr.block_bytes;
+        uint16_t h;
+        if (t == TensorType::Q6_K) {
+            h = half(false);
+            std::memcpy(p + offsetof(BlockQ6_K, d), &h, 2);
+        } else {
+            h = half(false);
+            std::memcpy(p, &h, 2);
+            if (t != TensorType::Q5_0) {
+                h = half(true);
+                std::memcpy(p + 2, &h, 2);
+            }
+        }
+    }
+    return v;
+}
+
 std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> dist(0.0f, scale);
@@ -104,14 +143,21 @@ struct Weight {
 };
 
 Weight make_weight(TensorType t, int64_t n, int64_t k, uint32_t seed) {
-    auto w = randn(static_cast<size_t>(n * k), seed, 0.05f);
-    auto raw = quantize_rows(t, w, n, k);
+    std::vector<uint8_t> raw;
+    if (is_new_type(t)) {
+        raw = random_rows(t, n, k, seed);
+    } else {
+        auto w = randn(static_cast<size_t>(n * k), seed, 0.05f);
+        raw = quantize_rows(t, w, n, k);
+    }
     PackedWeight p(t, raw.data(), n, k);
     return Weight{t, n, k, std::move(raw), std::move(p)};
 }
 
 const TensorType kTypes[] = {TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0,
                              TensorType::F32,  TensorType::F16,  TensorType::BF16};
+// Types packed from random blocks (the K-quants need K % 256 == 0).
+const TensorType kNewTypes[] = {TensorType::Q5_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
 
 std::vector<KernelIsa> isas() {
     std::vector<KernelIsa> v{KernelIsa::Scalar};
@@ -123,20 +169,63 @@ std::vector<KernelIsa> isas() {
 
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
+// |min term| of each element of W row n: |m| (Q4_1), |dmin * m_s| (Q4_K, Q5_K), else 0.
+std::vector<double> min_terms(TensorType t, const void* raw, int64_t n, int64_t K) {
+    std::vector<double> v(static_cast<size_t>(K), 0.0);
+    const size_t rb = static_cast<size_t>(tensor_row_bytes(t, static_cast<uint64_t>(K)));
+    const uint8_t* row = static_cast<const uint8_t*>(raw) + static_cast<size_t>(n) * rb;
+    if (t == TensorType::Q4_1) {
+        for (int64_t b = 0; b < K / 32; b++) {
+            BlockQ4_1 blk;
+            std::memcpy(&blk, row + b * sizeof blk, sizeof blk);
+            for (int e = 0; e < 32; e++) v[b * 32 + e] = std::fabs(f16_to_f32(blk.m));
+        }
+    } else if (t == TensorType::Q4_K || t == TensorType::Q5_K) {
+        const size_t bb = tensor_type_traits(t).block_bytes;
+        for (int64_t sb = 0; sb < K / 256; sb++) {
+            const uint8_t* p = row + sb * bb;
+            uint16_t hm;
+            std::memcpy(&hm, p + 2, 2);
+            const uint8_t* q = p + 4;
+            for (int j = 0; j < 8; j++) {
+                const int m = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+                for (int e = 0; e < 32; e++) v[sb * 256 + j * 32 + e] = std::fabs(f16_to_f32(hm) * m);
+            }
+        }
+    }
+    return v;
+}
+
 // Outputs of the fast path outside the stated tolerance of ref: the fast path adds the
 // `steps` block partials (K/32, or K products for float weights) in f32 where ref adds
-// them in double, so |fast - ref| <= (steps + 4) * 2^-23 * sum_k |w_k x_k|.
+// them in double, so |fast - ref| <= (steps + 4) * 2^-23 * B, where B bounds the sum of
+// the magnitudes of the terms added: sum_k |w_k x_k| for float weights; for quantised
+// weights, whose terms are scale * isum and min * s_a per block, sum_k (|w_k| + 2|min_k|)
+// * (|x_k| + amax_b / 254) (the activation code times its scale is within amax_b / 254 of x).
 int outside_ref_tolerance(TensorType t, const void* raw, int64_t N, int64_t K, const float* X, int64_t M, int64_t ldx,
                           const float* Y, const float* Yref, int64_t ldy) {
-    const bool quant = t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q8_0;
+    const bool quant = t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16;
     const double steps = quant ? static_cast<double>(K / 32) : static_cast<double>(K);
     std::vector<float> wf(static_cast<size_t>(K));
     int bad = 0;
     for (int64_t n = 0; n < N; n++) {
         ref::dequantize_row(t, raw, n, K, wf.data());
+        const std::vector<double> mn = min_terms(t, raw, n, K);
         for (int64_t m = 0; m < M; m++) {
             double absdot = 0;
-            for (int64_t i = 0; i < K; i++) absdot += std::fabs(double(wf[i]) * X[m * ldx + i]);
+            const float* x = X + m * ldx;
+            if (!quant) {
+                for (int64_t i = 0; i < K; i++) absdot += std::fabs(double(wf[i]) * x[i]);
+            } else {
+                for (int64_t b = 0; b < K / 32; b++) {
+                    double amax = 0;
+                    for (int e = 0; e < 32; e++) amax = std::max(amax, std::fabs(double(x[b * 32 + e])));
+                    for (int e = 0; e < 32; e++) {
+                        const int64_t i = b * 32 + e;
+                        absdot += (std::fabs(double(wf[i])) + 2 * mn[i]) * (std::fabs(double(x[i])) + amax / 254);
+                    }
+                }
+            }
             const double tol = (steps + 4) * std::ldexp(1.0, -23) * absdot * 1.01 + 1e-30;
             if (!(std::fabs(double(Y[m * ldy + n]) - Yref[m * ldy + n]) <= tol)) bad++;
         }
@@ -162,6 +251,25 @@ TEST_CASE("weight_matmul: packing is lossless and dequantisation matches ggml's 
             CHECK(same_bits(f.data(), g.data(), k));
         }
         CHECK(w.packed.panels() == 4);  // 37 rows: 3 panels, padded to a pair
+    }
+    for (TensorType t : kNewTypes) {
+        CAPTURE(tensor_type_name(t));
+        const int64_t n = 37, k = 512;
+        Weight w = make_weight(t, n, k, 2);
+        REQUIRE(w.packed.row_bytes() * n == w.raw.size());
+        std::vector<uint8_t> row(w.packed.row_bytes());
+        std::vector<float> f(k), g(k);
+        int lossy = 0, mismatched = 0;
+        for (int64_t r = 0; r < n; r++) {
+            w.packed.unpack_row(r, row.data());
+            lossy += std::memcmp(row.data(), w.raw.data() + r * row.size(), row.size()) != 0;
+            w.packed.dequantize_row(r, f.data());
+            kvrt::dequantize_f32(t, w.raw.data() + r * row.size(), g.data(), k, DequantIsa::Scalar);
+            mismatched += !same_bits(f.data(), g.data(), k);
+        }
+        CHECK(lossy == 0);
+        CHECK(mismatched == 0);
+        CHECK(w.packed.panels() == 4);
     }
     // Q4_1 element order of ggml: element j is the low nibble of qs[j], j+16 the high one.
     BlockQ4_1 blk{};
@@ -197,6 +305,11 @@ TEST_CASE("weight_matmul: activation quantisation is the same bytes on every pat
         CHECK(same_bits(q.d, d_ref.data(), nb));
         CHECK(std::memcmp(q.sum, s_ref.data(), nb * 4) == 0);
         for (int64_t b = 0; b < nb; b++) CHECK(q.s[b] == d_ref[b] * static_cast<float>(s_ref[b]));
+        for (int64_t b = 0; b < nb; b++) {
+            int32_t lo = 0;
+            for (int j = 0; j < 16; j++) lo += q_ref[b * 32 + j];
+            CHECK(q.sum_lo[b] == lo);
+        }
     }
 }
 
@@ -351,7 +464,16 @@ TEST_CASE("weight_matmul: matmul_part over disjoint column pairs gives the bits 
 
 TEST_CASE("weight_matmul: bad input is rejected with a status") {
     std::vector<uint8_t> data(1024);
-    CHECK(status_of([&] { PackedWeight(TensorType::Q4_K, data.data(), 1, 256); }) == KVRT_ERR_UNSUPPORTED);
+    CHECK(status_of([&] { PackedWeight(TensorType::Q2_K, data.data(), 1, 256); }) == KVRT_ERR_UNSUPPORTED);
+    CHECK(status_of([&] { PackedWeight(TensorType::Q5_1, data.data(), 1, 32); }) == KVRT_ERR_UNSUPPORTED);
+    // K-quant rows are whole 256-element super-blocks (GGUF forbids other widths).
+    for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {
+        CAPTURE(tensor_type_name(t));
+        CHECK(status_of([&] { PackedWeight(t, data.data(), 1, 128); }) == KVRT_ERR_INVALID_ARGUMENT);
+        CHECK(status_of([&] { PackedWeight(t, data.data(), 1, 640); }) == KVRT_ERR_INVALID_ARGUMENT);
+        CHECK(status_of([&] { PackedWeight(t, data.data(), 1, 256); }) == KVRT_OK);
+    }
+    CHECK(status_of([&] { PackedWeight(TensorType::Q5_0, data.data(), 1, 48); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { PackedWeight(TensorType::Q4_1, data.data(), 1, 33); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { PackedWeight(TensorType::Q4_1, nullptr, 1, 32); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { PackedWeight(TensorType::F32, data.data(), 0, 32); }) == KVRT_ERR_INVALID_ARGUMENT);
@@ -399,5 +521,166 @@ TEST_CASE("weight_matmul: the real model's Q4_1 and Q8_0 tensors agree with ref 
         MESSAGE(std::string(c.name), ": relative L2 error vs f32 math ", std::sqrt(num / den));
         CHECK(std::sqrt(num / den) < 1e-2);
         CHECK(outside_ref_tolerance(t.type, t.data, N, K, X.data(), M, K, Y.data(), Yr.data(), N) == 0);
+    }
+}
+
+TEST_CASE("weight_matmul: Q5_0 and K-quants on every ISA path agree with the ref twin and give the same bits") {
+    // Odd M (register-block tails), N not a multiple of 16 or 32, K of 1 to 5 super-blocks
+    // (and Q5_0 at widths that are not multiples of 256, as Gemma 3's 640).
+    const int64_t shapes[][3] = {{1, 1, 256}, {3, 17, 512}, {5, 45, 256}, {7, 70, 768}, {2, 48, 1280}, {9, 33, 256}};
+    for (TensorType t : kNewTypes) {
+        for (auto& s : shapes) {
+            for (int64_t K : {s[2], t == TensorType::Q5_0 ? s[2] + 128 : s[2]}) {
+                const int64_t M = s[0], N = s[1];
+                CAPTURE(tensor_type_name(t));
+                CAPTURE(M);
+                CAPTURE(N);
+                CAPTURE(K);
+                Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * 31 + K + static_cast<int>(t)));
+                const int64_t ldx = K + 3, ldy = N + 5;
+                auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M + K));
+                std::vector<float> Yref(M * ldy, -1.0f), Yscalar;
+                matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy);
+                std::vector<float> Yraw(M * ldy, -1.0f);  // ref straight from the GGUF bytes
+                ref::weight_matmul(t, w.raw.data(), N, K, X.data(), M, ldx, Yraw.data(), ldy);
+                CHECK(same_bits(Yraw.data(), Yref.data(), Yraw.size()));
+                for (KernelIsa isa : isas()) {
+                    CAPTURE(kernel_isa_name(isa));
+                    std::vector<float> Y(M * ldy, -7.0f);
+                    matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, 2, isa);
+                    CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, ldx, Y.data(), Yref.data(), ldy) == 0);
+                    int touched = 0;
+                    for (int64_t m = 0; m < M; m++)
+                        for (int64_t n = N; n < ldy; n++) touched += Y[m * ldy + n] != -7.0f;
+                    CHECK(touched == 0);  // padding untouched
+                    if (isa == KernelIsa::Scalar) Yscalar = Y;
+                    else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("weight_matmul: Q5_0 and K-quant rows do not depend on M, neighbours, threads or column splits") {
+    const int64_t N = 80, K = 768, M = 67;
+    for (TensorType t : kNewTypes) {
+        CAPTURE(tensor_type_name(t));
+        Weight w = make_weight(t, N, K, 61);
+        auto X = randn(static_cast<size_t>(M * K), 62);
+        for (KernelIsa isa : isas()) {
+            CAPTURE(kernel_isa_name(isa));
+            std::vector<float> Y2(M * N), Y1(M * N);
+            matmul(w.packed, X.data(), M, K, Y2.data(), N, 2, isa);
+            matmul(w.packed, X.data(), M, K, Y1.data(), N, 1, isa);
+            CHECK(same_bits(Y1.data(), Y2.data(), Y1.size()));
+            for (int64_t m : {int64_t{0}, int64_t{1}, int64_t{37}, int64_t{66}}) {
+                std::vector<float> y(N);
+                matmul(w.packed, X.data() + m * K, 1, K, y.data(), N, 2, isa);
+                CHECK(same_bits(y.data(), Y2.data() + m * N, N));
+                if (m + 3 <= M) {
+                    std::vector<float> y3(3 * N);
+                    matmul(w.packed, X.data() + m * K, 3, K, y3.data(), N, 1, isa);
+                    CHECK(same_bits(y3.data(), Y2.data() + m * N, 3 * N));
+                }
+            }
+            // matmul_part over uneven pair ranges (3 pairs: 80 columns).
+            REQUIRE(matmul_pairs(w.packed) == 3);
+            std::vector<float> Yp(3 * N, -1.0f);
+            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 1, 3, isa);
+            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 0, 1, isa);
+            CHECK(same_bits(Yp.data(), Y2.data(), 3 * N));
+        }
+        // Many rows, few columns: rows split across threads.
+        Weight narrow = make_weight(t, 20, 256, 63);
+        const int64_t Mn = 203;
+        auto Xn = randn(static_cast<size_t>(Mn * 256), 64);
+        std::vector<float> A(Mn * 20), B(Mn * 20);
+        matmul(narrow.packed, Xn.data(), Mn, 256, A.data(), 20, 1);
+        matmul(narrow.packed, Xn.data(), Mn, 256, B.data(), 20, 3);
+        CHECK(same_bits(A.data(), B.data(), A.size()));
+    }
+}
+
+TEST_CASE("weight_matmul: Q5_0 and K-quants, quantisation error of the chain against f32 math") {
+    const int64_t M = 8, N = 64, K = 768;
+    for (TensorType t : kNewTypes) {
+        CAPTURE(tensor_type_name(t));
+        Weight w = make_weight(t, N, K, 71);
+        auto X = randn(static_cast<size_t>(M * K), 72);
+        std::vector<float> Y(M * N), Yf(M * N);
+        matmul(w.packed, X.data(), M, K, Y.data(), N);
+        ref::weight_matmul_dequant_f32(t, w.raw.data(), N, K, X.data(), M, K, Yf.data(), N);
+        double num = 0, den = 0;
+        for (size_t i = 0; i < Y.size(); i++) num += (Y[i] - Yf[i]) * double(Y[i] - Yf[i]), den += double(Yf[i]) * Yf[i];
+        const double rel = std::sqrt(num / den);
+        MESSAGE(std::string(tensor_type_name(t)), ": relative L2 error vs f32 dequantised math: ", rel);
+        CHECK(rel < 2e-2);
+        CHECK(rel > 0.0);
+    }
+}
+
+namespace {
+std::string model_file(const char* name) {
+    if (const char* d = std::getenv("KVRT_MODEL_DIR"); d && *d) return std::string(d) + "/" + name;
+    const char* h = std::getenv("HOME");
+    return std::string(h && *h ? h : "/root") + "/.cache/kvrt/models/" + name;
+}
+}  // namespace
+
+TEST_CASE("weight_matmul: real Q5_0, Q4_K and Q6_K tensors (Gemma 3 270M, Qwen2.5-Coder 0.5B)") {
+    for (const char* file : {"gemma-3-270m-Q4_K_M.gguf", "qwen2.5-coder-0.5b-instruct-Q4_K_M.gguf"}) {
+        const std::string path = model_file(file);
+        if (!std::filesystem::exists(path)) {
+            MESSAGE("skipped: ", path, " is missing (scripts/setup.sh fetches it)");
+            continue;
+        }
+        CAPTURE(file);
+        GgufFile f = GgufFile::open(path);
+        // The first two 2-D tensors of each type: names differ between the two files.
+        int found[64] = {};
+        for (const GgufTensor& t : f.tensors()) {
+            if (t.n_dims != 2 || !is_new_type(t.type) || found[static_cast<int>(t.type)] >= 2) continue;
+            found[static_cast<int>(t.type)]++;
+            const std::string tname(t.name), ttype(tensor_type_name(t.type));
+            CAPTURE(tname);
+            CAPTURE(ttype);
+            const int64_t K = static_cast<int64_t>(t.row_elems()), N = std::min<int64_t>(160, t.n_rows());
+            PackedWeight w(t.type, t.data, N, K);
+            std::vector<uint8_t> row(w.row_bytes());
+            int lossy = 0;
+            for (int64_t r = 0; r < N; r++) {
+                w.unpack_row(r, row.data());
+                lossy += std::memcmp(row.data(), t.row(static_cast<uint64_t>(r)), row.size()) != 0;
+            }
+            CHECK(lossy == 0);
+            const int64_t M = 3;
+            auto X = randn(static_cast<size_t>(M * K), 99);
+            std::vector<float> Yr(M * N), Yf(M * N), Yscalar;
+            ref::weight_matmul(t.type, t.data, N, K, X.data(), M, K, Yr.data(), N);
+            ref::weight_matmul_dequant_f32(t.type, t.data, N, K, X.data(), M, K, Yf.data(), N);
+            for (KernelIsa isa : isas()) {
+                CAPTURE(kernel_isa_name(isa));
+                std::vector<float> Y(M * N);
+                matmul(w, X.data(), M, K, Y.data(), N, 2, isa);
+                CHECK(outside_ref_tolerance(t.type, t.data, N, K, X.data(), M, K, Y.data(), Yr.data(), N) == 0);
+                if (isa == KernelIsa::Scalar) {
+                    Yscalar = Y;
+                    double num = 0, den = 0;
+                    for (size_t i = 0; i < Y.size(); i++) {
+                        num += (Y[i] - Yf[i]) * double(Y[i] - Yf[i]);
+                        den += double(Yf[i]) * Yf[i];
+                    }
+                    MESSAGE(std::string(file), " ", std::string(t.name), " (", std::string(tensor_type_name(t.type)), ", K = ", K,
+                            "): relative L2 error vs f32 math ", std::sqrt(num / den));
+                    CHECK(std::sqrt(num / den) < 2e-2);
+                } else {
+                    CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
+                }
+            }
+        }
+        for (TensorType t : {TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+            CAPTURE(tensor_type_name(t));
+            CHECK(found[static_cast<int>(t)] > 0);  // the files hold all three
+        }
     }
 }

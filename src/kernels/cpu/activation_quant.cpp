@@ -15,7 +15,7 @@ QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks) {
     auto round64 = [](size_t b) { return (b + 63) & ~size_t{63}; };
     const size_t qs_bytes = round64(n * 32);
     const size_t f_bytes = round64(n * 4);
-    const size_t need = qs_bytes + 3 * f_bytes;
+    const size_t need = qs_bytes + 4 * f_bytes;
     if (need > capacity_) {
         void* p = std::aligned_alloc(64, need);
         if (!p) throw std::bad_alloc();
@@ -30,6 +30,7 @@ QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks) {
     q.d = reinterpret_cast<float*>(base + qs_bytes);
     q.sum = reinterpret_cast<int32_t*>(base + qs_bytes + f_bytes);
     q.s = reinterpret_cast<float*>(base + qs_bytes + 2 * f_bytes);
+    q.sum_lo = reinterpret_cast<int32_t*>(base + qs_bytes + 3 * f_bytes);
     return q;
 }
 
@@ -59,8 +60,17 @@ void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const Qu
     Fn fn = quantize_row_scalar;
     if (isa == KernelIsa::Avx512) fn = quantize_row_avx512;
     else if (isa == KernelIsa::Avx2 || isa == KernelIsa::AvxVnni) fn = quantize_row_avx2;
-    for (int64_t m = m0; m < m1; m++)
-        fn(X + m * ldx, nb, out.qs + m * nb * 32, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
+    for (int64_t m = m0; m < m1; m++) {
+        int8_t* qs = out.qs + m * nb * 32;
+        fn(X + m * ldx, nb, qs, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
+        // Half sums from the int8 codes (the same integers on every path).
+        int32_t* lo = out.sum_lo + m * nb;
+        for (int64_t b = 0; b < nb; b++) {
+            int32_t t = 0;
+            for (int j = 0; j < 16; j++) t += qs[b * 32 + j];
+            lo[b] = t;
+        }
+    }
 }
 
 }  // namespace kvrt::kernels

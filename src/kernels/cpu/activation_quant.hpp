@@ -6,7 +6,8 @@
 //   q_j  = round-half-even(x_j * id);   sum = sum_j q_j;  s = d * (float)sum
 //
 // (llama.cpp's Q8_1 with f32 instead of f16 scale and sum, and round-half-even,
-// which is what the SIMD conversions do). The result is a function of the row
+// which is what the SIMD conversions do), plus sum_lo = sum of q_0..q_15 (the
+// first of the two 16-element groups Q6_K scales separately). The result is a function of the row
 // alone, and every ISA path produces the same bytes (the tests check it).
 #pragma once
 
@@ -19,7 +20,7 @@
 namespace kvrt::kernels {
 
 // A view of M quantised rows of nb blocks. Row m's int8 values start at
-// qs + m * nb * 32; its scales, sums and d*sum at d/sum/s + m * nb.
+// qs + m * nb * 32; its scales, sums, d*sum and half sums at d/sum/s/sum_lo + m * nb.
 struct QuantizedRows {
     int64_t rows = 0;
     int64_t blocks = 0;  // nb = K / 32
@@ -27,11 +28,13 @@ struct QuantizedRows {
     float* d = nullptr;
     int32_t* sum = nullptr;
     float* s = nullptr;
+    int32_t* sum_lo = nullptr;
 
     const int8_t* row_qs(int64_t m) const { return qs + m * blocks * 32; }
     // The view of rows [m0, rows).
     QuantizedRows from_row(int64_t m0) const {
-        return QuantizedRows{rows - m0, blocks, qs + m0 * blocks * 32, d + m0 * blocks, sum + m0 * blocks, s + m0 * blocks};
+        return QuantizedRows{rows - m0,        blocks,           qs + m0 * blocks * 32, d + m0 * blocks,
+                             sum + m0 * blocks, s + m0 * blocks, sum_lo + m0 * blocks};
     }
 };
 

@@ -247,6 +247,165 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     store_tile<MR>(t, acc);
 }
 
+// Codes of chunk c (elements 8c..8c+3 -> lo, 8c+4..8c+7 -> hi) of one ymm half
+// (8 rows) of a Q5_0 / Q4_K / Q5_K / Q6_K sub-block, as unsigned bytes
+// (weight_matmul_layout.hpp). qs: the 4 chunks; hx: Q5 hb or Q6 qh of the sub-block.
+template <TensorType T>
+inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& wl, __m256i& wh) {
+    const __m256i lo = _mm256_set1_epi8(0x0F);
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + c * 64 + 32 * h));
+    wl = _mm256_and_si256(w, lo);
+    wh = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo);
+    if constexpr (T == TensorType::Q5_0 || T == TensorType::Q5_K) {
+        const __m256i b5 = _mm256_set1_epi8(0x10);
+        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hx + 32 * h));
+        // bit c -> bit 4 (left shift 4 - c), bit 4 + c -> bit 4 (right shift c): within each byte
+        wl = _mm256_or_si256(wl, _mm256_and_si256(_mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - c)), b5));
+        wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(c)), b5));
+    } else if constexpr (T == TensorType::Q6_K) {
+        const __m256i b6 = _mm256_set1_epi8(0x30);
+        const __m256i hq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hx + (c >> 1) * 64 + 32 * h));
+        if (c & 1) {  // bits 4-5 and 6-7
+            wl = _mm256_or_si256(wl, _mm256_and_si256(hq, b6));
+            wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_srli_epi16(hq, 2), b6));
+        } else {      // bits 0-1 and 2-3
+            wl = _mm256_or_si256(wl, _mm256_and_si256(_mm256_slli_epi16(hq, 4), b6));
+            wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_slli_epi16(hq, 2), b6));
+        }
+    }
+}
+
+// 16 bytes (one per row of the panel) -> two ymm of 8 floats (exact small integers).
+inline void bytes_to_ps(const uint8_t* p, bool is_signed, __m256 (&out)[2]) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if (is_signed) {
+        out[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+        out[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
+    } else {
+        out[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+        out[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+    }
+}
+
+// Q5_0 and the K-quants: per step (a Q5_0 block or a 256-element super-block),
+// per 32-element sub-block, the integer dots over elements 0..15 (lo) and 16..31
+// (hi) of the block, then the float operations of weight_matmul_kernels.hpp.
+template <TensorType T, int MR>
+void tile_new(const Tile& t, const QuantizedRows& a) {
+    constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
+    constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
+    constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
+    constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
+    const int64_t nb = a.blocks;
+    const size_t pf_chunk = ((t.stride + kSubs - 1) / kSubs + 63) & ~size_t{63};
+    __m256 acc[MR][2];
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t st = 0; st < nb / kSubs; st++) {
+        const uint8_t* pb = t.panel + st * t.stride;
+        __m256 dw[2];
+        #pragma GCC unroll 8
+        for (int h = 0; h < 2; h++)
+            dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
+        for (int s = 0; s < kSubs; s++) {
+            const int64_t b = st * kSubs + s;
+            if (t.prefetch) prefetch_step(pb + s * pf_chunk, pf_chunk);
+            const uint8_t* qs = pb + qoff + s * 256;
+            const uint8_t* hx = pb + hoff + s * hstep;
+            __m256i ilo[MR][2], ihi[MR][2];
+            #pragma GCC unroll 8
+            for (int r = 0; r < MR; r++)
+                #pragma GCC unroll 8
+                for (int h = 0; h < 2; h++) ilo[r][h] = ihi[r][h] = _mm256_setzero_si256();
+            #pragma GCC unroll 8
+            for (int c = 0; c < 4; c++) {
+                __m256i wl[2], wh[2];
+                #pragma GCC unroll 8
+                for (int h = 0; h < 2; h++) codes<T>(qs, hx, c, h, wl[h], wh[h]);
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const int8_t* xb = a.row_qs(t.m0 + r) + b * 32 + 8 * c;
+                    const __m256i x0 = _mm256_set1_epi32(load_i32(xb));
+                    const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
+                    #pragma GCC unroll 8
+                    for (int h = 0; h < 2; h++) {
+                        __m256i& d = c < 2 ? ilo[r][h] : ihi[r][h];
+#if KVRT_AVX2_VNNI
+                        d = _mm256_dpbusd_avx_epi32(d, wl[h], x0);
+                        d = _mm256_dpbusd_avx_epi32(d, wh[h], x1);
+#else
+                        // |pair sums| <= 2 * 63 * 128: two of them add up exactly in int16
+                        const __m256i s16 =
+                            _mm256_add_epi16(_mm256_maddubs_epi16(wl[h], x0), _mm256_maddubs_epi16(wh[h], x1));
+                        d = _mm256_add_epi32(d, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+#endif
+                    }
+                }
+            }
+            if constexpr (T == TensorType::Q5_0) {
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const int64_t ab = (t.m0 + r) * nb + b;
+                    const __m256 da = _mm256_set1_ps(a.d[ab]);
+                    const __m256i off = _mm256_set1_epi32(-16 * a.sum[ab]);
+                    #pragma GCC unroll 8
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i I = _mm256_add_epi32(_mm256_add_epi32(ilo[r][h], ihi[r][h]), off);
+                        acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(I), acc[r][h]);
+                    }
+                }
+            } else if constexpr (T == TensorType::Q6_K) {
+                __m256i sc0[2], sc1[2];
+                {
+                    const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kQ6Sc + (2 * s) * 16));
+                    const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kQ6Sc + (2 * s + 1) * 16));
+                    sc0[0] = _mm256_cvtepi8_epi32(v0);
+                    sc0[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(v0, 8));
+                    sc1[0] = _mm256_cvtepi8_epi32(v1);
+                    sc1[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(v1, 8));
+                }
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const int64_t ab = (t.m0 + r) * nb + b;
+                    const __m256 da = _mm256_set1_ps(a.d[ab]);
+                    const __m256i olo = _mm256_set1_epi32(-32 * a.sum_lo[ab]);
+                    const __m256i ohi = _mm256_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
+                    #pragma GCC unroll 8
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i I =
+                            _mm256_add_epi32(_mm256_mullo_epi32(sc0[h], _mm256_add_epi32(ilo[r][h], olo)),
+                                             _mm256_mullo_epi32(sc1[h], _mm256_add_epi32(ihi[r][h], ohi)));
+                        acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(I), acc[r][h]);
+                    }
+                }
+            } else {  // Q4_K, Q5_K
+                __m256 sc[2], mn[2], ds[2], dm[2];
+                bytes_to_ps(pb + kKSc + s * 16, false, sc);
+                bytes_to_ps(pb + kKMin + s * 16, false, mn);
+                #pragma GCC unroll 8
+                for (int h = 0; h < 2; h++) {
+                    ds[h] = _mm256_mul_ps(dw[h], sc[h]);
+                    dm[h] = _mm256_mul_ps(
+                        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kKDmin + 16 * h))), mn[h]);
+                }
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const int64_t ab = (t.m0 + r) * nb + b;
+                    const __m256 da = _mm256_set1_ps(a.d[ab]);
+                    const __m256 sa = _mm256_set1_ps(a.s[ab]);
+                    #pragma GCC unroll 8
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i I = _mm256_add_epi32(ilo[r][h], ihi[r][h]);
+                        acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(ds[h], da), _mm256_cvtepi32_ps(I), acc[r][h]);
+                        acc[r][h] = _mm256_fnmadd_ps(dm[h], sa, acc[r][h]);
+                    }
+                }
+            }
+        }
+    }
+    store_tile<MR>(t, acc);
+}
+
 template <TensorType T>
 inline __m256 load_w(const uint8_t* p) {
     if constexpr (T == TensorType::F32) {
@@ -286,6 +445,10 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
         case TensorType::Q4_1: tile_q4<true, MR>(t, *args.a); break;
         case TensorType::Q4_0: tile_q4<false, MR>(t, *args.a); break;
         case TensorType::Q8_0: tile_q8<MR>(t, *args.a); break;
+        case TensorType::Q5_0: tile_new<TensorType::Q5_0, MR>(t, *args.a); break;
+        case TensorType::Q4_K: tile_new<TensorType::Q4_K, MR>(t, *args.a); break;
+        case TensorType::Q5_K: tile_new<TensorType::Q5_K, MR>(t, *args.a); break;
+        case TensorType::Q6_K: tile_new<TensorType::Q6_K, MR>(t, *args.a); break;
         case TensorType::F32: tile_f<TensorType::F32, MR>(t, args.X, args.ldx, args.w->cols()); break;
         case TensorType::F16: tile_f<TensorType::F16, MR>(t, args.X, args.ldx, args.w->cols()); break;
         case TensorType::BF16: tile_f<TensorType::BF16, MR>(t, args.X, args.ldx, args.w->cols()); break;

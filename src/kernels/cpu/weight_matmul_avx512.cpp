@@ -193,6 +193,154 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     store_tile<MR, NP>(t, acc);
 }
 
+// Codes of chunk c (elements 8c..8c+3 -> lo, 8c+4..8c+7 -> hi) of a Q5_0 / Q4_K /
+// Q5_K / Q6_K sub-block of one panel (16 rows), as unsigned bytes
+// (weight_matmul_layout.hpp). qs: the 4 chunks; hx: Q5 hb or Q6 qh of the sub-block.
+template <TensorType T>
+inline void codes(const uint8_t* qs, const uint8_t* hx, int c, __m512i& wl, __m512i& wh) {
+    const __m512i lo = _mm512_set1_epi8(0x0F);
+    const __m512i w = _mm512_loadu_si512(qs + c * 64);
+    wl = _mm512_and_si512(w, lo);
+    wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), lo);
+    if constexpr (T == TensorType::Q5_0 || T == TensorType::Q5_K) {
+        const __m512i b5 = _mm512_set1_epi8(0x10);
+        const __m512i hb = _mm512_loadu_si512(hx);
+        // bit c -> bit 4 (left shift 4 - c), bit 4 + c -> bit 4 (right shift c): within each byte
+        wl = _mm512_or_si512(wl, _mm512_and_si512(_mm512_sll_epi16(hb, _mm_cvtsi32_si128(4 - c)), b5));
+        wh = _mm512_or_si512(wh, _mm512_and_si512(_mm512_srl_epi16(hb, _mm_cvtsi32_si128(c)), b5));
+    } else if constexpr (T == TensorType::Q6_K) {
+        const __m512i b6 = _mm512_set1_epi8(0x30);
+        const __m512i hq = _mm512_loadu_si512(hx + (c >> 1) * 64);
+        if (c & 1) {  // bits 4-5 and 6-7
+            wl = _mm512_or_si512(wl, _mm512_and_si512(hq, b6));
+            wh = _mm512_or_si512(wh, _mm512_and_si512(_mm512_srli_epi16(hq, 2), b6));
+        } else {      // bits 0-1 and 2-3
+            wl = _mm512_or_si512(wl, _mm512_and_si512(_mm512_slli_epi16(hq, 4), b6));
+            wh = _mm512_or_si512(wh, _mm512_and_si512(_mm512_slli_epi16(hq, 2), b6));
+        }
+    }
+}
+
+// Q5_0 and the K-quants: per step (a Q5_0 block or a 256-element super-block),
+// per 32-element sub-block, the integer dots over elements 0..15 (lo) and 16..31
+// (hi) of the block (two vpdpbusd chains), then the float operations of
+// weight_matmul_kernels.hpp.
+template <TensorType T, int MR, int NP>
+void tile_new(const Tile& t, const QuantizedRows& a) {
+    constexpr size_t step = panel_step_bytes(T);
+    constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
+    constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
+    constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
+    constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
+    constexpr size_t pf_chunk = ((2 * step + kSubs - 1) / kSubs + 63) & ~size_t{63};
+    const int64_t nb = a.blocks;
+    __m512 acc[MR][NP];
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+        #pragma GCC unroll 8
+        for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
+    const int8_t* xq[MR];
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
+    for (int64_t st = 0; st < nb / kSubs; st++) {
+        const uint8_t* pb = t.panel + st * 2 * step;
+        __m512 dw[NP];
+        #pragma GCC unroll 8
+        for (int p = 0; p < NP; p++)
+            dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + p * step)));
+        for (int s = 0; s < kSubs; s++) {
+            const int64_t b = st * kSubs + s;
+            if (t.prefetch)
+                for (size_t o = 0; o < pf_chunk; o += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(pb + s * pf_chunk + kPrefetchBytes + o), _MM_HINT_T0);
+            __m512i ilo[MR][NP], ihi[MR][NP];
+            #pragma GCC unroll 8
+            for (int r = 0; r < MR; r++)
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) ilo[r][p] = ihi[r][p] = _mm512_setzero_si512();
+            #pragma GCC unroll 8
+            for (int c = 0; c < 4; c++) {
+                __m512i wl[NP], wh[NP];
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++)
+                    codes<T>(pb + p * step + qoff + s * 256, pb + p * step + hoff + s * hstep, c, wl[p], wh[p]);
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const int8_t* xb = xq[r] + b * 32 + 8 * c;
+                    const __m512i x0 = _mm512_set1_epi32(load_i32(xb));
+                    const __m512i x1 = _mm512_set1_epi32(load_i32(xb + 4));
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) {
+                        __m512i& d = c < 2 ? ilo[r][p] : ihi[r][p];
+                        d = _mm512_dpbusd_epi32(d, wl[p], x0);
+                        d = _mm512_dpbusd_epi32(d, wh[p], x1);
+                    }
+                }
+            }
+            if constexpr (T == TensorType::Q5_0) {
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const int64_t ab = (t.m0 + r) * nb + b;
+                    const __m512 da = _mm512_set1_ps(a.d[ab]);
+                    const __m512i off = _mm512_set1_epi32(-16 * a.sum[ab]);
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) {
+                        const __m512i I = _mm512_add_epi32(_mm512_add_epi32(ilo[r][p], ihi[r][p]), off);
+                        acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
+                    }
+                }
+            } else if constexpr (T == TensorType::Q6_K) {
+                __m512i sc0[NP], sc1[NP];
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) {
+                    const uint8_t* sp = pb + p * step + kQ6Sc + (2 * s) * 16;
+                    sc0[p] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp)));
+                    sc1[p] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp + 16)));
+                }
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const int64_t ab = (t.m0 + r) * nb + b;
+                    const __m512 da = _mm512_set1_ps(a.d[ab]);
+                    const __m512i olo = _mm512_set1_epi32(-32 * a.sum_lo[ab]);
+                    const __m512i ohi = _mm512_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) {
+                        const __m512i I =
+                            _mm512_add_epi32(_mm512_mullo_epi32(sc0[p], _mm512_add_epi32(ilo[r][p], olo)),
+                                             _mm512_mullo_epi32(sc1[p], _mm512_add_epi32(ihi[r][p], ohi)));
+                        acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
+                    }
+                }
+            } else {  // Q4_K, Q5_K
+                __m512 ds[NP], dm[NP];
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) {
+                    const uint8_t* pp = pb + p * step;
+                    const __m512 sc = _mm512_cvtepi32_ps(
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pp + kKSc + s * 16))));
+                    const __m512 mn = _mm512_cvtepi32_ps(
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pp + kKMin + s * 16))));
+                    ds[p] = _mm512_mul_ps(dw[p], sc);
+                    dm[p] = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp + kKDmin))), mn);
+                }
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const int64_t ab = (t.m0 + r) * nb + b;
+                    const __m512 da = _mm512_set1_ps(a.d[ab]);
+                    const __m512 sa = _mm512_set1_ps(a.s[ab]);
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) {
+                        const __m512i I = _mm512_add_epi32(ilo[r][p], ihi[r][p]);
+                        acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(ds[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
+                        acc[r][p] = _mm512_fnmadd_ps(dm[p], sa, acc[r][p]);
+                    }
+                }
+            }
+        }
+    }
+    store_tile<MR, NP>(t, acc);
+}
+
 template <TensorType T>
 inline __m512 load_w(const uint8_t* p) {
     if constexpr (T == TensorType::F32) {
@@ -240,6 +388,10 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
         case TensorType::Q4_1: tile_q4<true, MR, NP>(t, *args.a); break;
         case TensorType::Q4_0: tile_q4<false, MR, NP>(t, *args.a); break;
         case TensorType::Q8_0: tile_q8<MR, NP>(t, *args.a); break;
+        case TensorType::Q5_0: tile_new<TensorType::Q5_0, MR, NP>(t, *args.a); break;
+        case TensorType::Q4_K: tile_new<TensorType::Q4_K, MR, NP>(t, *args.a); break;
+        case TensorType::Q5_K: tile_new<TensorType::Q5_K, MR, NP>(t, *args.a); break;
+        case TensorType::Q6_K: tile_new<TensorType::Q6_K, MR, NP>(t, *args.a); break;
         case TensorType::F32: tile_f<TensorType::F32, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
         case TensorType::F16: tile_f<TensorType::F16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
         case TensorType::BF16: tile_f<TensorType::BF16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;

@@ -4,9 +4,18 @@
 //   Q4_1: acc = fma(dw*da, (float)isum, acc); acc = fma(mw, sa, acc)      per block
 //   Q4_0: acc = fma(dw*da, (float)(isum - 8*asum), acc)                     per block
 //   Q8_0: acc = fma(dw*da, (float)(isum - 128*asum), acc)                   per block
+//   Q5_0: acc = fma(dw*da, (float)(isum - 16*asum), acc)                    per block
+//   Q4_K, Q5_K, per sub-block s of 32 (= activation block): ds = dw*(float)sc_s and
+//         dm = dmin*(float)m_s (both exact: 11 + 6 significant bits), then
+//         acc = fma(ds*da, (float)isum, acc); acc = fma(-dm, sa, acc)
+//   Q6_K, per sub-block s: I = sc_2s*(isum_lo - 32*asum_lo)
+//                             + sc_2s+1*(isum_hi - 32*(asum - asum_lo))     (int32, exact)
+//         acc = fma(dw*da, (float)I, acc)
 //   F32/F16/BF16: acc = fma(w_k, x_k, acc)                                  per k
 // starting from acc = 0 and going up in k, where isum is the exact integer dot
-// of the block (unsigned weight codes times signed activation codes).
+// of the block (unsigned weight codes times signed activation codes), sa = the
+// activation block's s = da*(float)asum, and isum_lo / asum_lo cover elements
+// 0..15 of the block, isum_hi elements 16..31.
 #pragma once
 
 #include "kernels/cpu/activation_quant.hpp"

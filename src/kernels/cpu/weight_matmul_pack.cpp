@@ -1,6 +1,7 @@
 // PackedWeight: repacking GGUF weight rows into the panel layout of
 // weight_matmul_layout.hpp, and back.
 #include "kernels/cpu/weight_matmul_layout.hpp"
+#include "formats/tensor_type_dequant.hpp"
 #include "kernels/weight_matmul.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"
@@ -20,9 +21,203 @@ void PackedWeight::Free::operator()(uint8_t* p) const noexcept { std::free(p); }
 
 namespace {
 
+// A Q5_0 block or K-quant super-block with its codes and scales unpacked:
+// q = ggml's unsigned code of each element, sc/mn = the 6-bit scales and mins of
+// Q4_K / Q5_K sub-blocks (get_scale_min_k4) or Q6_K's 16 int8 scales (as bytes).
+struct Decoded {
+    uint16_t d = 0, dmin = 0;
+    uint8_t sc[16] = {}, mn[8] = {};
+    uint8_t q[256] = {};
+};
+
+void decode_scales_k4(const uint8_t* s, uint8_t* sc, uint8_t* mn) {
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            sc[j] = s[j] & 63;
+            mn[j] = s[j + 4] & 63;
+        } else {
+            sc[j] = static_cast<uint8_t>((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+            mn[j] = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+        }
+    }
+}
+
+void encode_scales_k4(const uint8_t* sc, const uint8_t* mn, uint8_t* s) {
+    for (int j = 0; j < 4; j++) {
+        s[j] = static_cast<uint8_t>((sc[j] & 63) | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = static_cast<uint8_t>((mn[j] & 63) | (mn[j + 4] >> 4) << 6);
+        s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
+    }
+}
+
+// GGUF block -> Decoded (ggml's element order, tensor_type.hpp / ggml-quants.c).
+void decode_block(TensorType t, const uint8_t* src, Decoded& o) {
+    switch (t) {
+        case TensorType::Q5_0: {
+            BlockQ5_0 b;
+            std::memcpy(&b, src, sizeof b);
+            uint32_t qh;
+            std::memcpy(&qh, b.qh, 4);
+            o.d = b.d;
+            for (int e = 0; e < 32; e++)
+                o.q[e] = static_cast<uint8_t>((e < 16 ? b.qs[e] & 0xF : b.qs[e - 16] >> 4) | ((qh >> e) & 1u) << 4);
+            break;
+        }
+        case TensorType::Q4_K:
+        case TensorType::Q5_K: {
+            const bool q5 = t == TensorType::Q5_K;
+            uint16_t d, dmin;
+            std::memcpy(&d, src, 2);
+            std::memcpy(&dmin, src + 2, 2);
+            o.d = d;
+            o.dmin = dmin;
+            decode_scales_k4(src + 4, o.sc, o.mn);
+            const uint8_t* qh = src + 16;
+            const uint8_t* qs = src + (q5 ? 48 : 16);
+            for (int e = 0; e < 256; e++) {
+                const int g = e / 64, l = e % 64;
+                unsigned v = l < 32 ? qs[32 * g + l] & 0xF : qs[32 * g + l - 32] >> 4;
+                if (q5) v |= ((qh[l % 32] >> (2 * g + (l >= 32))) & 1u) << 4;
+                o.q[e] = static_cast<uint8_t>(v);
+            }
+            break;
+        }
+        default: {  // Q6_K
+            BlockQ6_K b;
+            std::memcpy(&b, src, sizeof b);
+            o.d = b.d;
+            std::memcpy(o.sc, b.scales, 16);
+            for (int e = 0; e < 256; e++) {
+                const int n = e / 128, q4 = (e % 128) / 32, l = e % 32;
+                const uint8_t lo = b.ql[64 * n + l + ((q4 & 1) ? 32 : 0)];
+                const unsigned v = (q4 >= 2 ? lo >> 4 : lo & 0xF) | ((b.qh[32 * n + l] >> (2 * q4)) & 3u) << 4;
+                o.q[e] = static_cast<uint8_t>(v);
+            }
+            break;
+        }
+    }
+}
+
+// Decoded -> GGUF block (the inverse: every bit of these formats is used).
+void encode_block(TensorType t, const Decoded& o, uint8_t* dst) {
+    switch (t) {
+        case TensorType::Q5_0: {
+            BlockQ5_0 b{};
+            b.d = o.d;
+            uint32_t qh = 0;
+            for (int e = 0; e < 32; e++) {
+                if (e < 16) b.qs[e] |= o.q[e] & 0xF;
+                else b.qs[e - 16] |= static_cast<uint8_t>((o.q[e] & 0xF) << 4);
+                qh |= static_cast<uint32_t>((o.q[e] >> 4) & 1u) << e;
+            }
+            std::memcpy(b.qh, &qh, 4);
+            std::memcpy(dst, &b, sizeof b);
+            break;
+        }
+        case TensorType::Q4_K:
+        case TensorType::Q5_K: {
+            const bool q5 = t == TensorType::Q5_K;
+            const size_t bytes = q5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+            std::memset(dst, 0, bytes);
+            std::memcpy(dst, &o.d, 2);
+            std::memcpy(dst + 2, &o.dmin, 2);
+            encode_scales_k4(o.sc, o.mn, dst + 4);
+            uint8_t* qh = dst + 16;
+            uint8_t* qs = dst + (q5 ? 48 : 16);
+            for (int e = 0; e < 256; e++) {
+                const int g = e / 64, l = e % 64;
+                if (l < 32) qs[32 * g + l] |= o.q[e] & 0xF;
+                else qs[32 * g + l - 32] |= static_cast<uint8_t>((o.q[e] & 0xF) << 4);
+                if (q5) qh[l % 32] |= static_cast<uint8_t>(((o.q[e] >> 4) & 1u) << (2 * g + (l >= 32)));
+            }
+            break;
+        }
+        default: {  // Q6_K
+            BlockQ6_K b{};
+            b.d = o.d;
+            std::memcpy(b.scales, o.sc, 16);
+            for (int e = 0; e < 256; e++) {
+                const int n = e / 128, q4 = (e % 128) / 32, l = e % 32;
+                uint8_t& lo = b.ql[64 * n + l + ((q4 & 1) ? 32 : 0)];
+                lo |= static_cast<uint8_t>(q4 >= 2 ? (o.q[e] & 0xF) << 4 : o.q[e] & 0xF);
+                b.qh[32 * n + l] |= static_cast<uint8_t>(((o.q[e] >> 4) & 3u) << (2 * q4));
+            }
+            std::memcpy(dst, &b, sizeof b);
+            break;
+        }
+    }
+}
+
+// Decoded -> lane r of a panel step (weight_matmul_layout.hpp); the step is zeroed.
+void place(TensorType t, const Decoded& o, int r, uint8_t* pb) {
+    std::memcpy(pb + 2 * r, &o.d, 2);
+    if (t == TensorType::Q5_0) {
+        for (int e = 0; e < 32; e++) {
+            set_chunk_nibble(pb + 96, r, e, o.q[e]);
+            set_hb_bit(pb + 32, r, e, o.q[e] >> 4);
+        }
+        return;
+    }
+    if (t == TensorType::Q6_K) {
+        for (int g = 0; g < 16; g++) pb[kQ6Sc + g * 16 + r] = o.sc[g];
+        for (int e = 0; e < 256; e++) {
+            set_chunk_nibble(pb + kQ6Ql + (e / 32) * 256, r, e % 32, o.q[e]);
+            set_h6_bits(pb + kQ6Qh + (e / 32) * 128, r, e % 32, o.q[e] >> 4);
+        }
+        return;
+    }
+    std::memcpy(pb + kKDmin + 2 * r, &o.dmin, 2);
+    for (int s = 0; s < 8; s++) {
+        pb[kKSc + s * 16 + r] = o.sc[s];
+        pb[kKMin + s * 16 + r] = o.mn[s];
+    }
+    for (int e = 0; e < 256; e++) {
+        set_chunk_nibble(pb + kKQs + (e / 32) * 256, r, e % 32, o.q[e]);
+        if (t == TensorType::Q5_K) set_hb_bit(pb + kKHb + (e / 32) * 64, r, e % 32, o.q[e] >> 4);
+    }
+}
+
+// Lane r of a panel step -> Decoded (the inverse of place).
+void fetch(TensorType t, const uint8_t* pb, int r, Decoded& o) {
+    std::memcpy(&o.d, pb + 2 * r, 2);
+    if (t == TensorType::Q5_0) {
+        for (int e = 0; e < 32; e++)
+            o.q[e] = static_cast<uint8_t>(chunk_nibble(pb + 96, r, e) | hb_bit(pb + 32, r, e) << 4);
+        return;
+    }
+    if (t == TensorType::Q6_K) {
+        for (int g = 0; g < 16; g++) o.sc[g] = pb[kQ6Sc + g * 16 + r];
+        for (int e = 0; e < 256; e++)
+            o.q[e] = static_cast<uint8_t>(chunk_nibble(pb + kQ6Ql + (e / 32) * 256, r, e % 32) |
+                                          h6_bits(pb + kQ6Qh + (e / 32) * 128, r, e % 32) << 4);
+        return;
+    }
+    std::memcpy(&o.dmin, pb + kKDmin + 2 * r, 2);
+    for (int s = 0; s < 8; s++) {
+        o.sc[s] = pb[kKSc + s * 16 + r];
+        o.mn[s] = pb[kKMin + s * 16 + r];
+    }
+    for (int e = 0; e < 256; e++) {
+        unsigned v = chunk_nibble(pb + kKQs + (e / 32) * 256, r, e % 32);
+        if (t == TensorType::Q5_K) v |= hb_bit(pb + kKHb + (e / 32) * 64, r, e % 32) << 4;
+        o.q[e] = static_cast<uint8_t>(v);
+    }
+}
+
+bool decoded_type(TensorType t) { return t == TensorType::Q5_0 || is_kquant_weight(t); }
+
 // Packs one row (GGUF layout) into lane r of a panel.
 void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel, size_t stride) {
     const int64_t nb = k / 32;
+    if (decoded_type(t)) {
+        const size_t bb = tensor_type_traits(t).block_bytes;
+        Decoded o;
+        for (int64_t b = 0; b < k / panel_step_elems(t); b++) {
+            decode_block(t, src + b * bb, o);
+            place(t, o, r, panel + b * stride);
+        }
+        return;
+    }
     switch (t) {
         case TensorType::Q4_1: {
             const auto* blk = reinterpret_cast<const BlockQ4_1*>(src);
@@ -75,6 +270,15 @@ void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel
 // Inverse of pack_row.
 void unpack_row_impl(TensorType t, const uint8_t* panel, size_t stride, int64_t k, int r, uint8_t* dst) {
     const int64_t nb = k / 32;
+    if (decoded_type(t)) {
+        const size_t bb = tensor_type_traits(t).block_bytes;
+        Decoded o;
+        for (int64_t b = 0; b < k / panel_step_elems(t); b++) {
+            fetch(t, panel + b * stride, r, o);
+            encode_block(t, o, dst + b * bb);
+        }
+        return;
+    }
     switch (t) {
         case TensorType::Q4_1:
         case TensorType::Q4_0: {
@@ -124,7 +328,7 @@ PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, in
 PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, int64_t k) : type_(type) {
     if (panel_step_bytes(type) == 0) {
         fail(KVRT_ERR_UNSUPPORTED, std::string("weight matmul: tensor type ") + std::to_string(static_cast<uint32_t>(type)) +
-                                       " is not supported (F32, F16, BF16, Q4_0, Q4_1, Q8_0 are)");
+                                       " is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K are)");
     }
     KVRT_CHECK(!parts.empty(), KVRT_ERR_INVALID_ARGUMENT, "weight matmul: no weight tensor given");
     int64_t n_rows = 0;
@@ -136,9 +340,10 @@ PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, i
     }
     KVRT_CHECK(n_rows >= 1 && k >= 1, KVRT_ERR_INVALID_ARGUMENT,
                "weight matmul: weight shape " + std::to_string(n_rows) + " x " + std::to_string(k) + " is empty or negative");
-    const bool quant = is_quantized_weight(type);
-    KVRT_CHECK(!quant || k % 32 == 0, KVRT_ERR_INVALID_ARGUMENT,
-               "weight matmul: row length " + std::to_string(k) + " is not a multiple of the 32-element block");
+    const int64_t step_elems = panel_step_elems(type);
+    KVRT_CHECK(k % step_elems == 0, KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: row length " + std::to_string(k) + " is not a multiple of the " +
+                   std::to_string(step_elems) + "-element block of " + tensor_type_name(type));
     constexpr int64_t kMax = int64_t{1} << 40;
     KVRT_CHECK(n_rows < kMax && k < kMax && static_cast<double>(n_rows) * static_cast<double>(k) < 1e13,
                KVRT_ERR_OVERFLOW, "weight matmul: weight shape too large");
@@ -147,7 +352,7 @@ PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, i
     panels_ = (n_rows + 2 * kPanel - 1) / (2 * kPanel) * 2;
     const size_t step = panel_step_bytes(type);
     stride_ = 2 * step;
-    group_bytes_ = (quant ? static_cast<size_t>(k / 32) : static_cast<size_t>(k)) * stride_;
+    group_bytes_ = static_cast<size_t>(k / step_elems) * stride_;
     bytes_ = group_bytes_ * static_cast<size_t>(panels_ / 2);
     row_bytes_ = static_cast<size_t>(tensor_row_bytes(type, static_cast<uint64_t>(k)));
     const size_t alloc = (bytes_ + 63) & ~size_t{63};
@@ -212,6 +417,10 @@ void PackedWeight::dequantize_row(int64_t n, float* out) const {
             break;
         }
         case TensorType::F32: std::memcpy(out, r, rb); break;
+        case TensorType::Q5_0:
+        case TensorType::Q4_K:
+        case TensorType::Q5_K:
+        case TensorType::Q6_K: dequantize_f32(type_, r, out, static_cast<uint64_t>(k_), DequantIsa::Scalar); break;
         case TensorType::F16:
             for (int64_t i = 0; i < k_; i++) {
                 uint16_t h;

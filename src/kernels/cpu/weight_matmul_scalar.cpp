@@ -60,6 +60,51 @@ float dot_q8(const uint8_t* panel, size_t step, int r, int64_t nb, const Quantiz
     return acc;
 }
 
+// Q5_0, Q4_K, Q5_K, Q6_K: codes read back through the layout's accessors.
+float dot_new(TensorType t, const uint8_t* panel, size_t step, int r, int64_t nb, const QuantizedRows& a, int64_t m) {
+    const int8_t* x = a.row_qs(m);
+    const float* da = a.d + m * nb;
+    const int32_t* sa = a.sum + m * nb;
+    const int32_t* slo = a.sum_lo + m * nb;
+    const float* ss = a.s + m * nb;
+    const int subs = t == TensorType::Q5_0 ? 1 : 8;
+    float acc = 0.0f;
+    for (int64_t st = 0; st < nb / subs; st++) {
+        const uint8_t* pb = panel + st * step;
+        const float dw = half_at(pb, r);
+        for (int s = 0; s < subs; s++) {
+            const int64_t b = st * subs + s;
+            const int8_t* xb = x + b * 32;
+            int32_t lo = 0, hi = 0;  // integer dots over elements 0..15 and 16..31
+            for (int e = 0; e < 32; e++) {
+                unsigned q;
+                if (t == TensorType::Q5_0) q = chunk_nibble(pb + 96, r, e) | hb_bit(pb + 32, r, e) << 4;
+                else if (t == TensorType::Q6_K)
+                    q = chunk_nibble(pb + kQ6Ql + s * 256, r, e) | h6_bits(pb + kQ6Qh + s * 128, r, e) << 4;
+                else {
+                    q = chunk_nibble(pb + kKQs + s * 256, r, e);
+                    if (t == TensorType::Q5_K) q |= hb_bit(pb + kKHb + s * 64, r, e) << 4;
+                }
+                (e < 16 ? lo : hi) += static_cast<int32_t>(q) * xb[e];
+            }
+            if (t == TensorType::Q5_0) {
+                acc = std::fma(dw * da[b], static_cast<float>(lo + hi - 16 * sa[b]), acc);
+            } else if (t == TensorType::Q6_K) {
+                const int32_t sc0 = static_cast<int8_t>(pb[kQ6Sc + (2 * s) * 16 + r]);
+                const int32_t sc1 = static_cast<int8_t>(pb[kQ6Sc + (2 * s + 1) * 16 + r]);
+                const int32_t I = sc0 * (lo - 32 * slo[b]) + sc1 * (hi - 32 * (sa[b] - slo[b]));
+                acc = std::fma(dw * da[b], static_cast<float>(I), acc);
+            } else {
+                const float ds = dw * static_cast<float>(pb[kKSc + s * 16 + r]);
+                const float dm = half_at(pb + kKDmin, r) * static_cast<float>(pb[kKMin + s * 16 + r]);
+                acc = std::fma(ds * da[b], static_cast<float>(lo + hi), acc);
+                acc = std::fma(-dm, ss[b], acc);
+            }
+        }
+    }
+    return acc;
+}
+
 float dot_float(TensorType t, const uint8_t* panel, size_t step, int r, int64_t k, const float* x) {
     float acc = 0.0f;
     for (int64_t i = 0; i < k; i++) {
@@ -94,6 +139,10 @@ void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1) {
                     case TensorType::Q4_1: y[r] = dot_q4(panel, step, r, true, nb, *args.a, m); break;
                     case TensorType::Q4_0: y[r] = dot_q4(panel, step, r, false, nb, *args.a, m); break;
                     case TensorType::Q8_0: y[r] = dot_q8(panel, step, r, nb, *args.a, m); break;
+                    case TensorType::Q5_0:
+                    case TensorType::Q4_K:
+                    case TensorType::Q5_K:
+                    case TensorType::Q6_K: y[r] = dot_new(t, panel, step, r, nb, *args.a, m); break;
                     default: y[r] = dot_float(t, panel, step, r, w.cols(), args.X + m * args.ldx); break;
                 }
             }

@@ -1,5 +1,6 @@
 #include "kernels/ref/weight_matmul_ref.hpp"
 
+#include "formats/tensor_type_dequant.hpp"
 #include "kernels/weight_matmul.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"
@@ -12,14 +13,97 @@ namespace kvrt::ref {
 
 namespace {
 
+bool is_k(TensorType t) { return t == TensorType::Q4_K || t == TensorType::Q5_K || t == TensorType::Q6_K; }
+
+bool is_quant(TensorType t) {
+    return t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q8_0 || t == TensorType::Q5_0 || is_k(t);
+}
+
 size_t row_bytes(TensorType t, int64_t k) {
-    KVRT_CHECK(t == TensorType::Q4_1 || t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::F32 ||
-                   t == TensorType::F16 || t == TensorType::BF16,
+    KVRT_CHECK(is_quant(t) || t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16,
                KVRT_ERR_UNSUPPORTED, "ref weight matmul: unsupported tensor type");
     return static_cast<size_t>(tensor_row_bytes(t, static_cast<uint64_t>(k)));
 }
 
 int nibble(const uint8_t* qs, int e) { return e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4; }
+
+// ggml's get_scale_min_k4.
+void scale_min_k4(int j, const uint8_t* q, int* d, int* m) {
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+    }
+}
+
+// One Q5_0 block or K-quant super-block in GGUF layout, decoded after ggml's
+// dequantize_row_* loops: q[e] = the signed value code (value = scale * q - min),
+// dw[s] / mw[s] = scale and min of 32-element block s (as floats: d * sc, dmin * m,
+// both exact), and for Q6_K sc16[g] = the int8 scale of 16-element group g.
+void decode_new(TensorType t, const uint8_t* p, int32_t* q, float* dw, float* mw, int32_t* sc16) {
+    if (t == TensorType::Q5_0) {
+        BlockQ5_0 blk;
+        std::memcpy(&blk, p, sizeof blk);
+        uint32_t qh;
+        std::memcpy(&qh, blk.qh, 4);
+        for (int j = 0; j < 16; j++) {
+            q[j] = ((blk.qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10)) - 16;
+            q[j + 16] = ((blk.qs[j] >> 4) | ((qh >> (j + 12)) & 0x10)) - 16;
+        }
+        dw[0] = f16_to_f32(blk.d);
+        mw[0] = 0.0f;
+        return;
+    }
+    if (t == TensorType::Q6_K) {
+        BlockQ6_K blk;
+        std::memcpy(&blk, p, sizeof blk);
+        const uint8_t* ql = blk.ql;
+        const uint8_t* qh = blk.qh;
+        for (int n = 0; n < 256; n += 128) {
+            for (int l = 0; l < 32; ++l) {
+                q[n + l + 0] = ((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                q[n + l + 32] = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                q[n + l + 64] = ((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                q[n + l + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            }
+            ql += 64;
+            qh += 32;
+        }
+        for (int g = 0; g < 16; g++) sc16[g] = blk.scales[g];
+        for (int s = 0; s < 8; s++) dw[s] = f16_to_f32(blk.d), mw[s] = 0.0f;
+        return;
+    }
+    // Q4_K / Q5_K
+    const bool q5 = t == TensorType::Q5_K;
+    uint16_t hd, hm;
+    std::memcpy(&hd, p, 2);
+    std::memcpy(&hm, p + 2, 2);
+    const float d = f16_to_f32(hd), dmin = f16_to_f32(hm);
+    const uint8_t* scales = p + 4;
+    const uint8_t* qh = p + 16;
+    const uint8_t* ql = p + (q5 ? 48 : 16);
+    int is = 0;
+    unsigned u1 = 1, u2 = 2;
+    for (int j = 0; j < 256; j += 64) {
+        int sc, m;
+        scale_min_k4(is + 0, scales, &sc, &m);
+        dw[is] = d * static_cast<float>(sc);
+        mw[is] = dmin * static_cast<float>(m);
+        scale_min_k4(is + 1, scales, &sc, &m);
+        dw[is + 1] = d * static_cast<float>(sc);
+        mw[is + 1] = dmin * static_cast<float>(m);
+        for (int l = 0; l < 32; ++l) {
+            q[j + l] = (ql[l] & 0xF) + (q5 && (qh[l] & u1) ? 16 : 0);
+            q[j + 32 + l] = (ql[l] >> 4) + (q5 && (qh[l] & u2) ? 16 : 0);
+        }
+        ql += 32;
+        is += 2;
+        u1 <<= 2;
+        u2 <<= 2;
+    }
+}
 
 }  // namespace
 
@@ -45,6 +129,10 @@ void quantize_row_q8(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* 
 void dequantize_row(TensorType type, const void* w, int64_t n, int64_t k, float* out) {
     const uint8_t* row = static_cast<const uint8_t*>(w) + static_cast<size_t>(n) * row_bytes(type, k);
     const int64_t nb = k / 32;
+    if (type == TensorType::Q5_0 || is_k(type)) {
+        kvrt::ref::dequantize_f32(type, row, out, static_cast<uint64_t>(k));
+        return;
+    }
     const bool quant = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q8_0;
     for (int64_t b = 0; quant && b < nb; b++) {
         if (type == TensorType::Q4_1) {
@@ -81,7 +169,7 @@ namespace {
 template <class RowFn>
 void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k, const float* X, int64_t M,
                         int64_t ldx, float* Y, int64_t ldy) {
-    const bool quant = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q8_0;
+    const bool quant = is_quant(type);
     if (!quant) {
         std::vector<float> wr(static_cast<size_t>(k));
         for (int64_t n = 0; n < n_rows; n++) {
@@ -102,9 +190,16 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
         quantize_row_q8(X + m * ldx, nb, qs.data() + m * nb * 32, d.data() + m * nb, sum.data() + m * nb);
     std::vector<int32_t> q(static_cast<size_t>(k));  // W row codes: nibble (Q4_1), nibble - 8 (Q4_0), int8 (Q8_0)
     std::vector<float> dw(static_cast<size_t>(nb)), mw(static_cast<size_t>(nb), 0.0f);
+    std::vector<int32_t> sc16(static_cast<size_t>(2 * nb));  // Q6_K: scale of each 16-element group
+    const bool decoded = type == TensorType::Q5_0 || is_k(type);
+    const int64_t step = is_k(type) ? 256 : 32;
+    const size_t bbytes = tensor_type_traits(type).block_bytes;
     for (int64_t n = 0; n < n_rows; n++) {
         const uint8_t* r = row(n);
-        for (int64_t b = 0; b < nb; b++) {
+        for (int64_t st = 0; decoded && st < k / step; st++)
+            decode_new(type, r + st * bbytes, q.data() + st * step, dw.data() + st * (step / 32),
+                       mw.data() + st * (step / 32), sc16.data() + st * (step / 16));
+        for (int64_t b = 0; !decoded && b < nb; b++) {
             if (type == TensorType::Q4_1) {
                 BlockQ4_1 blk;
                 std::memcpy(&blk, r + b * sizeof blk, sizeof blk);
@@ -130,6 +225,21 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
                 int64_t isum = 0;
                 for (int e = 0; e < 32; e++) isum += static_cast<int64_t>(q[b * 32 + e]) * a[b * 32 + e];
                 const float da = d[m * nb + b];
+                if (type == TensorType::Q6_K) {
+                    // w = d * sc_g * q with a scale per 16 elements: two integer sums.
+                    int64_t lo = 0, hi = 0;
+                    for (int e = 0; e < 16; e++) lo += static_cast<int64_t>(q[b * 32 + e]) * a[b * 32 + e];
+                    for (int e = 16; e < 32; e++) hi += static_cast<int64_t>(q[b * 32 + e]) * a[b * 32 + e];
+                    acc += static_cast<double>(dw[b]) * da *
+                           static_cast<double>(sc16[2 * b] * lo + sc16[2 * b + 1] * hi);
+                    continue;
+                }
+                if (type == TensorType::Q4_K || type == TensorType::Q5_K) {
+                    // w = (d*sc) q - dmin*m  ->  (d*sc)*da*sum(q*a) - (dmin*m) * (da*sum(a))
+                    acc += static_cast<double>(dw[b]) * da * static_cast<double>(isum) -
+                           static_cast<double>(mw[b]) * static_cast<double>(da * static_cast<float>(sum[m * nb + b]));
+                    continue;
+                }
                 // w = q*dw (+ mw)  ->  sum w*x ~ dw*da*sum(q*a) (+ mw * (da*sum(a)), the fast path's s)
                 double part = static_cast<double>(dw[b]) * da * static_cast<double>(isum);
                 if (type == TensorType::Q4_1)

@@ -2,7 +2,9 @@
 // the original GGUF layout. Quantised weights: each X row is quantised with
 // the same rule as the fast path (activation_quant.hpp, written again here
 // naively), each block's dot product is the exact integer sum, and the block
-// partials d_w*d_a*isum (+ m_w*s_a for Q4_1) are accumulated in double. Float
+// partials d_w*d_a*isum (+ m_w*s_a for Q4_1; - (dmin*m)*s_a per sub-block for
+// Q4_K / Q5_K; Q6_K: d*d_a*(sc_lo*isum_lo + sc_hi*isum_hi) over the two 16-element
+// groups of the block) are accumulated in double. Float
 // weights: products accumulated in double. Single-threaded.
 #pragma once
 
@@ -24,7 +26,8 @@ void weight_matmul(TensorType type, const void* w, int64_t n_rows, int64_t k, co
 void weight_matmul_dequant_f32(TensorType type, const void* w, int64_t n_rows, int64_t k, const float* X, int64_t M,
                                int64_t ldx, float* Y, int64_t ldy);
 
-// Row n of W dequantised to f32 (ggml's formulas: x = q*d + m for Q4_1, (q-8)*d for Q4_0, q*d for Q8_0).
+// Row n of W dequantised to f32 (ggml's formulas: x = q*d + m for Q4_1, (q-8)*d for Q4_0, q*d for Q8_0;
+// Q5_0 and the K-quants through formats' scalar reference, ref::dequantize_f32).
 void dequantize_row(TensorType type, const void* w, int64_t n, int64_t k, float* out);
 
 }  // namespace kvrt::ref
