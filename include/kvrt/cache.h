@@ -210,8 +210,9 @@ KVRT_API kvrt_status kvrt_cache_seq_truncate(kvrt_cache *cache, uint64_t seq, in
  * query at the old length no longer reads. The new rows are uninitialised
  * until written.
  * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND,
- * KVRT_ERR_INVALID_ARGUMENT (NULL tokens with n > 0), KVRT_ERR_OVERFLOW
- * (length would exceed 2^31-1), KVRT_ERR_CACHE_FULL, KVRT_ERR_OUT_OF_MEMORY.
+ * KVRT_ERR_INVALID_ARGUMENT (NULL tokens with n > 0, whatever n; seq is a
+ * pin), KVRT_ERR_OVERFLOW (length + n would exceed 2^31-1: any n > 2^31-1,
+ * e.g. SIZE_MAX, returns it), KVRT_ERR_CACHE_FULL, KVRT_ERR_OUT_OF_MEMORY.
  * Thread-safe. O(n + blocks added), plus one block copy after a fork. */
 KVRT_API kvrt_status kvrt_cache_seq_append(kvrt_cache *cache, uint64_t seq, const int32_t *tokens, size_t n);
 
@@ -263,8 +264,10 @@ KVRT_API kvrt_status kvrt_cache_lookup_prefix(int64_t *out_hit, const kvrt_cache
  * all n): its blocks stay in memory until kvrt_cache_unpin.
  *   out_pin     receives the pin id (same id space as sequences);
  *   out_pinned  receives the pinned length in tokens (may be NULL).
- * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT,
- * KVRT_ERR_NOT_FOUND (no block of the prefix is cached). Thread-safe. O(n). */
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL
+ * out_pin, bad keys, NULL tokens with n > 0), KVRT_ERR_OUT_OF_RANGE
+ * (n > 2^31-1), KVRT_ERR_NOT_FOUND (no block of the prefix is cached).
+ * Thread-safe. O(n). */
 KVRT_API kvrt_status kvrt_cache_pin_prefix(uint64_t *out_pin, int64_t *out_pinned, kvrt_cache *cache,
                                            const kvrt_cache_keys *keys, const int32_t *tokens, size_t n);
 

@@ -6,6 +6,7 @@
 #include "kvrt/cache.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -116,6 +117,14 @@ int64_t count_from_size(size_t n, const char* name) {
     if (n > static_cast<size_t>(INT32_MAX))
         throw Error(KVRT_ERR_OUT_OF_RANGE, std::string(name) + " is " + std::to_string(n) + "; at most 2^31-1");
     return static_cast<int64_t>(n);
+}
+
+// Rows [first_row, first_row + n_rows): the end must be representable (the
+// cache computes it), whatever the sequence holds.
+void check_row_range(int64_t first_row, int64_t n_rows) {
+    if (first_row >= 0 && n_rows > INT64_MAX - first_row)
+        throw Error(KVRT_ERR_OUT_OF_RANGE, "rows [" + std::to_string(first_row) + ", +" + std::to_string(n_rows) +
+                                               ") end past INT64_MAX");
 }
 
 LayerSpec layer_from_c(const kvrt_cache_layer_config* c) {
@@ -316,6 +325,9 @@ KVRT_API kvrt_status kvrt_cache_seq_truncate(kvrt_cache* cache, uint64_t seq, in
 KVRT_API kvrt_status kvrt_cache_seq_append(kvrt_cache* cache, uint64_t seq, const int32_t* tokens, size_t n) {
     return guard("kvrt_cache_seq_append", [&] {
         auto c = cache_from_handle(cache);
+        // A NULL array is wrong whatever n is: report it before the size.
+        if (tokens == nullptr && n > 0)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "tokens is NULL with n = " + std::to_string(n));
         if (n > static_cast<size_t>(INT32_MAX))
             throw Error(KVRT_ERR_OVERFLOW, "n is " + std::to_string(n) + "; a sequence holds at most 2^31-1 positions");
         c->append(seq, tokens, static_cast<int64_t>(n));
@@ -410,14 +422,20 @@ KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info* out, const
 
 KVRT_API kvrt_status kvrt_cache_write_rows(kvrt_cache* cache, uint64_t seq, int32_t layer, int64_t first_row,
                                            int64_t n_rows, const void* k, const void* v) {
-    return guard("kvrt_cache_write_rows",
-                 [&] { cache_from_handle(cache)->write_rows(seq, layer, first_row, n_rows, k, v); });
+    return guard("kvrt_cache_write_rows", [&] {
+        auto c = cache_from_handle(cache);
+        kvrt::api::check_row_range(first_row, n_rows);
+        c->write_rows(seq, layer, first_row, n_rows, k, v);
+    });
 }
 
 KVRT_API kvrt_status kvrt_cache_read_rows(void* k_dst, void* v_dst, const kvrt_cache* cache, uint64_t seq,
                                           int32_t layer, int64_t first_row, int64_t n_rows) {
-    return guard("kvrt_cache_read_rows",
-                 [&] { cache_from_handle(cache)->read_rows(seq, layer, first_row, n_rows, k_dst, v_dst); });
+    return guard("kvrt_cache_read_rows", [&] {
+        auto c = cache_from_handle(cache);
+        kvrt::api::check_row_range(first_row, n_rows);
+        c->read_rows(seq, layer, first_row, n_rows, k_dst, v_dst);
+    });
 }
 
 KVRT_API kvrt_status kvrt_cache_block_table(const void** dst, size_t capacity, size_t* written,
