@@ -17,7 +17,9 @@ int32_t argmax(const float* logits, size_t n) noexcept {
 
 Sampler::Sampler(const SamplerParams& p) : p_(p), state_(p.seed) {
     auto bad = [](const std::string& m) { fail(KVRT_ERR_INVALID_ARGUMENT, m); };
-    if (std::isnan(p.temperature) || std::isnan(p.top_p) || std::isnan(p.min_p)) bad("sampler parameter is NaN");
+    if (std::isnan(p.temperature)) bad("temperature is NaN");
+    if (std::isnan(p.top_p)) bad("top_p is NaN; it must be in (0, 1]");
+    if (std::isnan(p.min_p)) bad("min_p is NaN; it must be in [0, 1]");
     if (p.top_k < 0) bad("top_k is negative (" + std::to_string(p.top_k) + ")");
     if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) bad("top_p must be in (0, 1], got " + std::to_string(p.top_p));
     if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) bad("min_p must be in [0, 1], got " + std::to_string(p.min_p));
