@@ -7,8 +7,9 @@
  * Internally the model is reference-counted: a context (kvrt/context.h)
  * holds a reference, so kvrt_model_destroy() while contexts still use the
  * model only drops the caller's reference — the weights are freed when the
- * last context is destroyed. Using the handle itself after destroying it is
- * the caller's bug (as with free()); contexts keep working.
+ * last context is destroyed; contexts keep working. Handles are checked, never
+ * dereferenced: a NULL, destroyed or foreign model handle returns
+ * KVRT_ERR_BAD_HANDLE (kvrt_model_destroy ignores it).
  *
  * Buffers follow one convention: (dst, capacity, written). On success
  * *written is the number of elements written. When capacity is too small the
