@@ -25,6 +25,7 @@
 #define KVRT_CONTEXT_H
 
 #include "kvrt/cache.h"
+#include "kvrt/ced.h"
 #include "kvrt/common.h"
 #include "kvrt/model.h"
 
@@ -68,6 +69,11 @@ typedef struct kvrt_context_config {
                                    NULL = "" (copied at create) */
     kvrt_progress_fn progress;  /* progress of long prefills (stage "prefill"); NULL: none */
     void *progress_user_data;
+    /* Appended in 0.2 (a struct_size of 0.1's kvrt_context_config, which ends at
+     * progress_user_data, keeps their defaults). CED models only (kvrt/ced.h); ignored for others: */
+    int32_t ced_prefill_mode;   /* a kvrt_ced_prefill_mode; default KVRT_CED_PREFILL_EXACT */
+    int32_t ced_resume;         /* a kvrt_ced_resume: how a prefix-cache hit restores the windows;
+                                   default KVRT_CED_RESUME_AUTO (prefix_caching = 0 means COLD) */
 } kvrt_context_config;
 
 /* Fills *cfg with the defaults. Returns KVRT_ERR_INVALID_ARGUMENT for NULL or

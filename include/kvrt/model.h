@@ -109,7 +109,9 @@ typedef struct kvrt_model_info {
     /* KV bytes per token at 16-bit KV elements (f16/bf16): per layer kind and
      * in total (2 x layers x KV heads x head width x 2 bytes for full layers).
      * A window layer holds at most W tokens, so its per-sequence cost is
-     * capped at W x kv_bytes_per_token_window. */
+     * capped at W x kv_bytes_per_token_window. CED models: _full is the global
+     * banks' bytes per token (main rows + indexer keys, rounded), _window one
+     * K = V window row per layer (kvrt/ced.h has the exact breakdown). */
     uint64_t kv_bytes_per_token_full;
     uint64_t kv_bytes_per_token_window;
     uint64_t kv_bytes_per_token;
@@ -159,7 +161,9 @@ KVRT_API kvrt_status kvrt_model_tensor_info(char *name, size_t name_capacity, si
  * with the model's tokenizer into dst (capacity token ids; see the buffer
  * convention). Returns KVRT_OK, KVRT_ERR_BUFFER_TOO_SMALL,
  * KVRT_ERR_INVALID_ARGUMENT (NULL text with text_len > 0, NULL written,
- * unknown flags), KVRT_ERR_BAD_HANDLE. Thread-safe. O(text_len log). */
+ * unknown flags), KVRT_ERR_UNSUPPORTED (the model has no vocabulary: a CED
+ * file from `kvrt ced-init`; such a model runs on token ids),
+ * KVRT_ERR_BAD_HANDLE. Thread-safe. O(text_len log). */
 KVRT_API kvrt_status kvrt_model_tokenize(int32_t *dst, size_t capacity, size_t *written,
                                          const kvrt_model *model, const char *text, size_t text_len,
                                          uint32_t flags);

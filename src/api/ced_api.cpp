@@ -1,83 +1,83 @@
-// The C API of the CED generator (include/kvrt/ced.h).
+// The C API of what CED models add (include/kvrt/ced.h): their memory report.
+// Loading and running go through kvrt_model_load / kvrt_context (model_api.cpp,
+// context_api.cpp).
 #include "api/boundary.hpp"
+#include "api/model_handles.hpp"
 #include "kvrt/ced.h"
-#include "model/arch/ced_generator.hpp"
+#include "model/arch/ced_memory.hpp"
+#include "model/arch/ced_weights.hpp"
+#include "model/model.hpp"
 
-#include <cstddef>
-#include <cstring>
 #include <string>
 
 using kvrt::Error;
 using kvrt::api::guard;
-using kvrt::api::require_non_null;
 
 namespace {
 
-constexpr size_t kMinInitSize = offsetof(kvrt_ced_init_config, n_vocab) + sizeof(int32_t);
+const kvrt::ced::CedConfig& ced_config_of(const kvrt::Model& m) {
+    if (!m.is_ced())
+        throw Error(KVRT_ERR_UNSUPPORTED, "model '" + m.name() + "' is a '" + m.architecture() + "' model, not a CED model");
+    return m.ced()->cfg;
+}
 
-kvrt::ced::GeneratorOptions options_of(const kvrt_ced_init_config* cfg) {
-    kvrt_ced_init_config c;
-    kvrt_ced_init_config_init(&c, sizeof c);
-    if (cfg) {
-        kvrt::api::require_config(cfg, "cfg", kMinInitSize);
-        std::memcpy(&c, cfg, cfg->struct_size);
-    }
-    kvrt::ced::GeneratorOptions o;
-    try {
-        o.cfg = kvrt::ced::preset(c.preset ? c.preset : "tiny");
-        if (c.window) o.cfg.window = c.window;
-        if (c.top_k) o.cfg.top_k = c.top_k;
-        if (c.n_vocab) o.cfg.n_vocab = c.n_vocab;
-        o.cfg.validate();
-    } catch (const Error& e) {
-        throw Error(KVRT_ERR_INVALID_ARGUMENT, e.what());
-    }
-    o.seed = c.seed;
-    switch (c.weight_type) {
-        case KVRT_CED_WEIGHTS_F32: o.weight_type = kvrt::TensorType::F32; break;
-        case KVRT_CED_WEIGHTS_F16: o.weight_type = kvrt::TensorType::F16; break;
-        case KVRT_CED_WEIGHTS_BF16: o.weight_type = kvrt::TensorType::BF16; break;
-        case KVRT_CED_WEIGHTS_Q8_0: o.weight_type = kvrt::TensorType::Q8_0; break;
-        case KVRT_CED_WEIGHTS_Q4_0: o.weight_type = kvrt::TensorType::Q4_0; break;
-        case KVRT_CED_WEIGHTS_Q4_1: o.weight_type = kvrt::TensorType::Q4_1; break;
+uint32_t elem_bytes_of(int32_t dtype) {
+    switch (dtype) {
+        case KVRT_DTYPE_F32: return 4;
+        case KVRT_DTYPE_F16:
+        case KVRT_DTYPE_BF16: return 2;
         default:
             throw Error(KVRT_ERR_INVALID_ARGUMENT,
-                        "cfg->weight_type is " + std::to_string(c.weight_type) + "; use a kvrt_ced_weight_type");
+                        "dtype " + std::to_string(dtype) + " is not one a CED cache holds (KVRT_DTYPE_F32, _F16, _BF16)");
     }
-    return o;
 }
 
 }  // namespace
 
 extern "C" {
 
-KVRT_API kvrt_status kvrt_ced_init_config_init(kvrt_ced_init_config* cfg, size_t struct_size) {
-    return guard("kvrt_ced_init_config_init", [&] {
-        require_non_null(cfg, "cfg");
-        if (struct_size < kMinInitSize || struct_size > sizeof(kvrt_ced_init_config))
-            throw Error(KVRT_ERR_INVALID_ARGUMENT,
-                        "struct_size is " + std::to_string(struct_size) + "; pass sizeof(kvrt_ced_init_config)");
-        kvrt_ced_init_config d{};
-        d.struct_size = struct_size;
-        d.preset = "tiny";
-        d.seed = 1;
-        d.weight_type = KVRT_CED_WEIGHTS_F32;
-        std::memcpy(cfg, &d, struct_size);
+KVRT_API kvrt_status kvrt_ced_memory_get(kvrt_ced_memory* out, const kvrt_model* model, int32_t dtype) {
+    return guard("kvrt_ced_memory_get", [&] {
+        kvrt::api::require_non_null(out, "out");
+        if (out->struct_size != sizeof(kvrt_ced_memory))
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "out->struct_size " + std::to_string(out->struct_size) +
+                                                       " is not sizeof(kvrt_ced_memory) = " +
+                                                       std::to_string(sizeof(kvrt_ced_memory)));
+        const uint32_t eb = elem_bytes_of(dtype);
+        const auto m = kvrt::api::model_of(model);
+        const kvrt::ced::CedConfig& c = ced_config_of(*m);
+        const kvrt::ced::CedMemory mem = kvrt::ced::ced_memory(c, eb);
+        kvrt_ced_memory r{};
+        r.struct_size = sizeof r;
+        r.n_layers = uint32_t(c.n_layers);
+        r.n_sources = uint32_t(c.n_sources());
+        r.window = uint32_t(c.window);
+        r.elem_bytes = eb;
+        r.main_bytes_per_token = mem.main_bytes_per_token;
+        r.indexer_bytes_per_token = mem.indexer_bytes_per_token;
+        r.global_bytes_per_token = mem.global_bytes_per_token;
+        r.window_bytes_per_sequence = mem.window_bytes_per_sequence;
+        r.dense_kv_heads = uint32_t(mem.dense_kv_heads);
+        r.dense_head_dim = uint32_t(mem.dense_head_dim);
+        r.dense_bytes_per_token = mem.dense_bytes_per_token;
+        *out = r;
     });
 }
 
-KVRT_API kvrt_status kvrt_ced_param_count(uint64_t* out, const kvrt_ced_init_config* cfg) {
-    return guard("kvrt_ced_param_count", [&] {
-        require_non_null(out, "out");
-        require_non_null(cfg, "cfg");
-        *out = options_of(cfg).cfg.n_params();
-    });
-}
-
-KVRT_API kvrt_status kvrt_ced_write_gguf(const char* path, const kvrt_ced_init_config* cfg) {
-    return guard("kvrt_ced_write_gguf", [&] {
-        require_non_null(path, "path");
-        kvrt::ced::write_random_gguf(path, options_of(cfg));
+KVRT_API kvrt_status kvrt_ced_memory_source(int32_t* layer, int32_t* ratio, double* main_bpt, double* idx_bpt,
+                                            const kvrt_model* model, uint32_t index, int32_t dtype) {
+    return guard("kvrt_ced_memory_source", [&] {
+        const uint32_t eb = elem_bytes_of(dtype);
+        const auto m = kvrt::api::model_of(model);
+        const kvrt::ced::CedMemory mem = kvrt::ced::ced_memory(ced_config_of(*m), eb);
+        if (index >= mem.sources.size())
+            throw Error(KVRT_ERR_OUT_OF_RANGE, "index " + std::to_string(index) + " >= n_sources " +
+                                                   std::to_string(mem.sources.size()));
+        const auto& s = mem.sources[index];
+        if (layer) *layer = s.layer;
+        if (ratio) *ratio = s.ratio;
+        if (main_bpt) *main_bpt = s.main_bytes_per_token;
+        if (idx_bpt) *idx_bpt = s.indexer_bytes_per_token;
     });
 }
 

@@ -2,6 +2,7 @@
 #include "api/cache_handles.hpp"
 #include "api/model_handles.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -12,6 +13,9 @@ using kvrt::api::require_capacity;
 using kvrt::api::require_non_null;
 
 namespace {
+
+// kvrt_context_config as 0.1 shipped it (through progress_user_data): the smallest size accepted.
+constexpr size_t kContextConfigV01 = offsetof(kvrt_context_config, ced_prefill_mode);
 
 template <class Cfg>
 void init_struct(Cfg* cfg, size_t struct_size, size_t min_size, const char* name) {
@@ -63,7 +67,7 @@ extern "C" {
 
 KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config* cfg, size_t struct_size) {
     return guard("kvrt_context_config_init", [&] {
-        init_struct(cfg, struct_size, sizeof(kvrt_context_config), "kvrt_context_config");
+        init_struct(cfg, struct_size, kContextConfigV01, "kvrt_context_config");
         cfg->n_seq_max = 1;
         cfg->n_batch = 512;
         cfg->kv_dtype = KVRT_KV_F16;
@@ -79,7 +83,7 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, kvrt_model* model, 
         auto mp = kvrt::api::model_of(model);
         kvrt_context_config d;
         kvrt_context_config_init(&d, sizeof d);
-        const kvrt_context_config c = merged(cfg, d, sizeof(kvrt_context_config), "cfg");
+        const kvrt_context_config c = merged(cfg, d, kContextConfigV01, "cfg");
         if (c.kv_dtype < KVRT_KV_F32 || c.kv_dtype > KVRT_KV_BF16)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kv_dtype " + std::to_string(c.kv_dtype) + " is not a KVRT_KV_* value");
         if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
@@ -99,6 +103,14 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, kvrt_model* model, 
         p.cache_bytes = c.cache_bytes;
         p.prefix_caching = c.prefix_caching != 0;
         p.salt = c.cache_salt ? c.cache_salt : "";
+        if (c.ced_prefill_mode != KVRT_CED_PREFILL_EXACT && c.ced_prefill_mode != KVRT_CED_PREFILL_CED)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->ced_prefill_mode " + std::to_string(c.ced_prefill_mode) +
+                                                       " is not a kvrt_ced_prefill_mode value");
+        if (c.ced_resume < KVRT_CED_RESUME_AUTO || c.ced_resume > KVRT_CED_RESUME_COLD)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT,
+                        "cfg->ced_resume " + std::to_string(c.ced_resume) + " is not a kvrt_ced_resume value");
+        p.ced_prefill = static_cast<kvrt::ced::PrefillMode>(c.ced_prefill_mode);
+        p.ced_resume = static_cast<kvrt::ced::Resume>(c.ced_resume);
         if (c.progress) {
             kvrt_progress_fn fn = c.progress;
             void* ud = c.progress_user_data;

@@ -1,5 +1,7 @@
 // kvrt_model_*: loading, facts, metadata, tensors, tokenizer, chat template.
 #include "api/model_handles.hpp"
+#include "model/arch/ced_memory.hpp"
+#include "model/arch/ced_weights.hpp"
 #include "model/tokenizer/chat_template.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
@@ -103,7 +105,7 @@ KVRT_API kvrt_status kvrt_model_get_info(kvrt_model_info* info, const kvrt_model
         auto mp = model_of(model);
         kvrt::api::require_config(info, "info", offsetof(kvrt_model_info, fingerprint) + 16);
         const kvrt::Model& m = *mp;
-        const kvrt::LlamaConfig& c = m.config();
+        const kvrt::DecoderConfig& c = m.config();
         kvrt_model_info r;
         std::memset(&r, 0, sizeof r);
         r.struct_size = info->struct_size;
@@ -121,15 +123,24 @@ KVRT_API kvrt_status kvrt_model_get_info(kvrt_model_info* info, const kvrt_model
         for (uint32_t l = 0; l < c.n_layers; ++l) (c.layer_is_window(l) ? r.n_layers_window : r.n_layers_full)++;
         r.rope_theta = c.rope_theta;
         r.rms_eps = c.rms_eps;
-        const kvrt::Tokenizer& t = m.tokenizer();
-        r.bos_token = t.bos_id();
-        r.eos_token = t.eos_id();
-        r.eot_token = t.eot_id();
+        r.bos_token = r.eos_token = r.eot_token = -1;
+        if (m.has_tokenizer()) {
+            const kvrt::Tokenizer& t = m.tokenizer();
+            r.bos_token = t.bos_id();
+            r.eos_token = t.eos_id();
+            r.eot_token = t.eot_id();
+        }
         r.n_params = m.n_params();
         r.weight_bytes = m.weight_bytes();
-        const uint64_t per_layer = m.kv_bytes_per_token_layer(2);
-        r.kv_bytes_per_token_full = per_layer * r.n_layers_full;
-        r.kv_bytes_per_token_window = per_layer * r.n_layers_window;
+        if (m.is_ced()) {
+            // The global banks (main rows + indexer keys) per token; one K = V window row per layer.
+            r.kv_bytes_per_token_full = static_cast<uint64_t>(kvrt::ced::ced_memory(m.ced()->cfg, 2).global_bytes_per_token + 0.5);
+            r.kv_bytes_per_token_window = 2ull * c.head_dim * c.n_layers;
+        } else {
+            const uint64_t per_layer = m.kv_bytes_per_token_layer(2);
+            r.kv_bytes_per_token_full = per_layer * r.n_layers_full;
+            r.kv_bytes_per_token_window = per_layer * r.n_layers_window;
+        }
         r.kv_bytes_per_token = r.kv_bytes_per_token_full + r.kv_bytes_per_token_window;
         const auto fp = m.fingerprint().bytes();
         std::memcpy(r.fingerprint, fp.data(), 16);

@@ -81,10 +81,10 @@ CedRuntime::CedRuntime(std::shared_ptr<const CedWeights> w, const CedRuntimeOpti
                        " is not a multiple of bank ratio " + std::to_string(r));
     cache::CacheConfig b = bank_layout(c_, opt_.block_tokens, opt_.cache_dtype);
     b.budget_bytes = opt_.bank_budget_bytes;
-    banks_ = std::make_unique<cache::Cache>(b);
+    banks_ = std::make_shared<cache::Cache>(b);
     cache::CacheConfig wl = window_layout(c_, opt_.block_tokens, opt_.cache_dtype);
     wl.budget_bytes = opt_.window_budget_bytes;
-    windows_ = std::make_unique<cache::Cache>(wl);
+    windows_ = std::make_shared<cache::Cache>(wl);
     last_sel_.assign(c_.n_layers, {});
 }
 
@@ -153,6 +153,16 @@ PagedKV CedRuntime::indexer_view(SeqId id, int32_t source) {
 }
 
 int64_t CedRuntime::length(SeqId id) const { return static_cast<int64_t>(get(id).tokens.size()); }
+
+const std::vector<int32_t>& CedRuntime::tokens(SeqId id) const { return get(id).tokens; }
+
+uint64_t CedRuntime::bytes(SeqId id) const {
+    const Seq& s = get(id);
+    uint64_t b = 0;
+    if (s.bank) b += banks_->seq_info(s.bank).bytes;
+    if (s.win) b += windows_->seq_info(s.win).bytes;
+    return b;
+}
 
 void CedRuntime::truncate(SeqId id, int64_t p) {
     Seq& s = get(id);
@@ -395,6 +405,10 @@ std::vector<float> CedRuntime::run(Seq& s, int64_t a, int64_t n) {
         run_chunk(s, x, b, b == n ? &logits : nullptr);
         banks_->mark_computed(s.bank, b);  // no-op below a bank hit (already computed)
         windows_->mark_computed(s.win, b);
+        if (opt_.progress && n - a > opt_.chunk && b < n &&
+            !opt_.progress(static_cast<float>(b - a) / static_cast<float>(n - a), "prefill"))
+            fail(KVRT_ERR_CANCELLED, "prefill cancelled by the progress callback after " + std::to_string(b - a) +
+                                         " of " + std::to_string(n - a) + " tokens");
         x = b;
     }
     return logits;

@@ -35,15 +35,19 @@
 
 #include "cache/cache.hpp"
 #include "model/arch/ced_weights.hpp"
-#include "runtime/ced_reference.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace kvrt::ced {
+
+// Prefill semantics (CED.md): every layer over every prompt position, or CED prefill
+// (the encoder over all N positions, the decoder over the last W only).
+enum class PrefillMode : uint8_t { Exact = 0, CedPrefill = 1 };
 
 struct CedRuntimeOptions {
     int32_t block_tokens = 16;                 // a multiple of every bank ratio
@@ -56,6 +60,9 @@ struct CedRuntimeOptions {
     // per decode step). Rows are computed in f32 and rounded (nearest even) when written.
     DType cache_dtype = DType::F32;
     std::string salt;                          // cache salt (tenant)
+    // Long prefills: called after each chunk with the fraction done ("prefill");
+    // false cancels (KVRT_ERR_CANCELLED; the sequence is left as before the call).
+    std::function<bool(float, const char*)> progress;
 };
 
 // How a prefill may use the prefix caches.
@@ -107,6 +114,9 @@ public:
     void fill_random(SeqId seq, int64_t n, uint64_t seed);
 
     int64_t length(SeqId seq) const;
+    const std::vector<int32_t>& tokens(SeqId seq) const;
+    // Bytes the sequence's blocks take in the bank and window caches (shared blocks counted).
+    uint64_t bytes(SeqId seq) const;
     // The kernels' view of source s's bank rows of seq (valid until seq changes).
     PagedKV bank_view(SeqId seq, int32_t source);
     // The same for source s's indexer keys.
@@ -114,6 +124,8 @@ public:
     const CedConfig& config() const { return c_; }
     cache::Cache& bank_cache() { return *banks_; }
     cache::Cache& window_cache() { return *windows_; }
+    // The bank cache is the prefix cache of a CED model (what a context exposes as its cache).
+    const std::shared_ptr<cache::Cache>& bank_cache_ptr() const { return banks_; }
     // Bank layer / indexer-key layer of source s in the bank cache.
     static int32_t bank_layer(int32_t s) { return 2 * s; }
     static int32_t idx_layer(int32_t s) { return 2 * s + 1; }
@@ -150,8 +162,8 @@ private:
     const CedConfig& c_;
     CedRuntimeOptions opt_;
     uint64_t fp_lo_, fp_hi_;
-    std::unique_ptr<cache::Cache> banks_;
-    std::unique_ptr<cache::Cache> windows_;
+    std::shared_ptr<cache::Cache> banks_;
+    std::shared_ptr<cache::Cache> windows_;
     std::unordered_map<SeqId, std::unique_ptr<Seq>> seqs_;
     SeqId next_id_ = 1;
     uint64_t replay_salt_counter_ = 0;

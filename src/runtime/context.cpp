@@ -33,7 +33,7 @@ private:
 }  // namespace
 
 cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget) {
-    const LlamaConfig& c = model.config();
+    const DecoderConfig& c = model.config();
     cache::CacheConfig cc;
     cc.block_tokens = block_tokens;
     cc.budget_bytes = budget;
@@ -72,7 +72,7 @@ private:
 Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, std::shared_ptr<cache::Cache> cache)
     : model_(std::move(model)), p_(params), cache_(std::move(cache)) {
     KVRT_CHECK(model_ != nullptr, KVRT_ERR_BAD_HANDLE, "model is NULL");
-    const LlamaConfig& c = model_->config();
+    const DecoderConfig& c = model_->config();
     if (p_.n_ctx == 0) p_.n_ctx = c.n_ctx_train;
     KVRT_CHECK(p_.n_ctx <= c.n_ctx_train, KVRT_ERR_INVALID_ARGUMENT,
                "n_ctx " + std::to_string(p_.n_ctx) + " exceeds the model's context length " +
@@ -84,7 +84,42 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     KVRT_CHECK(p_.block_tokens >= 1 && p_.block_tokens <= 4096, KVRT_ERR_INVALID_ARGUMENT,
                "block_tokens must be in [1, 4096]");
     KVRT_CHECK(p_.n_threads >= 0, KVRT_ERR_INVALID_ARGUMENT, "n_threads is negative");
-    if (!cache_) {
+    if (model_->is_ced()) {
+        KVRT_CHECK(!cache_, KVRT_ERR_UNSUPPORTED,
+                   "a context over a CED model creates its own bank and window caches; sharing a cache "
+                   "between CED contexts is not supported");
+        const ced::CedConfig& cc = model_->ced()->cfg;
+        ced::CedRuntimeOptions o;
+        o.block_tokens = p_.block_tokens;
+        o.cache_dtype = p_.kv_dtype;
+        o.salt = p_.salt;
+        o.chunk = static_cast<int32_t>(std::min<uint32_t>(p_.n_batch, 4096));
+        o.progress = p_.progress;
+        cache::CacheConfig bank_cfg = ced::CedRuntime::bank_layout(cc, p_.block_tokens, p_.kv_dtype);
+        bank_cfg.budget_bytes = 1;  // resolve_layout checks it; only the geometry is used here
+        const cache::ResolvedLayout bank = cache::resolve_layout(bank_cfg);
+        double bank_per_token = 0;
+        for (const cache::LayerGeometry& g : bank.geometry) bank_per_token += cache::layer_bytes_per_token(g);
+        // A window sequence holds its last W rows plus the rows of the chunk being computed
+        // (rows leave only once the chunk is done), in whole blocks.
+        const double win_per_seq = static_cast<double>(cc.n_layers) *
+                                   (cc.window + std::max<double>(o.chunk, cc.window) + 2.0 * p_.block_tokens) *
+                                   cc.entry_dim * static_cast<double>(dtype_size(p_.kv_dtype));
+        if (p_.cache_bytes != 0) {
+            // The caller's budget, split in proportion to what full sequences need.
+            const double b = bank_per_token * p_.n_ctx, total = b + win_per_seq;
+            o.bank_budget_bytes = std::max<uint64_t>(1, static_cast<uint64_t>(p_.cache_bytes * (b / total)));
+            o.window_budget_bytes = std::max<uint64_t>(1, p_.cache_bytes - o.bank_budget_bytes);
+        } else {
+            // As for decoder models: every sequence at full length, plus as much again for cached
+            // prefixes (bank) and window checkpoints (window).
+            o.bank_budget_bytes = static_cast<uint64_t>(2.0 * p_.n_seq_max * (p_.n_ctx + p_.block_tokens) * bank_per_token) + 1;
+            o.window_budget_bytes = static_cast<uint64_t>(2.0 * p_.n_seq_max * win_per_seq) + 1;
+        }
+        ced_ = std::make_unique<ced::CedRuntime>(model_->ced_ptr(), o, model_->fingerprint().lo,
+                                                 model_->fingerprint().hi);
+        cache_ = ced_->bank_cache_ptr();
+    } else if (!cache_) {
         uint64_t budget = p_.cache_bytes;
         if (budget == 0) {
             const uint64_t per_token = static_cast<uint64_t>(c.n_layers) *
@@ -139,7 +174,9 @@ void Context::check_tokens(const int32_t* tokens, size_t n) const {
 
 void Context::drop(Seq& s) {
     if (s.id != 0) cache_->release(s.id);
+    if (s.ced != 0) ced_->release(s.ced);
     s.id = 0;
+    s.ced = 0;
     s.tokens.clear();
     s.has_logits = false;
 }
@@ -156,6 +193,7 @@ const std::vector<float>& Context::logits(int32_t seq) const {
 }
 uint64_t Context::kv_bytes(int32_t seq) const {
     const Seq& s = seq_ref(seq);
+    if (s.ced) return ced_->bytes(s.ced);
     return s.id ? cache_->seq_info(s.id).bytes : 0;
 }
 
@@ -254,7 +292,7 @@ void Context::compute_prompts(std::span<PromptWork> work, std::vector<float>* al
                     step.logits = w.seq->logits.data();
                 }
             }
-            llama_forward(*model_, std::span<SeqStep>(steps), scratch_, KernelSet::Fast, p_.n_threads);
+            decoder_forward(*model_, std::span<SeqStep>(steps), scratch_, KernelSet::Fast, p_.n_threads);
             for (size_t idx : members) {
                 PromptWork& w = work[idx];
                 cache_->mark_computed(w.seq->id, static_cast<int64_t>(w.pos + w.len));
@@ -300,8 +338,19 @@ void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats
                       std::vector<float>* all_logits) {
     const double t0 = now_s();
     Seq& s = seq_ref(seq);
-    check_prompt("prefill", tokens, n);
+    try {
+        check_prompt("prefill", tokens, n);
+    } catch (...) {
+        s.has_logits = false;  // context.h: after a failed prefill the logits are unset
+        throw;
+    }
     ThreadScope threads(p_.n_threads);
+    if (ced_) {
+        KVRT_CHECK(all_logits == nullptr, KVRT_ERR_UNSUPPORTED,
+                   "prefill: logits of every position are not available for CED models yet");
+        prefill_ced(s, tokens, n, stats, t0);
+        return;
+    }
     const PrefillPlan plan = plan_prefill(s, tokens, n, all_logits != nullptr);
     PromptWork w{&s, tokens, n, plan.start, plan.from_cache, plan.start, 0};
     if (!plan.done) compute_prompts(std::span<PromptWork>(&w, 1), all_logits);
@@ -325,6 +374,10 @@ void Context::prefill_batch(const int32_t* seqs, const int32_t* const* tokens, c
         work[i].n = n[i];
     }
     ThreadScope threads(p_.n_threads);
+    if (ced_) {  // the CED runtime runs one sequence at a time
+        for (size_t i = 0; i < count; ++i) prefill_ced(*work[i].seq, work[i].tokens, work[i].n, stats ? stats + i : nullptr, t0);
+        return;
+    }
     for (PromptWork& w : work) {
         const PrefillPlan plan = plan_prefill(*w.seq, w.tokens, w.n, false);
         w.start = w.pos = plan.start;
@@ -344,12 +397,18 @@ void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
         for (size_t j = 0; j < i; ++j)
             KVRT_CHECK(seqs[j] != seqs[i], KVRT_ERR_INVALID_ARGUMENT,
                        "decode: sequence " + std::to_string(seqs[i]) + " appears twice in the batch");
-        KVRT_CHECK(ss[i]->id != 0 && !ss[i]->tokens.empty(), KVRT_ERR_INVALID_ARGUMENT,
+        KVRT_CHECK((ss[i]->id != 0 || ss[i]->ced != 0) && !ss[i]->tokens.empty(), KVRT_ERR_INVALID_ARGUMENT,
                    "decode: sequence " + std::to_string(seqs[i]) + " is empty (prefill it first)");
         KVRT_CHECK(ss[i]->tokens.size() < p_.n_ctx, KVRT_ERR_OUT_OF_RANGE,
                    "decode: sequence " + std::to_string(seqs[i]) + " is full (n_ctx = " + std::to_string(p_.n_ctx) + ")");
     }
     ThreadScope threads(p_.n_threads);
+    if (ced_) {
+        // One sequence at a time. Every argument was checked above, so a failure here is a
+        // resource error (memory, cache budget); sequences decoded before it keep their token.
+        for (size_t i = 0; i < n; ++i) decode_ced(*ss[i], toks[i]);
+        return;
+    }
     // Reserve every row first; undo on failure (all-or-nothing).
     size_t appended = 0;
     try {
@@ -373,7 +432,7 @@ void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
         steps[i].logits = ss[i]->logits.data();
     }
     try {
-        llama_forward(*model_, std::span<SeqStep>(steps), scratch_, KernelSet::Fast, p_.n_threads);
+        decoder_forward(*model_, std::span<SeqStep>(steps), scratch_, KernelSet::Fast, p_.n_threads);
     } catch (...) {
         for (size_t i = 0; i < n; ++i) cache_->truncate(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));
         throw;
@@ -383,6 +442,60 @@ void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
         cache_->mark_computed(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));
         ss[i]->has_logits = true;
     }
+}
+
+void Context::prefill_ced(Seq& s, const int32_t* tokens, size_t n, RequestStats* stats, double t0) {
+    // The common prefix with what the sequence holds: extend it when the prompt continues it
+    // (a chat turn), cut it at the first changed token when the CED runtime can (its ratios and
+    // windows allow the cut), else start over through the prefix caches.
+    size_t common = 0;
+    while (common < s.tokens.size() && common < n && s.tokens[common] == tokens[common]) ++common;
+    RequestStats st;
+    st.prompt_tokens = n;
+    if (common == n && s.tokens.size() == n && s.has_logits) {
+        st.reused_tokens = n;
+    } else {
+        if (common == n) common = n - 1;  // the last token's logits must be computed
+        s.has_logits = false;
+        bool kept = false;
+        if (s.ced != 0 && common > 0) {
+            try {
+                ced_->truncate(s.ced, static_cast<int64_t>(common));
+                s.tokens.resize(common);
+                kept = true;
+            } catch (const Error& e) {
+                if (e.status() != KVRT_ERR_INVALID_STATE) throw;
+            }
+        }
+        if (kept) {
+            s.logits = ced_->extend(s.ced, tokens + common, static_cast<int64_t>(n - common));
+            s.tokens.assign(tokens, tokens + n);
+            st.reused_tokens = common;
+            st.computed_tokens = n - common;
+        } else {
+            drop(s);
+            s.ced = ced_->create();
+            const ced::Resume resume = p_.prefix_caching ? p_.ced_resume : ced::Resume::Cold;
+            ced::PrefillResult r = ced_->prefill(s.ced, tokens, static_cast<int64_t>(n), p_.ced_prefill, resume);
+            s.logits = std::move(r.logits);
+            s.tokens.assign(tokens, tokens + n);
+            st.reused_tokens = st.reused_from_cache = static_cast<uint64_t>(r.hit);
+            st.computed_tokens = static_cast<uint64_t>(r.computed);
+        }
+        s.has_logits = true;
+    }
+    if (stats) {
+        st.prefill_s = st.ttft_s = now_s() - t0;
+        st.kv_bytes = ced_->bytes(s.ced);
+        *stats = st;
+    }
+}
+
+void Context::decode_ced(Seq& s, int32_t token) {
+    s.has_logits = false;
+    s.logits = ced_->extend(s.ced, &token, 1);
+    s.tokens.push_back(token);
+    s.has_logits = true;
 }
 
 namespace {

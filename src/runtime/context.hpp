@@ -14,7 +14,8 @@
 #pragma once
 
 #include "cache/cache.hpp"
-#include "model/arch/llama.hpp"
+#include "model/arch/decoder_forward.hpp"
+#include "runtime/ced_runtime.hpp"
 #include "runtime/sampler.hpp"
 
 #include <functional>
@@ -40,6 +41,10 @@ struct ContextParams {
     bool prefix_caching = true;
     std::string salt;
     std::function<bool(float, const char*)> progress;  // long prefills; false = cancel
+    // CED models only (ignored otherwise): how a prompt's decoder half runs, and how a
+    // prefix-cache hit restores the window state (ced_runtime.hpp).
+    ced::PrefillMode ced_prefill = ced::PrefillMode::Exact;
+    ced::Resume ced_resume = ced::Resume::Auto;
 };
 
 // What one prefill / generate did.
@@ -65,7 +70,7 @@ struct GenerateParams {
     std::function<bool(int32_t, const char*, size_t)> on_token;
 };
 
-// The cache layout a model needs (one Full or Window layer per model layer).
+// The cache layout a decoder-family model needs (one Full or Window layer per model layer).
 cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget);
 
 class Context {
@@ -112,7 +117,8 @@ public:
 
 private:
     struct Seq {
-        cache::SeqId id = 0;
+        cache::SeqId id = 0;        // decoder family: the cache sequence
+        ced::CedRuntime::SeqId ced = 0;  // CED: the runtime's sequence
         std::vector<int32_t> tokens;  // == the computed positions
         std::vector<float> logits;
         bool has_logits = false;
@@ -143,10 +149,14 @@ private:
     const Seq& seq_ref(int32_t seq) const;
     void check_tokens(const int32_t* tokens, size_t n) const;
     void drop(Seq& s);
+    // CED models: prefill through the CED runtime (its resume policy) / one decode step.
+    void prefill_ced(Seq& s, const int32_t* tokens, size_t n, RequestStats* stats, double t0);
+    void decode_ced(Seq& s, int32_t token);
 
     std::shared_ptr<const Model> model_;
     ContextParams p_;
-    std::shared_ptr<cache::Cache> cache_;
+    std::shared_ptr<cache::Cache> cache_;       // CED: the runtime's bank cache (its prefix cache)
+    std::unique_ptr<ced::CedRuntime> ced_;      // CED models: bank + window caches, tail state
     cache::SeqKeys keys_;
     std::vector<Seq> seqs_;
     ForwardScratch scratch_;

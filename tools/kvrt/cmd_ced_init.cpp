@@ -1,25 +1,26 @@
 // `kvrt ced-init --preset tiny|base --seed N [--type f32|f16|bf16|q8_0|q4_0|q4_1]
-//                [--window W] [--top-k K] -o FILE`: writes a CED model of
-// deterministic random weights (kvrt/ced.h).
+//                [--window W] [--top-k K] [--vocab V] -o FILE`: writes a CED model of
+// deterministic random weights (the internal generator of tests/support; it is
+// not part of libkvrt's ABI). The file loads with kvrt_model_load like any model.
 #include "commands.hpp"
 
-#include <kvrt/kvrt.h>
+#include "model/arch/ced_generator.hpp"
+#include "util/error.hpp"
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 namespace kvrt_cli {
 
 int cmd_ced_init(int argc, char** argv) {
-    kvrt_ced_init_config cfg;
-    kvrt_ced_init_config_init(&cfg, sizeof cfg);
     std::string out, preset = "tiny", type;
+    uint64_t seed = 1;
+    int window = 0, top_k = 0, vocab = 0;
     auto usage = [] {
         std::fprintf(stderr,
                      "usage: kvrt ced-init [--preset tiny|base] [--seed N] [--type f32|f16|bf16|q8_0|q4_0|q4_1]\n"
-                     "                     [--window W] [--top-k K] -o FILE\n");
+                     "                     [--window W] [--top-k K] [--vocab V] -o FILE\n");
         return 2;
     };
     for (int i = 1; i < argc; i++) {
@@ -28,30 +29,41 @@ int cmd_ced_init(int argc, char** argv) {
         const char* v = argv[++i];
         if (a == "-o" || a == "--output") out = v;
         else if (a == "--preset") preset = v;
-        else if (a == "--seed") cfg.seed = std::strtoull(v, nullptr, 10);
+        else if (a == "--seed") seed = std::strtoull(v, nullptr, 10);
         else if (a == "--type") type = v;
-        else if (a == "--window") cfg.window = std::atoi(v);
-        else if (a == "--top-k") cfg.top_k = std::atoi(v);
+        else if (a == "--window") window = std::atoi(v);
+        else if (a == "--top-k") top_k = std::atoi(v);
+        else if (a == "--vocab") vocab = std::atoi(v);
         else return usage();
     }
     if (out.empty()) return usage();
-    cfg.preset = preset.c_str();
     if (type.empty()) type = preset == "base" ? "q8_0" : "f32";
-    const char* names[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"};
-    cfg.weight_type = -1;
-    for (int t = 0; t < 6; t++)
-        if (type == names[t]) cfg.weight_type = t;
-    if (cfg.weight_type < 0) {
+    using kvrt::TensorType;
+    const std::pair<const char*, TensorType> types[] = {{"f32", TensorType::F32},   {"f16", TensorType::F16},
+                                                        {"bf16", TensorType::BF16}, {"q8_0", TensorType::Q8_0},
+                                                        {"q4_0", TensorType::Q4_0}, {"q4_1", TensorType::Q4_1}};
+    kvrt::ced::GeneratorOptions o;
+    bool known = false;
+    for (const auto& [name, t] : types)
+        if (type == name) o.weight_type = t, known = true;
+    if (!known) {
         std::fprintf(stderr, "kvrt ced-init: unknown --type '%s'\n", type.c_str());
         return 2;
     }
-    uint64_t n = 0;
-    if (kvrt_ced_param_count(&n, &cfg) != KVRT_OK || kvrt_ced_write_gguf(out.c_str(), &cfg) != KVRT_OK) {
-        std::fprintf(stderr, "kvrt ced-init: %s\n", kvrt_last_error());
+    try {
+        o.cfg = kvrt::ced::preset(preset);
+        if (window) o.cfg.window = window;
+        if (top_k) o.cfg.top_k = top_k;
+        if (vocab) o.cfg.n_vocab = vocab;
+        o.cfg.validate();
+        o.seed = seed;
+        kvrt::ced::write_random_gguf(out, o);
+    } catch (const kvrt::Error& e) {
+        std::fprintf(stderr, "kvrt ced-init: %s\n", e.what());
         return 1;
     }
     std::printf("wrote %s: ced preset %s, %.1fM parameters, %s weights, seed %llu\n", out.c_str(), preset.c_str(),
-                double(n) / 1e6, type.c_str(), static_cast<unsigned long long>(cfg.seed));
+                double(o.cfg.n_params()) / 1e6, type.c_str(), static_cast<unsigned long long>(seed));
     return 0;
 }
 

@@ -1,40 +1,176 @@
-// kvrt inspect MODEL: metadata, tensor types, KV bytes per token by layer kind.
+// kvrt inspect MODEL: metadata, tensor types, KV bytes per token by layer kind,
+// and (--at N,M,...) the KV bytes one sequence of N tokens holds: the window
+// formula vs every layer full, each checked against the cache's own accounting.
 #include "cli_common.hpp"
 #include "commands.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kvrt_cli {
 
 namespace {
-// True when path is a CED model (its loader rejects any other architecture as soon as it
-// has read the metadata, so probing a llama file costs no weight loading).
-bool is_ced_model(const std::string& path) {
-    kvrt_ced_model* m = nullptr;
-    if (kvrt_ced_model_load(&m, path.c_str()) != KVRT_OK) {
-        kvrt_clear_error();
-        return false;
+// --at: the KV bytes of one sequence at given lengths, from the cache layout the
+// context would use (read back from a context's cache: kinds, windows, block
+// bytes per manager).
+struct KvAt {
+    int64_t tokens = 0;
+    uint64_t formula = 0, measured = 0;                    // the context's layout
+    uint64_t all_full_formula = 0, all_full_measured = 0;  // every layer full
+};
+
+struct LayoutSummary {
+    int32_t block_tokens = 0;
+    int32_t window = 0;        // W of the window layers (0: none)
+    uint32_t n_full = 0, n_window = 0;
+    uint64_t layer_bytes_per_token = 0;  // K + V of one layer (every decoder layer has the same shape)
+    std::vector<kvrt_cache_layer_info> layers;
+    // Managers: block bytes and kind.
+    std::map<int32_t, std::pair<int32_t, uint64_t>> managers;  // manager -> (kind, block bytes)
+    int32_t window_of_manager(int32_t m) const {
+        for (const kvrt_cache_layer_info& l : layers)
+            if (l.manager == m) return l.window;
+        return 0;
     }
-    kvrt_ced_model_destroy(m);
+};
+
+bool read_layout(kvrt_model* m, LayoutSummary& out) {
+    kvrt_context_config cc;
+    kvrt_context_config_init(&cc, sizeof cc);
+    cc.n_ctx = 1;  // the layout does not depend on n_ctx; keep the context's own cache small
+    cc.cache_bytes = 1u << 20;
+    kvrt_context* ctx = nullptr;
+    kvrt_status s = kvrt_context_create(&ctx, m, &cc);
+    if (s != KVRT_OK) return report_error("inspect", "context", s), false;
+    kvrt_cache* c = nullptr;
+    kvrt_context_get_cache(&c, ctx);
+    int32_t n = 0;
+    for (;; ++n) {
+        kvrt_cache_layer_info li{};
+        li.struct_size = sizeof li;
+        if (kvrt_cache_layer_info_get(&li, c, n) != KVRT_OK) break;
+        out.layers.push_back(li);
+    }
+    kvrt_clear_error();
+    kvrt_context_destroy(ctx);
+    if (out.layers.empty()) return false;
+    out.block_tokens = out.layers[0].rows_per_block;
+    for (const kvrt_cache_layer_info& l : out.layers) {
+        (l.kind == KVRT_LAYER_WINDOW ? out.n_window : out.n_full)++;
+        if (l.kind == KVRT_LAYER_WINDOW) out.window = l.window;
+        out.layer_bytes_per_token = l.row_bytes * (l.separate_v ? 2 : 1);
+        out.managers[l.manager] = {l.kind, l.block_bytes};
+    }
     return true;
 }
+
+// A cache of `layers` (optionally all turned FULL) holding one sequence of n
+// positions appended as a decode loop leaves it (the last append one token, so
+// window layers keep the blocks covering the last W positions), rows never
+// computed. Returns the cache's byte count of the sequence, 0 on failure.
+uint64_t measure(const LayoutSummary& L, bool all_full, int64_t n, uint64_t budget) {
+    kvrt_cache_layout* lay = nullptr;
+    if (kvrt_cache_layout_create(&lay, L.block_tokens) != KVRT_OK) return 0;
+    for (const kvrt_cache_layer_info& li : L.layers) {
+        kvrt_cache_layer_config lc;
+        kvrt_cache_layer_config_init(&lc, sizeof lc);
+        lc.kind = all_full ? KVRT_LAYER_FULL : li.kind;
+        lc.window = all_full ? 0 : li.window;
+        lc.n_kv_heads = li.n_kv_heads;
+        lc.head_dim = li.head_dim;
+        lc.dtype = li.dtype;
+        lc.shared_kv = li.separate_v ? 0 : 1;
+        if (kvrt_cache_layout_add_layers(nullptr, lay, &lc, 1) != KVRT_OK) {
+            kvrt_cache_layout_destroy(lay);
+            return 0;
+        }
+    }
+    kvrt_cache_config cc;
+    kvrt_cache_config_init(&cc, sizeof cc);
+    cc.budget_bytes = budget;
+    kvrt_cache* c = nullptr;
+    kvrt_status s = kvrt_cache_create(&c, lay, &cc);
+    kvrt_cache_layout_destroy(lay);
+    if (s != KVRT_OK) return 0;
+    uint64_t seq = 0, bytes = 0;
+    std::vector<int32_t> toks(static_cast<size_t>(n), 1);
+    if (kvrt_cache_seq_create(&seq, c, nullptr) == KVRT_OK &&
+        kvrt_cache_seq_append(c, seq, toks.data(), static_cast<size_t>(n - 1)) == KVRT_OK &&
+        kvrt_cache_seq_append(c, seq, toks.data(), 1) == KVRT_OK) {
+        kvrt_cache_seq_info si{};
+        si.struct_size = sizeof si;
+        if (kvrt_cache_seq_info_get(&si, c, seq) == KVRT_OK) bytes = si.bytes;
+    }
+    kvrt_cache_destroy(c);
+    return bytes;
+}
+
+// The window manager's rule: a full manager holds ceil(n / bt) blocks; after an
+// append starting at `old`, a window(W) manager drops the blocks wholly before
+// old - W + 1 (what the first new query reads): it holds ceil(n / bt) -
+// floor(max(0, old - W + 1) / bt). A decode step appends at old = n - 1.
+uint64_t formula(const LayoutSummary& L, bool all_full, int64_t n) {
+    const int64_t bt = L.block_tokens, blocks = (n + bt - 1) / bt;
+    uint64_t total = 0;
+    if (all_full) {
+        for (const kvrt_cache_layer_info& l : L.layers) total += static_cast<uint64_t>(blocks) * bt * l.row_bytes * (l.separate_v ? 2 : 1);
+        return total;
+    }
+    for (const auto& [m, kb] : L.managers) {
+        int64_t held = blocks;
+        if (kb.first == KVRT_LAYER_WINDOW) held -= std::max<int64_t>(0, n - 1 - L.window_of_manager(m) + 1) / bt;
+        total += static_cast<uint64_t>(held) * kb.second;
+    }
+    return total;
+}
+
+std::vector<int64_t> parse_lengths(const std::string& s) {
+    std::vector<int64_t> v;
+    size_t i = 0;
+    while (i < s.size()) {
+        size_t j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        const std::string part = s.substr(i, j - i);
+        char* end = nullptr;
+        long long x = std::strtoll(part.c_str(), &end, 10);
+        if (end && (*end == 'k' || *end == 'K')) {
+            x *= 1024;
+            ++end;
+        }
+        if (part.empty() || !end || *end != '\0' || x < 1 || x > (1ll << 30)) return {};
+        v.push_back(x);
+        i = j + 1;
+    }
+    return v;
+}
+
 }  // namespace
 
 int cmd_inspect(int argc, char** argv) {
-    Args a = parse_args(argc, argv, {"-m", "--model"});
+    Args a = parse_args(argc, argv, {"-m", "--model", "--at"});
     if (a.has("-h") || a.has("--help")) {
-        std::fprintf(stderr, "usage: kvrt inspect [MODEL] [--tensors] [--json]\n");
+        std::fprintf(stderr,
+                     "usage: kvrt inspect [MODEL | -m MODEL] [--tensors] [--json] [--at N[,M...]]\n"
+                     "  --at N,M  KV bytes of one sequence of N (M, ...) tokens (f16 K/V, 16-token blocks):\n"
+                     "            the window formula vs every layer full, checked against a cache holding it\n"
+                     "            (K suffix = x1024, e.g. --at 8K,32K)\n");
         return 0;
+    }
+    std::vector<int64_t> at;
+    if (a.has("--at")) {
+        at = parse_lengths(a.get("--at"));
+        if (at.empty()) {
+            std::fprintf(stderr, "kvrt inspect: --at wants positive token counts separated by commas, got '%s'\n",
+                         a.get("--at").c_str());
+            return 2;
+        }
     }
     std::string path = a.positional.empty() ? a.get("-m", a.get("--model", default_model_path())) : a.positional[0];
     const bool json = a.has("--json");
-    if (is_ced_model(path)) {  // CED models have their own loader and report
-        char* ced_argv[] = {argv[0], path.data(), nullptr};
-        return cmd_ced_inspect(2, ced_argv);
-    }
     kvrt_model* m = load_model("inspect", path, 0);
     if (!m) return 1;
     kvrt_model_info info;
@@ -43,6 +179,33 @@ int cmd_inspect(int argc, char** argv) {
     if (s != KVRT_OK) {
         kvrt_model_destroy(m);
         return report_error("inspect", "info", s);
+    }
+    if (std::string(info.architecture) == "ced") {  // CED: bytes per token by component
+        kvrt_model_destroy(m);
+        char* ced_argv[] = {argv[0], path.data(), nullptr};
+        return cmd_ced_inspect(2, ced_argv);
+    }
+    // --at: formula and measurement per length (decoder models).
+    LayoutSummary lay;
+    std::vector<KvAt> kv_at;
+    bool kv_at_ok = true;
+    if (!at.empty()) {
+        if (!read_layout(m, lay)) {
+            kvrt_model_destroy(m);
+            std::fprintf(stderr, "kvrt inspect: --at: could not read the cache layout of %s\n", path.c_str());
+            return 1;
+        }
+        for (int64_t n : at) {
+            KvAt k;
+            k.tokens = n;
+            k.formula = formula(lay, false, n);
+            k.all_full_formula = formula(lay, true, n);
+            const uint64_t budget = k.all_full_formula + 4 * (lay.layer_bytes_per_token * lay.layers.size() * lay.block_tokens) + (1u << 20);
+            k.measured = measure(lay, false, n, budget);
+            k.all_full_measured = measure(lay, true, n, budget);
+            if (k.measured != k.formula || k.all_full_measured != k.all_full_formula) kv_at_ok = false;
+            kv_at.push_back(k);
+        }
     }
     char fp[33];
     for (int i = 0; i < 16; ++i) std::snprintf(fp + 2 * i, 3, "%02x", info.fingerprint[15 - i]);
@@ -99,6 +262,18 @@ int cmd_inspect(int argc, char** argv) {
                     "\"layers_window\":%u,\"element_bytes\":2},",
                     (unsigned long long)info.kv_bytes_per_token_full, (unsigned long long)info.kv_bytes_per_token_window,
                     (unsigned long long)info.kv_bytes_per_token, info.n_layers_full, info.n_layers_window);
+        if (!kv_at.empty()) {
+            std::printf("\"kv_at\":{\"block_tokens\":%d,\"window\":%d,\"layers_full\":%u,\"layers_window\":%u,"
+                        "\"layer_bytes_per_token\":%llu,\"lengths\":[",
+                        lay.block_tokens, lay.window, lay.n_full, lay.n_window, (unsigned long long)lay.layer_bytes_per_token);
+            for (size_t i = 0; i < kv_at.size(); ++i)
+                std::printf("%s{\"tokens\":%lld,\"formula\":%llu,\"measured\":%llu,\"all_full_formula\":%llu,"
+                            "\"all_full_measured\":%llu}",
+                            i ? "," : "", (long long)kv_at[i].tokens, (unsigned long long)kv_at[i].formula,
+                            (unsigned long long)kv_at[i].measured, (unsigned long long)kv_at[i].all_full_formula,
+                            (unsigned long long)kv_at[i].all_full_measured);
+            std::printf("],\"ok\":%s},", kv_at_ok ? "true" : "false");
+        }
         std::printf("\"tensor_types\":{");
         bool first = true;
         for (const auto& [t, g] : by_type) {
@@ -132,6 +307,35 @@ int cmd_inspect(int argc, char** argv) {
         std::printf("  total:              %8llu bytes/token; %.1f MiB for %u tokens\n",
                     (unsigned long long)info.kv_bytes_per_token, info.kv_bytes_per_token * (double)info.n_ctx_train / 1048576.0,
                     info.n_ctx_train);
+        if (!kv_at.empty()) {
+            const double mib = 1048576.0;
+            std::printf("\nKV bytes of one sequence (f16 K/V, %d-token blocks, as a decode loop leaves it):\n", lay.block_tokens);
+            std::printf("  per layer and token: %llu bytes (2 x %u KV heads x %u x 2 bytes)\n",
+                        (unsigned long long)lay.layer_bytes_per_token, info.n_kv_heads, info.head_dim);
+            if (lay.n_window)
+                std::printf("  formula: %u full layers x ceil(n/%d) x %d x %llu  +  %u window layers x (ceil(n/%d) - "
+                            "floor(max(0, n-%d)/%d)) x %d x %llu\n"
+                            "           (a window layer keeps the blocks covering its last W = %d positions; blocks wholly\n"
+                            "           before them return to the pool; right after a prefill in n_batch chunks it also\n"
+                            "           holds what the last chunk's first query read, until the next decode step)\n",
+                            lay.n_full, lay.block_tokens, lay.block_tokens, (unsigned long long)lay.layer_bytes_per_token,
+                            lay.n_window, lay.block_tokens, lay.window, lay.block_tokens, lay.block_tokens,
+                            (unsigned long long)lay.layer_bytes_per_token, lay.window);
+            else
+                std::printf("  formula: %u full layers x ceil(n/%d) x %d x %llu (no window layers)\n", lay.n_full,
+                            lay.block_tokens, lay.block_tokens, (unsigned long long)lay.layer_bytes_per_token);
+            std::printf("  %10s %16s %16s %16s %16s %8s  %s\n", "tokens", "formula", "cache holds", "all-full formula",
+                        "all-full cache", "ratio", "check");
+            for (const KvAt& k : kv_at)
+                std::printf("  %10lld %10.2f MiB %10.2f MiB %10.2f MiB %10.2f MiB %7.2fx  %s\n", (long long)k.tokens,
+                            k.formula / mib, k.measured / mib, k.all_full_formula / mib, k.all_full_measured / mib,
+                            k.formula ? (double)k.all_full_formula / (double)k.formula : 0.0,
+                            k.measured == k.formula && k.all_full_measured == k.all_full_formula ? "ok" : "MISMATCH");
+            for (const KvAt& k : kv_at)
+                std::printf("  %lld tokens: %llu bytes (cache: %llu), all layers full %llu bytes (cache: %llu)\n",
+                            (long long)k.tokens, (unsigned long long)k.formula, (unsigned long long)k.measured,
+                            (unsigned long long)k.all_full_formula, (unsigned long long)k.all_full_measured);
+        }
         std::printf("\ntensor types:\n");
         for (const auto& [t, g] : by_type)
             std::printf("  %-6s %4llu tensors %12llu elements %10.2f MiB\n", t.c_str(), (unsigned long long)g.count,
@@ -149,6 +353,10 @@ int cmd_inspect(int argc, char** argv) {
         }
     }
     kvrt_model_destroy(m);
+    if (!kv_at_ok) {
+        std::fprintf(stderr, "kvrt inspect: --at: the cache's accounting differs from the formula\n");
+        return 1;
+    }
     return 0;
 }
 

@@ -1,6 +1,6 @@
 #include "runtime/reference_forward.hpp"
 
-#include "model/arch/llama.hpp"
+#include "model/arch/decoder_forward.hpp"
 #include "model/model.hpp"
 #include "util/error.hpp"
 
@@ -8,7 +8,7 @@ namespace kvrt::runtime {
 
 namespace {
 std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype, KernelSet ks) {
-    const LlamaConfig& c = model.config();
+    const DecoderConfig& c = model.config();
     KVRT_CHECK(tokens != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, "reference forward: empty token list");
     for (int32_t i = 0; i < n; ++i)
         KVRT_CHECK(tokens[i] >= 0 && static_cast<uint32_t>(tokens[i]) < c.n_vocab, KVRT_ERR_OUT_OF_RANGE,
@@ -25,7 +25,7 @@ std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n
     step.logits = logits.data();
     step.logits_all = true;
     ForwardScratch scratch;
-    llama_forward(model, std::span<SeqStep>(&step, 1), scratch, ks);
+    decoder_forward(model, std::span<SeqStep>(&step, 1), scratch, ks);
     return logits;
 }
 }  // namespace

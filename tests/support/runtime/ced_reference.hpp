@@ -21,14 +21,13 @@
 #pragma once
 
 #include "model/arch/ced_weights.hpp"
+#include "runtime/ced_runtime.hpp"  // PrefillMode
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 namespace kvrt::ced {
-
-enum class PrefillMode : uint8_t { Exact = 0, CedPrefill = 1 };
 
 class CedReference {
 public:
