@@ -1220,6 +1220,8 @@ static const struct {
     {"kvrt_context_create reserved0 1", c_context_field, 1, 7, INV, "reserved0"},
     {"kvrt_context_create cache_bytes UINT64_MAX", c_context_field, -1, 8, KVRT_OK, NULL},
     {"kvrt_context_create n_seq_max 4096, n_ctx 0 (the model's)", c_context_field, 4096, 9, KVRT_OK, NULL},
+    {"kvrt_context_create n_batch 65536 (the largest)", c_context_field, 65536, 2, KVRT_OK, NULL},
+    {"kvrt_context_create block_tokens 4096 (the largest)", c_context_field, 4096, 5, KVRT_OK, NULL},
     {"kvrt_context_prefill seq -1", c_prefill_seq, -1, 0, OOR, NULL},
     {"kvrt_context_prefill seq n_seq_max", c_prefill_seq, 2, 0, OOR, NULL},
     {"kvrt_context_prefill seq INT32_MAX", c_prefill_seq, I32MAX, 0, OOR, NULL},
