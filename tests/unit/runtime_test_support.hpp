@@ -1,31 +1,28 @@
-// Shared fixtures of the runtime tests: the real model loaded once per test
-// process, greedy runs through a Context, and logit comparisons.
+// Shared fixtures of the runtime tests: the real models loaded once per test
+// process (test_models.hpp), greedy runs through a Context, uncached runs, and
+// logit comparisons.
 #pragma once
 
+#include "model/arch/decoder_forward.hpp"
 #include "model/model.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 #include "runtime/context.hpp"
 #include "runtime/sampler.hpp"
+#include "test_models.hpp"
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 namespace kvrt::test {
 
 // SmolLM2-135M-Instruct Q4_1, loaded once (a missing model fails the test).
-inline const std::shared_ptr<const Model>& smollm() {
-    static std::shared_ptr<const Model> m = [] {
-        const std::string p = model_path();
-        REQUIRE_MESSAGE(std::filesystem::exists(p), "model not found: " << p << " (run scripts/setup.sh)");
-        return Model::load(p);
-    }();
-    return m;
-}
+inline const std::shared_ptr<const Model>& smollm() { return real_model("llama"); }
 
 // Built when the sanitizers are on: the forward is ~10x slower there.
 #if defined(__SANITIZE_ADDRESS__)
@@ -79,6 +76,26 @@ inline double rel_diff(const float* a, const float* b, size_t n) {
         mb = std::max(mb, std::abs(static_cast<double>(b[i])));
     }
     return md / std::max(1.0, mb);
+}
+
+// The uncached forward's logits of the LAST of tokens[0, n) only: one pass of the
+// fast kernels over a contiguous K/V buffer made for this call (as
+// runtime::uncached_forward, without its n x n_vocab logits: Gemma's vocabulary
+// makes those 1 MiB per row).
+inline std::vector<float> uncached_last(const Model& m, const int32_t* tokens, size_t n, DType kv = DType::F16) {
+    const DecoderConfig& c = m.config();
+    ContiguousKv kv_store(static_cast<int32_t>(c.n_layers), static_cast<int32_t>(c.n_kv_heads),
+                          static_cast<int32_t>(c.head_dim), kv, static_cast<int64_t>(n));
+    std::vector<float> logits(c.n_vocab);
+    SeqStep step;
+    step.kv = &kv_store;
+    step.tokens = tokens;
+    step.n_tokens = static_cast<int32_t>(n);
+    step.pos0 = 0;
+    step.logits = logits.data();
+    ForwardScratch scratch;
+    decoder_forward(m, std::span<SeqStep>(&step, 1), scratch, KernelSet::Fast);
+    return logits;
 }
 
 inline bool bit_equal(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }

@@ -55,7 +55,8 @@ DecoderConfig read_decoder_config(const GgufFile& f, RopeType rope_type) {
         bad(f, f.arch_key("attention.key_length") + ": head width " + std::to_string(c.head_dim) +
                    " must be even and at most 1024");
     c.n_rot = f.get_u32(f.arch_key("rope.dimension_count"), c.head_dim);
-    if (!(c.rope_theta > 0.0f)) bad(f, f.arch_key("rope.freq_base") + " must be positive");
+    if (!(c.rope_theta > 0.0f) || !std::isfinite(c.rope_theta))
+        bad(f, f.arch_key("rope.freq_base") + " must be positive and finite");
     if (!(c.rms_eps > 0.0f) || c.rms_eps > 1.0f) bad(f, f.arch_key("attention.layer_norm_rms_epsilon") + " is out of range");
     if (c.n_ctx_train == 0) bad(f, f.arch_key("context_length") + " is 0");
     if (f.has(f.arch_key("rope.scaling.type"))) {
