@@ -94,8 +94,9 @@ KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config *cfg, size_t s
 KVRT_API kvrt_status kvrt_context_create(kvrt_context **out, kvrt_model *model, const kvrt_context_config *cfg);
 
 /* Releases the context's sequences (their full blocks stay in the prefix
- * cache while it lives), its cache reference and its model reference. NULL is
- * ignored. Not concurrently with other calls on the same context. */
+ * cache while it lives), its cache reference and its model reference. NULL,
+ * destroyed and foreign handles are ignored. Not concurrently with other calls
+ * on the same context. */
 KVRT_API void kvrt_context_destroy(kvrt_context *ctx);
 
 /* The context's cache, for sharing with another context over the same model
@@ -197,7 +198,9 @@ KVRT_API kvrt_status kvrt_context_decode(kvrt_context *ctx, const int32_t *seq_i
 KVRT_API kvrt_status kvrt_context_get_logits(float *dst, size_t capacity, size_t *written,
                                              const kvrt_context *ctx, int32_t seq_id);
 
-/* Number of tokens sequence seq_id holds. */
+/* Number of tokens sequence seq_id holds. Returns KVRT_OK,
+ * KVRT_ERR_OUT_OF_RANGE (seq_id), KVRT_ERR_BAD_HANDLE,
+ * KVRT_ERR_INVALID_ARGUMENT (NULL out). O(1). */
 KVRT_API kvrt_status kvrt_context_seq_length(size_t *out, const kvrt_context *ctx, int32_t seq_id);
 
 /* KV bytes sequence seq_id holds in the cache (every block it references,
@@ -231,8 +234,10 @@ typedef struct kvrt_sampler_config {
 KVRT_API kvrt_status kvrt_sampler_config_init(kvrt_sampler_config *cfg, size_t struct_size);
 
 /* Creates a sampler. Returns KVRT_ERR_INVALID_ARGUMENT for a NULL out or cfg,
- * a negative top_k, top_p outside (0, 1], min_p outside [0, 1], a NaN. */
+ * a negative top_k, top_p outside (0, 1], min_p outside [0, 1], a NaN or
+ * infinite temperature; the message names the field. */
 KVRT_API kvrt_status kvrt_sampler_create(kvrt_sampler **out, const kvrt_sampler_config *cfg);
+/* NULL, destroyed and foreign handles are ignored. */
 KVRT_API void kvrt_sampler_destroy(kvrt_sampler *sampler);
 
 /* Picks a token from n_logits logits. Advances the sampler's PRNG. Non-finite

@@ -137,13 +137,15 @@ KVRT_API kvrt_status kvrt_model_get_info(kvrt_model_info *info, const kvrt_model
 KVRT_API kvrt_status kvrt_model_meta_string(char *dst, size_t capacity, size_t *written,
                                             const kvrt_model *model, const char *key);
 
-/* Number of metadata entries, and the key of entry i (for listing). */
+/* Number of metadata entries, and the key of entry i (for listing; as
+ * kvrt_model_meta_string, plus KVRT_ERR_OUT_OF_RANGE for index >= count). */
 KVRT_API kvrt_status kvrt_model_meta_count(size_t *out, const kvrt_model *model);
 KVRT_API kvrt_status kvrt_model_meta_key(char *dst, size_t capacity, size_t *written,
                                          const kvrt_model *model, size_t index);
 
 /* Number of tensors, and tensor i's name, ggml type name ("q4_1", "f32"...),
- * element count and bytes. Any output pointer may be NULL. Returns KVRT_OK,
+ * element count and bytes. Any output pointer may be NULL, except
+ * name_written when name is given (else KVRT_ERR_INVALID_ARGUMENT). Returns KVRT_OK,
  * KVRT_ERR_OUT_OF_RANGE (index >= count), KVRT_ERR_BUFFER_TOO_SMALL (name),
  * KVRT_ERR_BAD_HANDLE. Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_model_tensor_count(size_t *out, const kvrt_model *model);
