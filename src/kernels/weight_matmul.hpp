@@ -96,6 +96,10 @@ public:
     // Same errors as above (every part needs data and rows >= 1).
     PackedWeight(TensorType type, std::span<const WeightRows> parts, int64_t k);
 
+    // True when `type` packs natively (the types listed above): a loader expands
+    // the others to f32 first.
+    static bool supports(TensorType type) noexcept;
+
     PackedWeight(PackedWeight&&) noexcept = default;
     PackedWeight& operator=(PackedWeight&&) noexcept = default;
     PackedWeight(const PackedWeight&) = delete;

@@ -92,10 +92,8 @@ constexpr std::initializer_list<TensorType> kMatmulTypes = {
     TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
     TensorType::Q5_1, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
 
-bool packs_natively(TensorType t) {
-    return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q4_0 ||
-           t == TensorType::Q4_1 || t == TensorType::Q8_0;
-}
+// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K (kernels/weight_matmul.hpp).
+bool packs_natively(TensorType t) { return PackedWeight::supports(t); }
 
 struct PackJob {
     const GgufTensor* t;

@@ -465,6 +465,10 @@ TEST_CASE("weight_matmul: matmul_part over disjoint column pairs gives the bits 
 TEST_CASE("weight_matmul: bad input is rejected with a status") {
     std::vector<uint8_t> data(1024);
     CHECK(status_of([&] { PackedWeight(TensorType::Q2_K, data.data(), 1, 256); }) == KVRT_ERR_UNSUPPORTED);
+    for (TensorType t : kTypes) CHECK(PackedWeight::supports(t));
+    for (TensorType t : kNewTypes) CHECK(PackedWeight::supports(t));
+    CHECK_FALSE(PackedWeight::supports(TensorType::Q2_K));
+    CHECK_FALSE(PackedWeight::supports(TensorType::Q5_1));
     CHECK(status_of([&] { PackedWeight(TensorType::Q5_1, data.data(), 1, 32); }) == KVRT_ERR_UNSUPPORTED);
     // K-quant rows are whole 256-element super-blocks (GGUF forbids other widths).
     for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K}) {

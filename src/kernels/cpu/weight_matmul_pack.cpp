@@ -322,11 +322,13 @@ void unpack_row_impl(TensorType t, const uint8_t* panel, size_t stride, int64_t 
 
 }  // namespace
 
+bool PackedWeight::supports(TensorType type) noexcept { return panel_step_bytes(type) != 0; }
+
 PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, int64_t k)
     : PackedWeight(type, std::span<const WeightRows>(std::array<WeightRows, 1>{WeightRows{data, n_rows}}), k) {}
 
 PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, int64_t k) : type_(type) {
-    if (panel_step_bytes(type) == 0) {
+    if (!supports(type)) {
         fail(KVRT_ERR_UNSUPPORTED, std::string("weight matmul: tensor type ") + std::to_string(static_cast<uint32_t>(type)) +
                                        " is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K are)");
     }
