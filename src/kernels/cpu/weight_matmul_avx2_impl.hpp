@@ -298,6 +298,10 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
     constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
     const int64_t nb = a.blocks;
     const size_t pf_chunk = ((t.stride + kSubs - 1) / kSubs + 63) & ~size_t{63};
+    // Two integer chains per output vector (elements 0..15 and 16..31): Q6_K needs both
+    // sums; the others add them (exact), and use the second chain only to hide the
+    // vpdpbusd latency of a single row (16 registers: two rows need them for data).
+    constexpr bool kTwo = T == TensorType::Q6_K || (KVRT_AVX2_VNNI && MR == 1);
     __m256 acc[MR][2];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -329,7 +333,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
                     #pragma GCC unroll 8
                     for (int h = 0; h < 2; h++) {
-                        __m256i& d = c < 2 ? ilo[r][h] : ihi[r][h];
+                        __m256i& d = kTwo && c >= 2 ? ihi[r][h] : ilo[r][h];
 #if KVRT_AVX2_VNNI
                         d = _mm256_dpbusd_avx_epi32(d, wl[h], x0);
                         d = _mm256_dpbusd_avx_epi32(d, wh[h], x1);
@@ -350,7 +354,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     const __m256i off = _mm256_set1_epi32(-16 * a.sum[ab]);
                     #pragma GCC unroll 8
                     for (int h = 0; h < 2; h++) {
-                        const __m256i I = _mm256_add_epi32(_mm256_add_epi32(ilo[r][h], ihi[r][h]), off);
+                        const __m256i I = _mm256_add_epi32(kTwo ? _mm256_add_epi32(ilo[r][h], ihi[r][h]) : ilo[r][h], off);
                         acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(I), acc[r][h]);
                     }
                 }
@@ -395,7 +399,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     const __m256 sa = _mm256_set1_ps(a.s[ab]);
                     #pragma GCC unroll 8
                     for (int h = 0; h < 2; h++) {
-                        const __m256i I = _mm256_add_epi32(ilo[r][h], ihi[r][h]);
+                        const __m256i I = kTwo ? _mm256_add_epi32(ilo[r][h], ihi[r][h]) : ilo[r][h];
                         acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(ds[h], da), _mm256_cvtepi32_ps(I), acc[r][h]);
                         acc[r][h] = _mm256_fnmadd_ps(dm[h], sa, acc[r][h]);
                     }

@@ -233,6 +233,10 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
     constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
     constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
     constexpr size_t pf_chunk = ((2 * step + kSubs - 1) / kSubs + 63) & ~size_t{63};
+    // Two vpdpbusd chains per output vector (elements 0..15 and 16..31): Q6_K needs
+    // both sums; the others add them (exact), and with many rows one chain keeps the
+    // registers free while the rows hide its latency.
+    constexpr bool kTwo = T == TensorType::Q6_K || MR <= 2;
     const int64_t nb = a.blocks;
     __m512 acc[MR][NP];
     #pragma GCC unroll 8
@@ -271,7 +275,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     const __m512i x1 = _mm512_set1_epi32(load_i32(xb + 4));
                     #pragma GCC unroll 8
                     for (int p = 0; p < NP; p++) {
-                        __m512i& d = c < 2 ? ilo[r][p] : ihi[r][p];
+                        __m512i& d = kTwo && c >= 2 ? ihi[r][p] : ilo[r][p];
                         d = _mm512_dpbusd_epi32(d, wl[p], x0);
                         d = _mm512_dpbusd_epi32(d, wh[p], x1);
                     }
@@ -285,7 +289,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     const __m512i off = _mm512_set1_epi32(-16 * a.sum[ab]);
                     #pragma GCC unroll 8
                     for (int p = 0; p < NP; p++) {
-                        const __m512i I = _mm512_add_epi32(_mm512_add_epi32(ilo[r][p], ihi[r][p]), off);
+                        const __m512i I = _mm512_add_epi32(kTwo ? _mm512_add_epi32(ilo[r][p], ihi[r][p]) : ilo[r][p], off);
                         acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
                     }
                 }
@@ -330,7 +334,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     const __m512 sa = _mm512_set1_ps(a.s[ab]);
                     #pragma GCC unroll 8
                     for (int p = 0; p < NP; p++) {
-                        const __m512i I = _mm512_add_epi32(ilo[r][p], ihi[r][p]);
+                        const __m512i I = kTwo ? _mm512_add_epi32(ilo[r][p], ihi[r][p]) : ilo[r][p];
                         acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(ds[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
                         acc[r][p] = _mm512_fnmadd_ps(dm[p], sa, acc[r][p]);
                     }
