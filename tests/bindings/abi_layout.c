@@ -22,10 +22,7 @@ int main(void) {
     ROW(kvrt_request_stats);
     ROW(kvrt_sampler_config);
     ROW(kvrt_generate_config);
-    ROW(kvrt_ced_init_config);
     ROW(kvrt_ced_memory);
-    ROW(kvrt_ced_session_config);
-    ROW(kvrt_ced_prefill_info);
     printf("version %u\n", (unsigned)KVRT_VERSION_NUMBER);
     return 0;
 }

@@ -342,6 +342,9 @@ pub struct kvrt_context_config {
     pub cache_salt: *const c_char,
     pub progress: kvrt_progress_fn,
     pub progress_user_data: *mut c_void,
+    // Appended in 0.2 (CED models only; see ced.h):
+    pub ced_prefill_mode: i32,
+    pub ced_resume: i32,
 }
 
 pub const KVRT_STOP_NONE: i32 = 0;
@@ -429,42 +432,10 @@ extern "C" {
 
 // ---- ced.h --------------------------------------------------------------------
 
-pub const KVRT_CED_WEIGHTS_F32: i32 = 0;
-pub const KVRT_CED_WEIGHTS_F16: i32 = 1;
-pub const KVRT_CED_WEIGHTS_BF16: i32 = 2;
-pub const KVRT_CED_WEIGHTS_Q8_0: i32 = 3;
-pub const KVRT_CED_WEIGHTS_Q4_0: i32 = 4;
-pub const KVRT_CED_WEIGHTS_Q4_1: i32 = 5;
-
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct kvrt_ced_init_config {
-    pub struct_size: usize,
-    pub preset: *const c_char,
-    pub seed: u64,
-    pub weight_type: i32,
-    pub window: i32,
-    pub top_k: i32,
-    pub n_vocab: i32,
-}
-
-extern "C" {
-    pub fn kvrt_ced_init_config_init(cfg: *mut kvrt_ced_init_config, struct_size: usize) -> kvrt_status;
-    pub fn kvrt_ced_param_count(out: *mut u64, cfg: *const kvrt_ced_init_config) -> kvrt_status;
-    pub fn kvrt_ced_write_gguf(path: *const c_char, cfg: *const kvrt_ced_init_config) -> kvrt_status;
-}
-
-#[repr(C)]
-pub struct kvrt_ced_model {
-    _private: [u8; 0],
-}
-#[repr(C)]
-pub struct kvrt_ced_session {
-    _private: [u8; 0],
-}
-
+/// `kvrt_ced_prefill_mode`: values of `kvrt_context_config::ced_prefill_mode`.
 pub const KVRT_CED_PREFILL_EXACT: i32 = 0;
 pub const KVRT_CED_PREFILL_CED: i32 = 1;
+/// `kvrt_ced_resume`: values of `kvrt_context_config::ced_resume`.
 pub const KVRT_CED_RESUME_AUTO: i32 = 0;
 pub const KVRT_CED_RESUME_CHECKPOINT: i32 = 1;
 pub const KVRT_CED_RESUME_BOUNDED_REPLAY: i32 = 2;
@@ -487,51 +458,10 @@ pub struct kvrt_ced_memory {
     pub dense_bytes_per_token: f64,
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct kvrt_ced_session_config {
-    pub struct_size: usize,
-    pub block_tokens: i32,
-    pub chunk: i32,
-    pub bank_budget_bytes: u64,
-    pub window_budget_bytes: u64,
-    pub cache_dtype: i32,
-    pub reserved0: i32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct kvrt_ced_prefill_info {
-    pub struct_size: usize,
-    pub hit: i64,
-    pub exact_resume: i32,
-    pub reserved0: i32,
-    pub replayed: i64,
-    pub computed: i64,
-    pub decoded: i64,
-}
-
 extern "C" {
-    pub fn kvrt_ced_model_load(out: *mut *mut kvrt_ced_model, path: *const c_char) -> kvrt_status;
-    pub fn kvrt_ced_model_destroy(model: *mut kvrt_ced_model);
-    pub fn kvrt_ced_memory_get(out: *mut kvrt_ced_memory, model: *const kvrt_ced_model) -> kvrt_status;
+    /// `dtype`: a `KVRT_DTYPE_*` value (F32, F16 or BF16).
+    pub fn kvrt_ced_memory_get(out: *mut kvrt_ced_memory, model: *const kvrt_model, dtype: i32) -> kvrt_status;
     pub fn kvrt_ced_memory_source(layer: *mut i32, ratio: *mut i32, main_bytes_per_token: *mut f64,
-                                  indexer_bytes_per_token: *mut f64, model: *const kvrt_ced_model,
-                                  index: u32) -> kvrt_status;
-    pub fn kvrt_ced_session_config_init(cfg: *mut kvrt_ced_session_config, struct_size: usize) -> kvrt_status;
-    pub fn kvrt_ced_session_create(out: *mut *mut kvrt_ced_session, model: *const kvrt_ced_model,
-                                   cfg: *const kvrt_ced_session_config) -> kvrt_status;
-    pub fn kvrt_ced_session_destroy(session: *mut kvrt_ced_session);
-    pub fn kvrt_ced_seq_create(out_seq: *mut u64, session: *mut kvrt_ced_session) -> kvrt_status;
-    pub fn kvrt_ced_seq_release(session: *mut kvrt_ced_session, seq: u64) -> kvrt_status;
-    pub fn kvrt_ced_seq_fork(out_seq: *mut u64, session: *mut kvrt_ced_session, seq: u64) -> kvrt_status;
-    pub fn kvrt_ced_seq_truncate(session: *mut kvrt_ced_session, seq: u64, pos: i64) -> kvrt_status;
-    pub fn kvrt_ced_seq_length(out: *mut i64, session: *const kvrt_ced_session, seq: u64) -> kvrt_status;
-    pub fn kvrt_ced_prefill(info: *mut kvrt_ced_prefill_info, session: *mut kvrt_ced_session, seq: u64,
-                            tokens: *const i32, n_tokens: usize, mode: i32, resume: i32) -> kvrt_status;
-    pub fn kvrt_ced_extend(session: *mut kvrt_ced_session, seq: u64, tokens: *const i32, n_tokens: usize) -> kvrt_status;
-    pub fn kvrt_ced_logits(dst: *mut f32, capacity: usize, written: *mut usize, session: *const kvrt_ced_session,
-                           seq: u64) -> kvrt_status;
-    pub fn kvrt_ced_session_bytes(bank_bytes_per_token: *mut f64, bank_bytes_in_use: *mut u64,
-                                  window_bytes_in_use: *mut u64, session: *const kvrt_ced_session) -> kvrt_status;
+                                  indexer_bytes_per_token: *mut f64, model: *const kvrt_model,
+                                  index: u32, dtype: i32) -> kvrt_status;
 }

@@ -23,7 +23,7 @@ pub enum LayerKind {
 }
 
 impl LayerKind {
-    fn raw(self) -> i32 {
+    pub(crate) fn raw(self) -> i32 {
         match self {
             LayerKind::Full => sys::KVRT_LAYER_FULL,
             LayerKind::Window => sys::KVRT_LAYER_WINDOW,
@@ -43,7 +43,7 @@ pub enum DType {
 }
 
 impl DType {
-    fn raw(self) -> i32 {
+    pub(crate) fn raw(self) -> i32 {
         match self {
             DType::F32 => sys::KVRT_DTYPE_F32,
             DType::F16 => sys::KVRT_DTYPE_F16,

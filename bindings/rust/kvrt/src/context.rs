@@ -30,6 +30,51 @@ impl KvType {
     }
 }
 
+/// Prefill semantics of a CED model (kvrt_ced_prefill_mode); ignored for other models.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CedPrefillMode {
+    /// Every layer over every prompt token.
+    #[default]
+    Exact,
+    /// CED prefill: the encoder over all N tokens, the decoder over the last W only.
+    Ced,
+}
+
+impl CedPrefillMode {
+    fn raw(self) -> i32 {
+        match self {
+            CedPrefillMode::Exact => sys::KVRT_CED_PREFILL_EXACT,
+            CedPrefillMode::Ced => sys::KVRT_CED_PREFILL_CED,
+        }
+    }
+}
+
+/// How a prefill of a CED model restores the window state on a prefix-cache
+/// hit (kvrt_ced_resume); ignored for other models.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CedResume {
+    /// A window checkpoint when it costs no more than a replay, else bounded replay.
+    #[default]
+    Auto,
+    /// Exact resumption only.
+    Checkpoint,
+    /// Replay the last W positions before the hit (approximate).
+    BoundedReplay,
+    /// No reuse.
+    Cold,
+}
+
+impl CedResume {
+    fn raw(self) -> i32 {
+        match self {
+            CedResume::Auto => sys::KVRT_CED_RESUME_AUTO,
+            CedResume::Checkpoint => sys::KVRT_CED_RESUME_CHECKPOINT,
+            CedResume::BoundedReplay => sys::KVRT_CED_RESUME_BOUNDED_REPLAY,
+            CedResume::Cold => sys::KVRT_CED_RESUME_COLD,
+        }
+    }
+}
+
 /// Options of [`Context::new`]; `Default` gives kvrt's defaults.
 #[derive(Clone, Debug)]
 pub struct ContextOptions {
@@ -49,6 +94,10 @@ pub struct ContextOptions {
     pub prefix_caching: bool,
     /// Prefixes are shared only between equal salts.
     pub cache_salt: String,
+    /// CED models only: exact or CED prefill.
+    pub ced_prefill_mode: CedPrefillMode,
+    /// CED models only: how a prefix-cache hit restores the windows.
+    pub ced_resume: CedResume,
 }
 
 impl Default for ContextOptions {
@@ -63,6 +112,8 @@ impl Default for ContextOptions {
             cache_bytes: 0,
             prefix_caching: true,
             cache_salt: String::new(),
+            ced_prefill_mode: CedPrefillMode::Exact,
+            ced_resume: CedResume::Auto,
         }
     }
 }
@@ -176,6 +227,8 @@ impl<'m> Context<'m> {
         cfg.cache = cache;
         cfg.prefix_caching = o.prefix_caching as i32;
         cfg.cache_salt = salt.as_ptr(); // copied by kvrt_context_create
+        cfg.ced_prefill_mode = o.ced_prefill_mode.raw();
+        cfg.ced_resume = o.ced_resume.raw();
         let mut out: *mut sys::kvrt_context = ptr::null_mut();
         check(unsafe { sys::kvrt_context_create(&mut out, model.as_ptr(), &cfg) })?;
         NonNull::new(out)

@@ -16,16 +16,15 @@
 pub use kvrt_sys as sys;
 
 mod cache;
-pub mod ced;
 mod context;
 mod error;
 mod model;
 mod util;
 
 pub use cache::{Cache, CacheKeys, CacheStats, DType, LayerConfig, LayerInfo, LayerKind, Layout, SeqInfo};
-pub use context::{Context, ContextOptions, GenerateOptions, KvType, RequestStats, Sampler, SamplerOptions, StopReason};
+pub use context::{CedPrefillMode, CedResume, Context, ContextOptions, GenerateOptions, KvType, RequestStats, Sampler, SamplerOptions, StopReason};
 pub use error::{status_name, Error, ErrorKind, Result};
-pub use model::{ChatMessage, Model, ModelInfo, ModelOptions, TensorInfo, TokenizeFlags};
+pub use model::{CedMemory, CedSource, ChatMessage, Model, ModelInfo, ModelOptions, TensorInfo, TokenizeFlags};
 
 use std::ffi::CStr;
 

@@ -6,6 +6,7 @@ use std::ptr::{self, NonNull};
 
 use kvrt_sys as sys;
 
+use crate::cache::DType;
 use crate::error::{check, Error, ErrorKind, Result};
 use crate::util::{cpath, cstring, read_buffer, Callback};
 
@@ -75,6 +76,36 @@ impl TokenizeFlags {
         (if self.add_bos { sys::KVRT_TOKENIZE_ADD_BOS } else { 0 })
             | (if self.parse_special { sys::KVRT_TOKENIZE_PARSE_SPECIAL } else { 0 })
     }
+}
+
+/// KV memory of a CED model by component at one element type
+/// (kvrt_ced_memory; see kvrt/ced.h), with a dense GQA model beside it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CedMemory {
+    pub n_layers: u32,
+    /// Number of banks; each is described by [`Model::ced_source`].
+    pub n_sources: u32,
+    /// The window W.
+    pub window: u32,
+    /// Bytes of one cached element (of the dtype asked for).
+    pub elem_bytes: u32,
+    pub main_bytes_per_token: f64,
+    pub indexer_bytes_per_token: f64,
+    /// main + indexer: the prefix-cacheable KV.
+    pub global_bytes_per_token: f64,
+    pub window_bytes_per_sequence: u64,
+    pub dense_kv_heads: u32,
+    pub dense_head_dim: u32,
+    pub dense_bytes_per_token: f64,
+}
+
+/// One bank of a CED model (kvrt_ced_memory_source).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CedSource {
+    pub layer: i32,
+    pub ratio: i32,
+    pub main_bytes_per_token: f64,
+    pub indexer_bytes_per_token: f64,
 }
 
 /// One chat message.
@@ -254,6 +285,37 @@ impl Model {
         let mut out: c_int = 0;
         check(unsafe { sys::kvrt_model_token_is_eog(&mut out, self.raw.as_ptr(), token) })?;
         Ok(out != 0)
+    }
+
+    /// KV memory of a CED model whose cached rows are of element type `dtype`
+    /// (kvrt_ced_memory_get). `Err(Unsupported)` for a model of another architecture.
+    pub fn ced_memory(&self, dtype: DType) -> Result<CedMemory> {
+        let mut m = sys::kvrt_ced_memory { struct_size: size_of::<sys::kvrt_ced_memory>(), ..Default::default() };
+        check(unsafe { sys::kvrt_ced_memory_get(&mut m, self.raw.as_ptr(), dtype.raw()) })?;
+        Ok(CedMemory {
+            n_layers: m.n_layers,
+            n_sources: m.n_sources,
+            window: m.window,
+            elem_bytes: m.elem_bytes,
+            main_bytes_per_token: m.main_bytes_per_token,
+            indexer_bytes_per_token: m.indexer_bytes_per_token,
+            global_bytes_per_token: m.global_bytes_per_token,
+            window_bytes_per_sequence: m.window_bytes_per_sequence,
+            dense_kv_heads: m.dense_kv_heads,
+            dense_head_dim: m.dense_head_dim,
+            dense_bytes_per_token: m.dense_bytes_per_token,
+        })
+    }
+
+    /// Bank `index` (0..n_sources) of a CED model at element type `dtype`
+    /// (kvrt_ced_memory_source). `Err(OutOfRange)` past the last bank.
+    pub fn ced_source(&self, index: u32, dtype: DType) -> Result<CedSource> {
+        let mut s = CedSource { layer: 0, ratio: 0, main_bytes_per_token: 0.0, indexer_bytes_per_token: 0.0 };
+        check(unsafe {
+            sys::kvrt_ced_memory_source(&mut s.layer, &mut s.ratio, &mut s.main_bytes_per_token,
+                                        &mut s.indexer_bytes_per_token, self.raw.as_ptr(), index, dtype.raw())
+        })?;
+        Ok(s)
     }
 
     /// Renders messages with the model's chat template; tokenize the result

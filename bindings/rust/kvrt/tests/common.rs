@@ -45,10 +45,7 @@ fn struct_sizes_match_the_c_compiler() {
         ("kvrt_request_stats", size_of::<sys::kvrt_request_stats>()),
         ("kvrt_sampler_config", size_of::<sys::kvrt_sampler_config>()),
         ("kvrt_generate_config", size_of::<sys::kvrt_generate_config>()),
-        ("kvrt_ced_init_config", size_of::<sys::kvrt_ced_init_config>()),
         ("kvrt_ced_memory", size_of::<sys::kvrt_ced_memory>()),
-        ("kvrt_ced_session_config", size_of::<sys::kvrt_ced_session_config>()),
-        ("kvrt_ced_prefill_info", size_of::<sys::kvrt_ced_prefill_info>()),
     ];
     let mut seen = 0;
     for line in text.lines() {
@@ -66,7 +63,7 @@ fn struct_sizes_match_the_c_compiler() {
 }
 
 /// Send/Sync follow the headers: models and caches are shareable, contexts,
-/// samplers, layouts and CED sessions move between threads but are used by
+/// samplers and layouts move between threads but are used by
 /// one at a time (not Sync). The !Sync half is a compile-time check: the
 /// method call below is ambiguous (does not compile) if the type is Sync.
 #[test]
@@ -75,11 +72,9 @@ fn send_and_sync_follow_the_headers() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<kvrt::Model>();
     send_sync::<kvrt::Cache>();
-    send_sync::<kvrt::ced::CedModel>();
     send::<kvrt::Context<'static>>();
     send::<kvrt::Sampler>();
     send::<kvrt::Layout>();
-    send::<kvrt::ced::CedSession<'static>>();
 
     trait AmbiguousIfSync<A> {
         fn check() {}
@@ -89,5 +84,4 @@ fn send_and_sync_follow_the_headers() {
     <kvrt::Context<'static> as AmbiguousIfSync<_>>::check();
     <kvrt::Sampler as AmbiguousIfSync<_>>::check();
     <kvrt::Layout as AmbiguousIfSync<_>>::check();
-    <kvrt::ced::CedSession<'static> as AmbiguousIfSync<_>>::check();
 }
