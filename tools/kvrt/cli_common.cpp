@@ -1,5 +1,7 @@
 #include "cli_common.hpp"
 
+#include <cctype>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -88,6 +90,56 @@ bool chat_prompt(const kvrt_model* m, const std::vector<std::pair<std::string, s
     if (s != KVRT_OK) return report_error("chat", "chat template", s), false;
     out.resize(n);
     return true;
+}
+
+bool has_vocabulary(const kvrt_model* m) {
+    size_t n = 0;
+    const kvrt_status s = kvrt_model_tokenize(nullptr, 0, &n, m, "", 0, 0);
+    kvrt_clear_error();
+    return s != KVRT_ERR_UNSUPPORTED;
+}
+
+bool text_tokens(const kvrt_model* m, const std::string& text, bool parse_special, std::vector<int32_t>& out) {
+    if (has_vocabulary(m)) return tokenize(m, text, parse_special, out);
+    kvrt_model_info info;
+    kvrt_model_info_init(&info, sizeof info);
+    if (kvrt_model_get_info(&info, m) != KVRT_OK || info.n_vocab == 0) return report_error("tokenize", "model info", KVRT_ERR_INTERNAL), false;
+    // One id per word (a run of non-space bytes with the spaces after it), FNV-1a hashed.
+    out.clear();
+    for (size_t i = 0; i < text.size();) {
+        uint32_t h = 2166136261u;
+        size_t j = i;
+        while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j]))) h = (h ^ static_cast<unsigned char>(text[j++])) * 16777619u;
+        while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j]))) h = (h ^ static_cast<unsigned char>(text[j++])) * 16777619u;
+        out.push_back(static_cast<int32_t>(h % info.n_vocab));
+        i = j;
+    }
+    return true;
+}
+
+bool conversation_tokens(const kvrt_model* m, const std::vector<std::pair<std::string, std::string>>& msgs,
+                         std::vector<int32_t>& out, bool* templated) {
+    if (templated) *templated = false;
+    std::vector<kvrt_chat_message> cm(msgs.size());
+    for (size_t i = 0; i < msgs.size(); ++i) cm[i] = {msgs[i].first.c_str(), msgs[i].second.c_str()};
+    size_t n = 0;
+    if (has_vocabulary(m) && kvrt_model_chat_apply(nullptr, 0, &n, m, cm.data(), cm.size(), 1) == KVRT_OK) {
+        std::string text;
+        if (!chat_prompt(m, msgs, text)) return false;
+        if (templated) *templated = true;
+        return tokenize(m, text, true, out);
+    }
+    kvrt_clear_error();
+    std::string text;
+    for (const auto& [role, content] : msgs) text += (text.empty() ? "" : "\n\n") + content;
+    return text_tokens(m, text, false, out);
+}
+
+std::string tokens_text(const kvrt_model* m, const std::vector<int32_t>& toks) {
+    if (has_vocabulary(m)) return detokenize(m, toks);
+    std::string s = "[";
+    for (size_t i = 0; i < toks.size(); ++i) s += (i ? " " : "") + std::to_string(toks[i]);
+    return s + "]";
 }
 
 std::string json_escape(const std::string& s) {

@@ -34,6 +34,21 @@ std::string detokenize(const kvrt_model* m, const std::vector<int32_t>& toks);
 bool chat_prompt(const kvrt_model* m, const std::vector<std::pair<std::string, std::string>>& msgs,
                  std::string& out);
 
+// Prompts for every architecture. A model whose GGUF has no vocabulary (a CED
+// file from `kvrt ced-init`) runs on token ids: its "tokens" of a text are one
+// hashed id per word (a deterministic stand-in, so the demo and bench scenarios
+// run on it too), and its detokenised text is the ids in brackets.
+bool has_vocabulary(const kvrt_model* m);
+// The tokens of a text (BOS as the model says; special tokens parsed when asked).
+bool text_tokens(const kvrt_model* m, const std::string& text, bool parse_special, std::vector<int32_t>& out);
+// The tokens of a conversation: the chat template when the model has one, else
+// the messages' contents joined by blank lines (a base model such as Gemma 3 270M
+// has no template); *templated tells which.
+bool conversation_tokens(const kvrt_model* m, const std::vector<std::pair<std::string, std::string>>& msgs,
+                         std::vector<int32_t>& out, bool* templated = nullptr);
+// Text of generated tokens (ids in brackets for a model without a vocabulary).
+std::string tokens_text(const kvrt_model* m, const std::vector<int32_t>& toks);
+
 std::string json_escape(const std::string& s);
 double now_seconds();
 

@@ -131,11 +131,16 @@ int cmd_bench(int argc, char** argv) {
     std::vector<int32_t> doc_toks;
     {
         // Plain text: no template, no BOS (the model does not ask for one), specials not parsed.
+        // (A model without a vocabulary gets the text's bytes as ids: cli_common.hpp.)
         size_t n = 0;
         const std::string doc = demo_document();
-        kvrt_model_tokenize(nullptr, 0, &n, model, doc.data(), doc.size(), 0);
-        doc_toks.resize(n);
-        kvrt_model_tokenize(doc_toks.data(), n, &n, model, doc.data(), doc.size(), 0);
+        if (has_vocabulary(model)) {
+            kvrt_model_tokenize(nullptr, 0, &n, model, doc.data(), doc.size(), 0);
+            doc_toks.resize(n);
+            kvrt_model_tokenize(doc_toks.data(), n, &n, model, doc.data(), doc.size(), 0);
+        } else if (!text_tokens(model, doc, false, doc_toks)) {
+            return 1;
+        }
     }
     auto make_ctx = [&](int prefix_caching) {
         kvrt_context_config cc;
@@ -195,12 +200,10 @@ int cmd_bench(int argc, char** argv) {
     }
     if (rc == 0 && only.find("ttft") != std::string::npos) {
         const std::string doc = demo_document(), doc_c = edited_demo_document();
-        std::string pa, pb, pc;
         std::vector<int32_t> ta, tb, tc;
-        if (!chat_prompt(model, {{"user", demo_user_message(doc, kQuestionRisks)}}, pa) ||
-            !chat_prompt(model, {{"user", demo_user_message(doc, kQuestionDeadlines)}}, pb) ||
-            !chat_prompt(model, {{"user", demo_user_message(doc_c, kQuestionDeadlines)}}, pc) ||
-            !tokenize(model, pa, true, ta) || !tokenize(model, pb, true, tb) || !tokenize(model, pc, true, tc))
+        if (!conversation_tokens(model, {{"user", demo_user_message(doc, kQuestionRisks)}}, ta) ||
+            !conversation_tokens(model, {{"user", demo_user_message(doc, kQuestionDeadlines)}}, tb) ||
+            !conversation_tokens(model, {{"user", demo_user_message(doc_c, kQuestionDeadlines)}}, tc))
             return 1;
         std::map<std::string, const std::vector<int32_t>*> req = {{"A", &ta}, {"B", &tb}, {"C", &tc}};
         auto request = [&](kvrt_context* c, const std::vector<int32_t>& t, kvrt_request_stats& st) {
@@ -225,7 +228,7 @@ int cmd_bench(int argc, char** argv) {
         if (!c) return 1;
         {
             std::vector<int32_t> warm;
-            tokenize(model, "Warm-up.", false, warm);
+            text_tokens(model, "Warm-up.", false, warm);
             kvrt_request_stats st;
             request(c, warm, st);
         }

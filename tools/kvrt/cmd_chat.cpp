@@ -57,9 +57,8 @@ int cmd_chat(int argc, char** argv) {
         if (tty) std::fprintf(stderr, "> ");
         if (!std::getline(std::cin, line) || line.empty()) break;
         msgs.emplace_back("user", line);
-        std::string prompt;
         std::vector<int32_t> toks;
-        if (!chat_prompt(model, msgs, prompt) || !tokenize(model, prompt, true, toks)) {
+        if (!conversation_tokens(model, msgs, toks)) {
             rc = 1;
             break;
         }

@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "demo_prompts.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -71,7 +72,7 @@ bool run_request(kvrt_context* ctx, const kvrt_model* model, const std::vector<i
 
 void print_request(const char* label, const char* what, const kvrt_model* model, const RequestResult& r,
                    size_t first_diff, bool json) {
-    const std::string answer = detokenize(model, r.answer);
+    const std::string answer = tokens_text(model, r.answer);
     const double tps = r.decode_s > 0 ? r.decoded / r.decode_s : 0.0;
     if (json) {
         std::printf("{\"request\":\"%s\",\"prompt_tokens\":%llu,\"reused_tokens\":%llu,\"reused_from_cache\":%llu,"
@@ -115,23 +116,29 @@ int cmd_demo(int argc, char** argv) {
 
     const std::string doc = demo_document();
     const std::string doc_c = edited_demo_document();
-    std::string pa, pb, pc;
     std::vector<int32_t> ta, tb, tc;
     int rc = 0;
     kvrt_context* ctx = nullptr;
     kvrt_context* cold = nullptr;
     do {
-        if (!chat_prompt(model, {{"user", demo_user_message(doc, kQuestionRisks)}}, pa) ||
-            !chat_prompt(model, {{"user", demo_user_message(doc, kQuestionDeadlines)}}, pb) ||
-            !chat_prompt(model, {{"user", demo_user_message(doc_c, kQuestionDeadlines)}}, pc) ||
-            !tokenize(model, pa, true, ta) || !tokenize(model, pb, true, tb) || !tokenize(model, pc, true, tc)) {
+        // The chat template when the model has one; a base model (Gemma 3 270M) gets the plain
+        // text, a model without a vocabulary (CED from `kvrt ced-init`) the text's bytes as ids.
+        if (!conversation_tokens(model, {{"user", demo_user_message(doc, kQuestionRisks)}}, ta) ||
+            !conversation_tokens(model, {{"user", demo_user_message(doc, kQuestionDeadlines)}}, tb) ||
+            !conversation_tokens(model, {{"user", demo_user_message(doc_c, kQuestionDeadlines)}}, tc)) {
             rc = 1;
             break;
         }
         kvrt_context_config cc;
         kvrt_context_config_init(&cc, sizeof cc);
         cc.n_threads = threads;
-        cc.n_ctx = 8192;
+        {
+            kvrt_model_info info;
+            kvrt_model_info_init(&info, sizeof info);
+            kvrt_model_get_info(&info, model);
+            const size_t need = std::max({ta.size(), tb.size(), tc.size()}) + static_cast<size_t>(std::max(n_answer, 0)) + 16;
+            cc.n_ctx = static_cast<uint32_t>(std::min<size_t>(info.n_ctx_train, std::max<size_t>(8192, need)));
+        }
         if (stderr_is_tty()) cc.progress = progress_bar;
         kvrt_status s = kvrt_context_create(&ctx, model, &cc);
         if (s != KVRT_OK) {
@@ -139,9 +146,12 @@ int cmd_demo(int argc, char** argv) {
             break;
         }
         if (!json) {
-            std::printf("kvrt demo: a %zu-byte project document (%zu tokens) stating a budget of 1,000,000 EUR,\n"
-                        "three requests sharing one prefix cache; greedy answers of up to %d tokens.\n",
-                        doc.size(), ta.size(), n_answer);
+            kvrt_model_info info;
+            kvrt_model_info_init(&info, sizeof info);
+            kvrt_model_get_info(&info, model);
+            std::printf("kvrt demo on %s (%s): a %zu-byte project document (%zu tokens) stating a budget of\n"
+                        "1,000,000 EUR, three requests sharing one prefix cache; greedy answers of up to %d tokens.\n",
+                        info.name[0] ? info.name : path.c_str(), info.architecture, doc.size(), ta.size(), n_answer);
         }
         RequestResult ra, rb, rcr, rb_cold;
         // Each request runs on a fresh sequence; releasing it leaves its full blocks in the prefix cache.

@@ -26,11 +26,19 @@ void run_usage() {
 
 struct StreamState {
     bool json;
+    bool ids;  // the model has no vocabulary: stream token ids
     std::string text;
 };
 
-int on_token(int32_t, const char* text, size_t len, void* ud) {
+int on_token(int32_t token, const char* text, size_t len, void* ud) {
     auto* st = static_cast<StreamState*>(ud);
+    std::string ids;
+    if (st->ids) {
+        if (token < 0) return 0;  // the end-of-text flush
+        ids = " " + std::to_string(token);
+        text = ids.data();
+        len = ids.size();
+    }
     st->text.append(text, len);
     if (!st->json) {
         std::fwrite(text, 1, len, stdout);
@@ -58,13 +66,10 @@ int cmd_run(int argc, char** argv) {
     kvrt_context* ctx = nullptr;
     kvrt_sampler* sampler = nullptr;
     do {
-        std::string text = prompt;
-        if (a.has("--chat") && !chat_prompt(model, {{"user", prompt}}, text)) {
-            rc = 1;
-            break;
-        }
         std::vector<int32_t> toks;
-        if (!tokenize(model, text, a.has("--chat"), toks) || toks.empty()) {
+        const bool ok = a.has("--chat") ? conversation_tokens(model, {{"user", prompt}}, toks)
+                                        : text_tokens(model, prompt, false, toks);
+        if (!ok || toks.empty()) {
             std::fprintf(stderr, "kvrt run: the prompt has no tokens\n");
             rc = 1;
             break;
@@ -93,7 +98,7 @@ int cmd_run(int argc, char** argv) {
         std::vector<std::string> stops = a.all("--stop");
         std::vector<const char*> stop_ptrs;
         for (const auto& st : stops) stop_ptrs.push_back(st.c_str());
-        StreamState st{json, {}};
+        StreamState st{json, !has_vocabulary(model), {}};
         kvrt_generate_config g;
         kvrt_generate_config_init(&g, sizeof g);
         g.max_tokens = static_cast<uint32_t>(std::atoi(a.get("-n", a.get("--max-tokens", "128")).c_str()));
@@ -105,7 +110,7 @@ int cmd_run(int argc, char** argv) {
         g.user_data = &st;
         kvrt_request_stats rs;
         kvrt_request_stats_init(&rs, sizeof rs);
-        if (!json && !a.has("--chat")) std::fputs(prompt.c_str(), stdout);
+        if (!json && !a.has("--chat")) std::fputs(st.ids ? tokens_text(model, toks).c_str() : prompt.c_str(), stdout);
         s = kvrt_context_generate(&rs, ctx, 0, toks.data(), toks.size(), &g);
         if (s != KVRT_OK) {
             rc = report_error("run", "generate", s);
