@@ -19,12 +19,56 @@ import (
 	"unsafe"
 )
 
+// KVType is the element type of cached K/V rows (kvrt_context_config.kv_dtype).
+// The zero value keeps kvrt's default (f16).
+type KVType int32
+
+const (
+	KVDefault KVType = iota // kvrt's default: f16
+	KVF32
+	KVF16
+	KVBF16
+)
+
+func (t KVType) raw() (C.int32_t, bool) {
+	switch t {
+	case KVF32:
+		return C.KVRT_KV_F32, true
+	case KVF16:
+		return C.KVRT_KV_F16, true
+	case KVBF16:
+		return C.KVRT_KV_BF16, true
+	}
+	return 0, false
+}
+
+// CedPrefillMode is the prefill semantics of a CED model
+// (kvrt_ced_prefill_mode); ignored for models of other architectures.
+type CedPrefillMode int32
+
+const (
+	CedPrefillExact CedPrefillMode = C.KVRT_CED_PREFILL_EXACT // every layer over every prompt token (default)
+	CedPrefillCED   CedPrefillMode = C.KVRT_CED_PREFILL_CED   // encoder over all N tokens, decoder over the last W
+)
+
+// CedResume is how a prefill of a CED model restores the window state on a
+// prefix-cache hit (kvrt_ced_resume); ignored for models of other architectures.
+type CedResume int32
+
+const (
+	CedResumeAuto          CedResume = C.KVRT_CED_RESUME_AUTO           // checkpoint when no dearer than a replay (default)
+	CedResumeCheckpoint    CedResume = C.KVRT_CED_RESUME_CHECKPOINT     // exact resumption only
+	CedResumeBoundedReplay CedResume = C.KVRT_CED_RESUME_BOUNDED_REPLAY // replay [H-W, H) (approximate)
+	CedResumeCold          CedResume = C.KVRT_CED_RESUME_COLD           // no reuse
+)
+
 // ContextOptions are the options of NewContext; zero values take kvrt's defaults.
 type ContextOptions struct {
 	NCtx            uint32 // positions per sequence; 0 = the model's training context
 	NSeqMax         uint32 // sequence ids [0, NSeqMax); 0 = 1
 	NBatch          uint32 // prefill chunk; 0 = 512
 	Threads         int32  // 0 = the OpenMP default
+	KVType          KVType // element type of cached K/V rows; KVDefault = f16
 	BlockTokens     uint32 // 0 = 16
 	CacheBytes      uint64 // 0 = kvrt's default budget
 	NoPrefixCaching bool
@@ -32,6 +76,9 @@ type ContextOptions struct {
 	// ShareCacheWith: another context over the same model whose KV cache
 	// (and prefix cache) this one shares.
 	ShareCacheWith *Context
+	// CED models only (kvrt/ced.h): prefill semantics and resume policy.
+	CedPrefillMode CedPrefillMode
+	CedResume      CedResume
 }
 
 // Context runs a model over a KV cache. kvrt allows one thread at a time per
@@ -59,6 +106,10 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 			return nil, err
 		}
 	}
+	kv, ok := o.KVType.raw()
+	if !ok && o.KVType != KVDefault {
+		return nil, bindingError(ErrInvalidArgument, "ContextOptions.KVType: %d is not a KVType", int32(o.KVType))
+	}
 	salt := C.CString(o.CacheSalt)
 	defer C.free(unsafe.Pointer(salt))
 	var p *C.kvrt_context
@@ -75,6 +126,9 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 			cfg.n_batch = C.uint32_t(o.NBatch)
 		}
 		cfg.n_threads = C.int32_t(o.Threads)
+		if o.KVType != KVDefault {
+			cfg.kv_dtype = kv
+		}
 		if o.BlockTokens != 0 {
 			cfg.block_tokens = C.uint32_t(o.BlockTokens)
 		}
@@ -84,6 +138,8 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 			cfg.prefix_caching = 0
 		}
 		cfg.cache_salt = salt
+		cfg.ced_prefill_mode = C.int32_t(o.CedPrefillMode)
+		cfg.ced_resume = C.int32_t(o.CedResume)
 		return C.kvrt_context_create(&p, m.p, &cfg)
 	})
 	if err != nil {

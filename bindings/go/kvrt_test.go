@@ -2,7 +2,6 @@ package kvrt
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -213,81 +212,5 @@ func TestCacheFromManyGoroutines(t *testing.T) {
 	wg.Wait()
 	if st, _ := c.Stats(); st.Sequences != 0 {
 		t.Fatalf("%d sequences left", st.Sequences)
-	}
-}
-
-func TestCedGenerator(t *testing.T) {
-	n, err := CedParamCount(CedOptions{})
-	if err != nil || n == 0 {
-		t.Fatalf("%d %v", n, err)
-	}
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := CedWriteGGUF(path, CedOptions{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || string(b[:4]) != "GGUF" || uint64(len(b)) < 4*n {
-		t.Fatalf("file of %d bytes for %d params: %v", len(b), n, err)
-	}
-	if _, err := CedParamCount(CedOptions{Preset: "huge"}); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("unknown preset: %v", err)
-	}
-	if err := CedWriteGGUF("/nonexistent-dir/x.gguf", CedOptions{}); !errors.Is(err, ErrIO) {
-		t.Fatalf("unwritable path: %v", err)
-	}
-}
-
-func TestCedModelRunsAndReusesPrefixes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := CedWriteGGUF(path, CedOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := LoadCedModel(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	mem, err := m.Memory()
-	if err != nil || mem.Sources == 0 || mem.GlobalBytesPerToken <= 0 {
-		t.Fatalf("%+v %v", mem, err)
-	}
-	if _, _, err := m.Source(mem.Sources); !errors.Is(err, ErrOutOfRange) {
-		t.Fatalf("source past the end: %v", err)
-	}
-	s, err := NewCedSession(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := make([]int32, 40)
-	for i := range tokens {
-		tokens[i] = int32((i*7 + 3) % 50)
-	}
-	a, _ := s.SeqCreate()
-	if info, err := s.Prefill(a, tokens, CedPrefillExact, CedResumeAuto); err != nil || info.Hit != 0 {
-		t.Fatalf("%+v %v", info, err)
-	}
-	if l, err := s.Logits(a); err != nil || len(l) == 0 {
-		t.Fatalf("%d logits %v", len(l), err)
-	}
-	if err := s.Extend(a, []int32{5}); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := s.SeqCreate()
-	if info, err := s.Prefill(b, tokens, CedPrefillExact, CedResumeAuto); err != nil || info.Hit == 0 {
-		t.Fatalf("second identical prompt: %+v %v", info, err)
-	}
-	if _, err := s.Prefill(b, tokens, CedPrefillExact, CedResumeAuto); !errors.Is(err, ErrInvalidState) {
-		t.Fatalf("prefill of a non-empty sequence: %v", err)
-	}
-	if bpt, _, _, err := s.Bytes(); err != nil || bpt != mem.GlobalBytesPerToken {
-		t.Fatalf("%v %v", bpt, err)
-	}
-	s.Close()
-	s.Close()
-	if _, err := s.SeqCreate(); err != ErrClosed {
-		t.Fatalf("after Close: %v", err)
-	}
-	if _, err := LoadCedModel(filepath.Join(t.TempDir(), "missing.gguf")); !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrIO) {
-		t.Fatalf("missing file: %v", err)
 	}
 }

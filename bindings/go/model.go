@@ -135,6 +135,52 @@ func (m *Model) Info() (ModelInfo, error) {
 	return out, nil
 }
 
+// CedMemory is the KV memory of a CED model by component at one element
+// type (kvrt_ced_memory), with a dense GQA model of the same width and depth beside it.
+type CedMemory struct {
+	Layers, Sources, Window, ElemBytes                           uint32
+	MainBytesPerToken, IndexerBytesPerToken, GlobalBytesPerToken float64
+	WindowBytesPerSequence                                       uint64
+	DenseKVHeads, DenseHeadDim                                   uint32
+	DenseBytesPerToken                                           float64
+}
+
+// CedMemory reports the KV memory of a CED model whose cached rows are of
+// element type dtype (DTypeF32, DTypeF16 or DTypeBF16). ErrUnsupported for a
+// model of another architecture.
+func (m *Model) CedMemory(dtype DType) (CedMemory, error) {
+	var c C.kvrt_ced_memory
+	c.struct_size = C.size_t(unsafe.Sizeof(c))
+	err := m.with(func(p *C.kvrt_model) C.kvrt_status { return C.kvrt_ced_memory_get(&c, p, C.int32_t(dtype)) })
+	if err != nil {
+		return CedMemory{}, err
+	}
+	return CedMemory{uint32(c.n_layers), uint32(c.n_sources), uint32(c.window), uint32(c.elem_bytes),
+		float64(c.main_bytes_per_token), float64(c.indexer_bytes_per_token), float64(c.global_bytes_per_token),
+		uint64(c.window_bytes_per_sequence), uint32(c.dense_kv_heads), uint32(c.dense_head_dim),
+		float64(c.dense_bytes_per_token)}, nil
+}
+
+// CedSource is one bank of a CED model.
+type CedSource struct {
+	Layer, Ratio                            int32
+	MainBytesPerToken, IndexerBytesPerToken float64
+}
+
+// CedSource describes bank index (0 <= index < CedMemory.Sources) at element
+// type dtype. ErrOutOfRange past the last bank.
+func (m *Model) CedSource(index uint32, dtype DType) (CedSource, error) {
+	var l, r C.int32_t
+	var mb, ib C.double
+	err := m.with(func(p *C.kvrt_model) C.kvrt_status {
+		return C.kvrt_ced_memory_source(&l, &r, &mb, &ib, p, C.uint32_t(index), C.int32_t(dtype))
+	})
+	if err != nil {
+		return CedSource{}, err
+	}
+	return CedSource{int32(l), int32(r), float64(mb), float64(ib)}, nil
+}
+
 // readText runs kvrt's (dst, capacity, written) convention for text.
 func readText(f func(dst *C.char, capacity C.size_t, written *C.size_t) C.kvrt_status) (string, error) {
 	var n C.size_t
