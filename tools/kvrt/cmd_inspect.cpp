@@ -299,7 +299,8 @@ int cmd_inspect(int argc, char** argv) {
                     info.n_layers_full, (unsigned long long)info.kv_bytes_per_token_full, info.n_kv_heads, info.head_dim,
                     info.n_layers_full);
         if (info.sliding_window)
-            std::printf("  window layers: %3u  %8llu bytes/token  (W = %u: at most %llu bytes per sequence)\n",
+            std::printf("  window layers: %3u  %8llu bytes/token  (W = %u: ~%llu bytes per sequence once longer than W,\n"
+                        "                                        in whole blocks: see --at)\n",
                         info.n_layers_window, (unsigned long long)info.kv_bytes_per_token_window, info.sliding_window,
                         (unsigned long long)info.kv_bytes_per_token_window * info.sliding_window);
         else
