@@ -11,11 +11,11 @@ close() raises ClosedError; every failure raises KvrtError(status, message)
 with kvrt's own message. The library is found via $KVRT_LIBRARY, pkg-config
 or the dynamic loader (see _capi.py).
 """
-from . import ced
 from ._capi import VERSION_MAJOR, VERSION_MINOR, VERSION_NUMBER, VERSION_PATCH, lib as _lib
 from .cache import (DTYPE_BF16, DTYPE_F16, DTYPE_F32, LAYER_BANK_READER, LAYER_BANK_SOURCE, LAYER_FULL,
                     LAYER_INDEXER_KEYS, LAYER_WINDOW, Cache, Layout)
-from .context import (KV_BF16, KV_F16, KV_F32, STOP_CALLBACK, STOP_CONTEXT_FULL, STOP_EOG, STOP_MAX_TOKENS,
+from .context import (CED_PREFILL_CED, CED_PREFILL_EXACT, CED_RESUME_AUTO, CED_RESUME_BOUNDED_REPLAY,
+                      CED_RESUME_CHECKPOINT, CED_RESUME_COLD, KV_BF16, KV_F16, KV_F32, STOP_CALLBACK, STOP_CONTEXT_FULL, STOP_EOG, STOP_MAX_TOKENS,
                       STOP_NONE, STOP_STRING, Context, RequestStats, Sampler)
 from .errors import ClosedError, KvrtError, Status
 from .model import Model

@@ -98,7 +98,9 @@ class context_config(Structure):
                 ("n_threads", c_int32), ("kv_dtype", c_int32), ("block_tokens", c_uint32),
                 ("cache_bytes", c_uint64), ("cache", c_void_p), ("prefix_caching", c_int32),
                 ("reserved0", c_int32), ("cache_salt", c_char_p), ("progress", progress_fn),
-                ("progress_user_data", c_void_p)]
+                ("progress_user_data", c_void_p),
+                # appended in 0.2 (CED models only, see ced.h)
+                ("ced_prefill_mode", c_int32), ("ced_resume", c_int32)]
 
 
 class request_stats(Structure):
@@ -120,9 +122,8 @@ class generate_config(Structure):
 
 
 # ---- ced.h -------------------------------------------------------------------
-class ced_init_config(Structure):
-    _fields_ = [("struct_size", c_size_t), ("preset", c_char_p), ("seed", c_uint64), ("weight_type", c_int32),
-                ("window", c_int32), ("top_k", c_int32), ("n_vocab", c_int32)]
+CED_PREFILL_EXACT, CED_PREFILL_CED = 0, 1
+CED_RESUME_AUTO, CED_RESUME_CHECKPOINT, CED_RESUME_BOUNDED_REPLAY, CED_RESUME_COLD = 0, 1, 2, 3
 
 
 class ced_memory(Structure):
@@ -132,17 +133,6 @@ class ced_memory(Structure):
                 ("dense_kv_heads", c_uint32), ("dense_head_dim", c_uint32), ("dense_bytes_per_token", c_double)]
 
 
-class ced_session_config(Structure):
-    _fields_ = [("struct_size", c_size_t), ("block_tokens", c_int32), ("chunk", c_int32),
-                ("bank_budget_bytes", c_uint64), ("window_budget_bytes", c_uint64),
-                ("cache_dtype", c_int32), ("reserved0", c_int32)]
-
-
-class ced_prefill_info(Structure):
-    _fields_ = [("struct_size", c_size_t), ("hit", c_int64), ("exact_resume", c_int32), ("reserved0", c_int32),
-                ("replayed", c_int64), ("computed", c_int64), ("decoded", c_int64)]
-
-
 STRUCTS = {
     "kvrt_cache_layer_config": cache_layer_config, "kvrt_cache_config": cache_config,
     "kvrt_cache_keys": cache_keys, "kvrt_cache_seq_info": cache_seq_info,
@@ -150,9 +140,7 @@ STRUCTS = {
     "kvrt_cache_stats": cache_stats, "kvrt_model_config": model_config, "kvrt_model_info": model_info,
     "kvrt_chat_message": chat_message, "kvrt_context_config": context_config,
     "kvrt_request_stats": request_stats, "kvrt_sampler_config": sampler_config,
-    "kvrt_generate_config": generate_config, "kvrt_ced_init_config": ced_init_config,
-    "kvrt_ced_memory": ced_memory, "kvrt_ced_session_config": ced_session_config,
-    "kvrt_ced_prefill_info": ced_prefill_info,
+    "kvrt_generate_config": generate_config, "kvrt_ced_memory": ced_memory,
 }
 
 P = c_void_p
@@ -233,25 +221,9 @@ SIGNATURES = {
     "kvrt_context_generate": (status_t, [POINTER(request_stats), P, c_int32, _i32p, c_size_t,
                                          POINTER(generate_config)]),
 
-    "kvrt_ced_init_config_init": (status_t, [POINTER(ced_init_config), c_size_t]),
-    "kvrt_ced_param_count": (status_t, [_u64p, POINTER(ced_init_config)]),
-    "kvrt_ced_write_gguf": (status_t, [c_char_p, POINTER(ced_init_config)]),
-    "kvrt_ced_model_load": (status_t, [POINTER(P), c_char_p]),
-    "kvrt_ced_model_destroy": (None, [P]),
-    "kvrt_ced_memory_get": (status_t, [POINTER(ced_memory), P]),
-    "kvrt_ced_memory_source": (status_t, [_i32p, _i32p, POINTER(c_double), POINTER(c_double), P, c_uint32]),
-    "kvrt_ced_session_config_init": (status_t, [POINTER(ced_session_config), c_size_t]),
-    "kvrt_ced_session_create": (status_t, [POINTER(P), P, POINTER(ced_session_config)]),
-    "kvrt_ced_session_destroy": (None, [P]),
-    "kvrt_ced_seq_create": (status_t, [_u64p, P]),
-    "kvrt_ced_seq_release": (status_t, [P, c_uint64]),
-    "kvrt_ced_seq_fork": (status_t, [_u64p, P, c_uint64]),
-    "kvrt_ced_seq_truncate": (status_t, [P, c_uint64, c_int64]),
-    "kvrt_ced_seq_length": (status_t, [_i64p, P, c_uint64]),
-    "kvrt_ced_prefill": (status_t, [POINTER(ced_prefill_info), P, c_uint64, _i32p, c_size_t, c_int32, c_int32]),
-    "kvrt_ced_extend": (status_t, [P, c_uint64, _i32p, c_size_t]),
-    "kvrt_ced_logits": (status_t, [c_void_p, c_size_t, _szp, P, c_uint64]),
-    "kvrt_ced_session_bytes": (status_t, [POINTER(c_double), _u64p, _u64p, P]),
+    "kvrt_ced_memory_get": (status_t, [POINTER(ced_memory), P, c_int32]),
+    "kvrt_ced_memory_source": (status_t, [_i32p, _i32p, POINTER(c_double), POINTER(c_double), P, c_uint32,
+                                          c_int32]),
 }
 
 

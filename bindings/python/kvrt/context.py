@@ -9,6 +9,9 @@ from .cache import stats_of
 from .errors import KvrtError, Status, check
 
 KV_F32, KV_F16, KV_BF16 = 0, 1, 2
+CED_PREFILL_EXACT, CED_PREFILL_CED = C.CED_PREFILL_EXACT, C.CED_PREFILL_CED
+CED_RESUME_AUTO, CED_RESUME_CHECKPOINT, CED_RESUME_BOUNDED_REPLAY, CED_RESUME_COLD = (
+    C.CED_RESUME_AUTO, C.CED_RESUME_CHECKPOINT, C.CED_RESUME_BOUNDED_REPLAY, C.CED_RESUME_COLD)
 STOP_NONE, STOP_EOG, STOP_MAX_TOKENS, STOP_STRING, STOP_CALLBACK, STOP_CONTEXT_FULL = range(6)
 
 
@@ -36,22 +39,27 @@ def _tokens(tokens):
 
 
 class Context(Handle):
-    """Context(model, n_ctx=0, n_seq_max=1, ..., share_cache_with=None).
+    """Context(model, n_ctx=0, n_seq_max=1, ..., share_cache_with=None, ced_prefill_mode=CED_PREFILL_EXACT,
+    ced_resume=CED_RESUME_AUTO).
 
     One thread at a time (kvrt/context.h). It holds its own reference to the
     model. share_cache_with: another Context over the same model whose KV
-    cache (and so prefix cache) this one shares.
+    cache (and so prefix cache) this one shares. ced_prefill_mode and
+    ced_resume apply to CED models only (kvrt/ced.h): exact or CED prefill,
+    and how a prefix-cache hit restores the windows.
     """
     _destroy = "kvrt_context_destroy"
 
     def __init__(self, model, n_ctx=0, n_seq_max=1, n_batch=512, n_threads=0, kv_dtype=KV_F16, block_tokens=16,
-                 cache_bytes=0, prefix_caching=True, cache_salt="", share_cache_with=None):
+                 cache_bytes=0, prefix_caching=True, cache_salt="", share_cache_with=None,
+                 ced_prefill_mode=CED_PREFILL_EXACT, ced_resume=CED_RESUME_AUTO):
         self._ptr = None
         cfg = C.init_struct(C.context_config, "kvrt_context_config_init")
         cfg.n_ctx, cfg.n_seq_max, cfg.n_batch, cfg.n_threads = n_ctx, n_seq_max, n_batch, n_threads
         cfg.kv_dtype, cfg.block_tokens, cfg.cache_bytes = kv_dtype, block_tokens, cache_bytes
         cfg.prefix_caching = 1 if prefix_caching else 0
         cfg.cache_salt = cache_salt.encode()
+        cfg.ced_prefill_mode, cfg.ced_resume = ced_prefill_mode, ced_resume
         if share_cache_with is not None:
             cfg.cache = share_cache_with._cache_ptr()
         super().__init__(create(C.lib().kvrt_context_create, model._p, ctypes.byref(cfg)))

@@ -45,6 +45,24 @@ class Model(Handle):
         out["fingerprint"] = bytes(i.fingerprint)
         return out
 
+    def ced_memory(self, dtype):
+        """KV memory of a CED model whose cached rows are of element type `dtype`
+        (kvrt.DTYPE_F32, DTYPE_F16 or DTYPE_BF16), as a dict of kvrt_ced_memory's fields.
+        KvrtError UNSUPPORTED for a model of another architecture."""
+        m = C.init_struct(C.ced_memory)
+        check(C.lib().kvrt_ced_memory_get(ctypes.byref(m), self._p, dtype))
+        return {n: getattr(m, n) for n, _ in C.ced_memory._fields_ if n != "struct_size"}
+
+    def ced_source(self, index, dtype):
+        """Bank `index` of a CED model at element type `dtype`: a dict of layer, ratio,
+        main_bytes_per_token, indexer_bytes_per_token. KvrtError OUT_OF_RANGE past the last bank."""
+        layer, ratio = ctypes.c_int32(), ctypes.c_int32()
+        main, idx = ctypes.c_double(), ctypes.c_double()
+        check(C.lib().kvrt_ced_memory_source(ctypes.byref(layer), ctypes.byref(ratio), ctypes.byref(main),
+                                             ctypes.byref(idx), self._p, index, dtype))
+        return {"layer": layer.value, "ratio": ratio.value, "main_bytes_per_token": main.value,
+                "indexer_bytes_per_token": idx.value}
+
     def meta(self, key):
         """A GGUF metadata value as text; KvrtError NOT_FOUND for a missing key."""
         k = key.encode()

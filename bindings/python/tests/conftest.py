@@ -5,7 +5,7 @@ import pytest
 
 # While the library lacks the model/context API (KVRT_TEST_RUNTIME=0, set by
 # tests/bindings/CMakeLists.txt), those tests are not collected at all.
-collect_ignore = ["test_model.py"] if os.environ.get("KVRT_TEST_RUNTIME") == "0" else []
+collect_ignore = ["test_model.py", "test_ced.py"] if os.environ.get("KVRT_TEST_RUNTIME") == "0" else []
 
 
 def model_path():

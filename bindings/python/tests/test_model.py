@@ -159,3 +159,9 @@ def test_model_close_while_context_lives():
         kvrt.Context(m)
     assert ctx.prefill(0, [504, 6376, 314]).computed_tokens == 3
     ctx.close()
+
+
+def test_ced_memory_of_a_dense_model_is_unsupported(model):
+    with pytest.raises(kvrt.KvrtError) as ei:
+        model.ced_memory(kvrt.DTYPE_F32)
+    assert ei.value.status is kvrt.Status.UNSUPPORTED
