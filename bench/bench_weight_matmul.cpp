@@ -9,13 +9,22 @@
 // oneDNN's f32 and bf16 GEMM of the same shape measured here, and the whole
 // stack of linear layers as tokens/s. 1 and 2 threads.
 //
-// Usage: bench_weight_matmul [--quick] [model.gguf]
+// Q5_0, Q4_K, Q5_K, Q6_K (the K-quant model, Qwen2.5-Coder-0.5B Q4_K_M by default):
+// per type, a decode pass (M = 1) over all of the model's 2-D tensors of that type,
+// repacked as separate copies until the pass reads >= 96 MiB (Q5_K: random blocks of
+// the model's ffn_down shape), as bytes
+// of W per second vs the STREAM read, and M = 512 on the type's largest layer shape
+// vs oneDNN's f32 and bf16 GEMM of that shape.
+//
+// Usage: bench_weight_matmul [--quick] [--kquant-only] [--kquant FILE] [model.gguf]
 #include "baselines.hpp"
 #include "kernels/weight_matmul.hpp"
 #include "model/gguf/gguf.hpp"
 
 #include <array>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,23 +45,42 @@ struct Layer {
     PackedWeight w;
 };
 
-// Best time of `reps` runs of f (each run repeated until min_seconds have passed).
+// Best time of `reps` runs of f (each run repeated until min_seconds of wall time have
+// passed), each call timed by run_seconds (the busiest thread's CPU time of a team of
+// `threads`, so that a shared machine's other work does not count).
 template <class F>
-double best_seconds(F&& f, int reps, double min_seconds) {
+double best_seconds(int threads, F&& f, int reps, double min_seconds) {
     double best = 1e30;
     f();  // warm-up
     for (int r = 0; r < reps; r++) {
         int iters = 0;
+        double spent = 0;
         const double t0 = now_seconds();
-        double t1 = t0;
         do {
-            f();
+            spent += run_seconds(threads, f);
             iters++;
-            t1 = now_seconds();
-        } while (t1 - t0 < min_seconds);
-        best = std::min(best, (t1 - t0) / iters);
+        } while (now_seconds() - t0 < min_seconds);
+        best = std::min(best, spent / iters);
     }
     return best;
+}
+
+std::string kquant_model() {
+    const char* h = std::getenv("HOME");
+    return std::string(h && *h ? h : "/root") + "/.cache/kvrt/models/qwen2.5-coder-0.5b-instruct-Q4_K_M.gguf";
+}
+
+// Random Q5_K rows (codes and 6-bit scales random, d and dmin ~2^-9).
+std::vector<uint8_t> random_q5k(int64_t n, int64_t k) {
+    std::vector<uint8_t> v(static_cast<size_t>(n * k / 256) * sizeof(BlockQ5_K));
+    std::mt19937 rng(3);
+    for (auto& b : v) b = static_cast<uint8_t>(rng());
+    const uint16_t d = 0x1800;  // 2^-9
+    for (size_t o = 0; o < v.size(); o += sizeof(BlockQ5_K)) {
+        std::memcpy(&v[o], &d, 2);
+        std::memcpy(&v[o + 2], &d, 2);
+    }
+    return v;
 }
 
 std::string shape_extra(int threads, int64_t M, int64_t N, int64_t K, const PackedWeight& w) {
@@ -61,17 +89,111 @@ std::string shape_extra(int threads, int64_t M, int64_t N, int64_t K, const Pack
            kernel_isa_name(kernel_isa_detected()) + "\"";
 }
 
+// The Q5_0 / K-quant section (see the top of the file).
+void bench_kquants(const std::string& path, bool quick, int reps, double min_s) {
+    if (!std::filesystem::exists(path)) {
+        std::fprintf(stderr, "bench_weight_matmul: %s is missing: Q5_0 / K-quant section skipped\n", path.c_str());
+        return;
+    }
+    GgufFile f = GgufFile::open(path);
+    struct Set {
+        TensorType type;
+        std::vector<PackedWeight> ws;
+        size_t bytes = 0;
+        std::vector<uint8_t> synth;  // Q5_K's random blocks
+    };
+    std::vector<Set> sets;
+    const size_t kMinBytes = size_t{96} << 20;  // beyond the LLC (32 MiB on the development machine)
+    for (TensorType t : {TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+        Set s;
+        s.type = t;
+        std::vector<const GgufTensor*> src;
+        for (const GgufTensor& g : f.tensors())
+            if (g.type == t && g.n_dims == 2) src.push_back(&g);
+        // The type's tensors once, then packed again (separate copies) until the pass
+        // outgrows the LLC, as a decode step's weights do.
+        for (size_t i = 0; !src.empty() && (i < src.size() || s.bytes < kMinBytes); i++) {
+            const GgufTensor& g = *src[i % src.size()];
+            s.ws.emplace_back(t, g.data, static_cast<int64_t>(g.n_rows()), static_cast<int64_t>(g.row_elems()));
+            s.bytes += s.ws.back().bytes();
+        }
+        if (!s.ws.empty()) sets.push_back(std::move(s));
+    }
+    {
+        const GgufTensor& down = f.require_tensor("blk.0.ffn_down.weight");  // [4864 -> 896] in Qwen2.5-0.5B
+        const int64_t k = static_cast<int64_t>(down.row_elems()) / 256 * 256, n = static_cast<int64_t>(down.n_rows());
+        Set s;
+        s.type = TensorType::Q5_K;
+        s.synth = random_q5k(n, k);
+        while (s.bytes < kMinBytes) {
+            s.ws.emplace_back(TensorType::Q5_K, s.synth.data(), n, k);
+            s.bytes += s.ws.back().bytes();
+        }
+        sets.push_back(std::move(s));
+    }
+    int64_t max_n = 0, max_k = 0;
+    for (auto& s : sets)
+        for (auto& w : s.ws) max_n = std::max(max_n, w.rows()), max_k = std::max(max_k, w.cols());
+    std::mt19937 rng(2);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int64_t M512 = 512;
+    std::vector<float> X(static_cast<size_t>(M512 * max_k));
+    for (auto& x : X) x = nd(rng);
+    std::vector<float> Y(static_cast<size_t>(M512 * max_n));
+    const int max_t = std::max(1, omp_get_max_threads());
+    for (int threads = 1; threads <= max_t; threads++) {
+        for (auto& s : sets) {
+            // decode: every tensor of the type once (beyond the LLC), STREAM alternately
+            double t = 1e30, s_best = 0;
+            for (int r = 0; r < 2 * reps; r++) {
+                s_best = std::max(s_best, stream_read(threads, 0, 1));
+                t = std::min(t, best_seconds(threads,
+                                    [&] {
+                                        for (auto& w : s.ws)
+                                            matmul(w, X.data(), 1, w.cols(), Y.data(), w.rows(), threads);
+                                    },
+                                    1, min_s));
+            }
+            emit_vs("weight_matmul", "decode_type_weight_bandwidth", s.bytes / t / 1e9, "GB/s", "stream_read",
+                    s_best / 1e9,
+                    "\"threads\":" + std::to_string(threads) + ",\"M\":1,\"type\":\"" + tensor_type_name(s.type) +
+                        "\",\"matmuls\":" + std::to_string(s.ws.size()) + ",\"weight_mib\":" +
+                        std::to_string(s.bytes >> 20) + ",\"synthetic\":" + (s.synth.empty() ? "false" : "true") +
+                        ",\"isa\":\"" + kernel_isa_name(kernel_isa_detected()) + "\"");
+            // prefill: the type's largest shape vs oneDNN
+            const PackedWeight* big = &s.ws[0];
+            for (auto& w : s.ws)
+                if (w.rows() * w.cols() > big->rows() * big->cols() && w.rows() <= 8192) big = &w;
+            if (big->rows() > 8192) continue;  // only an embedding table: no layer shape
+            const int64_t N = big->rows(), K = big->cols();
+            const double tp = best_seconds(threads, [&] { matmul(*big, X.data(), M512, K, Y.data(), N, threads); }, reps, min_s);
+            const double gops = 2.0 * M512 * N * K / tp / 1e9;
+            const std::string extra = shape_extra(threads, M512, N, K, *big);
+            emit_vs("weight_matmul", "prefill_gops", gops, "GOP/s", "onednn_gemm_f32",
+                    gemm(GemmType::F32, M512, N, K, threads, min_s, reps), extra);
+            if (!quick)
+                emit_vs("weight_matmul", "prefill_gops", gops, "GOP/s", "onednn_gemm_bf16",
+                        gemm(GemmType::BF16, M512, N, K, threads, min_s, reps), extra);
+        }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool quick = false;
-    std::string path = default_model();
+    use_passive_omp_wait(argv);
+    bool quick = false, kquant_only = false;
+    std::string path = default_model(), kpath = kquant_model();
     for (int i = 1; i < argc; i++) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+        else if (std::strcmp(argv[i], "--kquant-only") == 0) kquant_only = true;
+        else if (std::strcmp(argv[i], "--kquant") == 0 && i + 1 < argc) kpath = argv[++i];
         else path = argv[i];
     }
     const int reps = quick ? 2 : 5;
     const double min_s = quick ? 0.05 : 0.2;
+    bench_kquants(kpath, quick, reps, min_s);
+    if (kquant_only) return 0;
 
     GgufFile f = GgufFile::open(path);
     std::vector<Layer> layers;  // in decode order
@@ -139,7 +261,7 @@ int main(int argc, char** argv) {
             double t = 1e30, s_best = 0;
             for (int r = 0; r < 2 * reps; r++) {
                 s_best = std::max(s_best, stream_read(threads, 0, 1));
-                t = std::min(t, best_seconds(
+                t = std::min(t, best_seconds(threads,
                                     [&] {
                                         for (auto& l : *set)
                                             matmul(l.w, X.data(), M, l.w.cols(), Y.data(), l.w.rows(), threads);
@@ -157,7 +279,7 @@ int main(int argc, char** argv) {
         // ---- decode per shape, cache-resident (the head is 30 MB: LLC-sized)
         const PackedWeight* shapes[] = {&layers[0].w, &layers[1].w, &layers[4].w, &layers[6].w, &head};
         for (const PackedWeight* w : shapes) {
-            const double t = best_seconds([&] { matmul(*w, X.data(), 1, w->cols(), Y.data(), w->rows(), threads); },
+            const double t = best_seconds(threads, [&] { matmul(*w, X.data(), 1, w->cols(), Y.data(), w->rows(), threads); },
                                           reps, min_s);
             emit_vs("weight_matmul", "decode_gemv_weight_bandwidth", w->bytes() / t / 1e9, "GB/s", "stream_read",
                     stream / 1e9, shape_extra(threads, 1, w->rows(), w->cols(), *w) + ",\"us\":" + std::to_string(t * 1e6));
@@ -168,7 +290,7 @@ int main(int argc, char** argv) {
             if (quick && M > 512) continue;
             for (const PackedWeight* w : {&layers[0].w, &layers[1].w, &layers[4].w, &layers[6].w}) {
                 const int64_t N = w->rows(), K = w->cols();
-                const double t = best_seconds([&] { matmul(*w, X.data(), M, K, Y.data(), N, threads); }, reps, min_s);
+                const double t = best_seconds(threads, [&] { matmul(*w, X.data(), M, K, Y.data(), N, threads); }, reps, min_s);
                 const double gops = 2.0 * M * N * K / t / 1e9;
                 const std::string extra = shape_extra(threads, M, N, K, *w);
                 emit_vs("weight_matmul", "prefill_gops", gops, "GOP/s", "onednn_gemm_f32",
@@ -179,7 +301,7 @@ int main(int argc, char** argv) {
             // every linear layer of the model for M tokens (the head excluded: prefill
             // needs logits of the last position only)
             for (const std::vector<Layer>* set : {&layers, &stacked}) {
-                const double t = best_seconds(
+                const double t = best_seconds(threads,
                     [&] {
                         for (auto& l : *set) matmul(l.w, X.data(), M, l.w.cols(), Y.data(), l.w.rows(), threads);
                     },
