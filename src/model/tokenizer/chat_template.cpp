@@ -22,26 +22,29 @@ std::string_view trim(std::string_view s) {
 
 // A literal "<|im_start|>system\n...<|im_end|>" block in a ChatML template is
 // the system prompt it inserts when the conversation has none. The newline may
-// be a real one or a Jinja escape ("\n" written as backslash-n).
+// be a real one or a Jinja escape ("\n" written as backslash-n). Every
+// occurrence is tried: Qwen2.5's template first opens the system turn for a
+// caller's system message ('<|im_start|>system\n' + messages[0]['content'])
+// and writes its literal default prompt in a later branch.
 std::string chatml_default_system(std::string_view t) {
     for (std::string_view open : {std::string_view("<|im_start|>system\n"), std::string_view("<|im_start|>system\\n")}) {
-        const size_t a = t.find(open);
-        if (a == std::string_view::npos) continue;
-        const size_t b = t.find("<|im_end|>", a + open.size());
-        if (b == std::string_view::npos) continue;
-        std::string_view body = t.substr(a + open.size(), b - a - open.size());
-        // Template code (an expression, a quote, a tag) means it is not a literal prompt.
-        if (body.empty() || body.find_first_of("{}'\"+%") != std::string_view::npos) continue;
-        std::string out;
-        for (size_t i = 0; i < body.size(); ++i) {
-            if (body[i] == '\\' && i + 1 < body.size() && body[i + 1] == 'n') {
-                out += '\n';
-                ++i;
-            } else {
-                out += body[i];
+        for (size_t a = t.find(open); a != std::string_view::npos; a = t.find(open, a + 1)) {
+            const size_t b = t.find("<|im_end|>", a + open.size());
+            if (b == std::string_view::npos) break;
+            std::string_view body = t.substr(a + open.size(), b - a - open.size());
+            // Template code (an expression, a quote, a tag) means it is not a literal prompt.
+            if (body.empty() || body.find_first_of("{}'\"+%") != std::string_view::npos) continue;
+            std::string out;
+            for (size_t i = 0; i < body.size(); ++i) {
+                if (body[i] == '\\' && i + 1 < body.size() && body[i + 1] == 'n') {
+                    out += '\n';
+                    ++i;
+                } else {
+                    out += body[i];
+                }
             }
+            return out;
         }
-        return out;
     }
     return {};
 }
@@ -92,7 +95,10 @@ ChatTemplate ChatTemplate::of_family(ChatFamily family, std::string_view bos_tex
 ChatTemplate ChatTemplate::detect(std::string_view j, std::string_view bos_text, std::string_view eos_text) {
     const char* known = " (kvrt recognises the chatml, llama2, llama3, gemma and zephyr families; choose one "
                         "explicitly or use the plain ChatML fallback)";
-    if (trim(j).empty()) fail(KVRT_ERR_UNSUPPORTED, std::string("the model has no chat template") + known);
+    if (trim(j).empty())
+        fail(KVRT_ERR_UNSUPPORTED,
+             std::string("the model has no chat template (tokenizer.chat_template is missing or empty in its GGUF, "
+                         "as in base models)") + known);
     if (contains(j, "<|im_start|>")) {
         if (contains(j, "<|im_sep|>") || contains(j, "<end_of_utterance>"))
             fail(KVRT_ERR_UNSUPPORTED,

@@ -12,8 +12,30 @@ namespace kvrt {
 
 namespace {
 
-const char* const kEndMarkers[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                   "<|eom_id|>",    "<EOT>",      "<｜end▁of▁sentence｜>"};
+// Tokens llama.cpp (llama_vocab::load) recognises by their text whatever the
+// GGUF's token types say. Each one found becomes a control token (parsed in
+// text only with parse_special, rendered only with render_special), and the
+// end markers and three of the FIM tokens end generation. E.g. Gemma 3's
+// "</s>" (a user-defined HTML tag there) and Qwen2.5's "</s>" (a normal token)
+// are control tokens and ends of generation in llama.cpp, so text containing
+// them is split as llama.cpp splits it only if kvrt does the same.
+//
+// End of turn, in the order kvrt picks its EOT from (a GGUF eot_token_id wins).
+const char* const kEndOfTurn[] = {"<|eot_id|>", "<|im_end|>",        "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                                  "<|eom_id|>", "<|end_of_text|>",   "<EOT>",   "_<EOT>",        "[EOT]",
+                                  "<｜end▁of▁sentence｜>", "<end_of_utterance>"};
+// Further ends of generation (llama.cpp's EOG list).
+const char* const kEndOfGeneration[] = {"<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "</s>", "<eos>",
+                                        "<turn|>",    "<|tool_response>",     "[EOS]",     "[e~["};
+// FIM pad / repo / file-separator tokens: control and ends of generation.
+const char* const kFimEnding[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>",  "<PAD>",     "[PAD]",       "<|fim_repo|>",
+                                  "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>"};
+// FIM prefix / suffix / middle tokens: control only.
+const char* const kFimOther[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>",
+                                 "▁<PRE>", "<|code_prefix|>", "<|prefix|>", "<|fim_suffix|>", "<fim-suffix>",
+                                 "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>",
+                                 "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>",
+                                 "▁<MID>", "<|code_middle|>", "<|middle|>"};
 
 TokenType to_type(int32_t v) {
     return v >= 0 && v <= 6 ? static_cast<TokenType>(v) : TokenType::undefined;
@@ -54,6 +76,61 @@ struct Fragment {
 
 }  // namespace
 
+uint64_t TokenIndex::hash(std::string_view s) noexcept {
+    const char* p = s.data();
+    size_t n = s.size();
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t(n) * 0xFF51AFD7ED558CCDULL);
+    auto mix = [](uint64_t x) {
+        x ^= x >> 32;
+        x *= 0xD6E8FEB86659FD93ULL;
+        x ^= x >> 32;
+        return x;
+    };
+    while (n >= 8) {
+        uint64_t w;
+        std::memcpy(&w, p, 8);
+        h = mix(h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    return mix(mix(h ^ w ^ (uint64_t(n) << 59)));
+}
+
+void TokenIndex::build(const std::vector<std::string>& text) {
+    text_ = &text;
+    size_t cap = 16;
+    while (cap < text.size() * 2) cap *= 2;
+    slots_.assign(cap, 0);
+    mask_ = cap - 1;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const std::string& t = text[i];
+        if (t.empty()) continue;
+        const uint64_t h = hash(t);
+        const uint64_t tag = pack(h, t.size());
+        size_t k = size_t(h) & mask_;
+        while (slots_[k] != 0) {
+            if ((slots_[k] & 0xFFFFFFFFu) == tag && text[size_t(slots_[k] >> 32) - 1] == t) break;  // duplicate
+            k = (k + 1) & mask_;
+        }
+        slots_[k] = (uint64_t(i) + 1) << 32 | tag;
+    }
+}
+
+int32_t TokenIndex::find(std::string_view s) const noexcept {
+    if (s.empty() || slots_.empty()) return -1;
+    const uint64_t h = hash(s);
+    const uint64_t tag = pack(h, s.size());
+    for (size_t k = size_t(h) & mask_;; k = (k + 1) & mask_) {
+        const uint64_t slot = slots_[k];
+        if (slot == 0) return -1;
+        if ((slot & 0xFFFFFFFFu) != tag) continue;
+        const size_t id = size_t(slot >> 32) - 1;
+        if ((*text_)[id] == s) return int32_t(id);
+    }
+}
+
 void Tokenizer::Impl::check_id(int32_t id) const {
     if (id < 0 || size_t(id) >= text.size())
         fail(KVRT_ERR_OUT_OF_RANGE,
@@ -88,9 +165,27 @@ Tokenizer::Tokenizer(const TokenizerData& d) {
     m.type.resize(n, TokenType::normal);
     for (size_t i = 0; i < d.token_types.size(); ++i) m.type[i] = to_type(d.token_types[i]);
     m.score = d.scores.empty() ? std::vector<float>(n, 0.0f) : d.scores;
-    m.by_text.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-        if (!m.text[i].empty()) m.by_text[m.text[i]] = int32_t(i);
+    m.by_text.build(m.text);
+    // llama.cpp's name-based overrides (see kEndOfTurn): control, whatever the GGUF says.
+    m.eog.assign(n, 0);
+    auto mark = [&](const char* name, bool ends) {
+        const int32_t id = m.by_text.find(name);
+        if (id < 0) return;
+        m.type[size_t(id)] = TokenType::control;
+        if (ends) m.eog[size_t(id)] = 1;
+    };
+    for (const char* name : kEndOfTurn) mark(name, true);
+    for (const char* name : kEndOfGeneration) mark(name, true);
+    for (const char* name : kFimEnding) mark(name, true);
+    for (const char* name : kFimOther) mark(name, false);
+    // Except that "</s>" stays an ordinary token (not an end) in vocabularies that
+    // have "<|tool_response>" or "<|plamo:eos|>" (Gemma 4, PLaMo), as in llama.cpp.
+    if (m.by_text.find("<|tool_response>") >= 0 || m.by_text.find("<|plamo:eos|>") >= 0) {
+        if (const int32_t s_id = m.by_text.find("</s>"); s_id >= 0) {
+            m.type[size_t(s_id)] = d.token_types.empty() ? TokenType::normal : to_type(d.token_types[size_t(s_id)]);
+            m.eog[size_t(s_id)] = 0;
+        }
+    }
 
     m.bos = d.bos_id;
     m.eos = d.eos_id;
@@ -128,14 +223,14 @@ Tokenizer::Tokenizer(const TokenizerData& d) {
     } else {
         m.add_bos = d.add_bos.value_or(true);
         m.add_space_prefix = d.add_space_prefix.value_or(true);
-        for (size_t i = 0; i < n; ++i) {
-            if (m.type[i] != TokenType::byte) continue;
-            const int b = parse_byte_token(m.text[i]);
-            if (b >= 0) m.byte_token[size_t(b)] = int32_t(i);
-        }
+        // llama.cpp's byte_to_token: the token spelled "<0xAB>" (upper-case hex,
+        // whatever its type), else the one-byte token.
         for (int b = 0; b < 256; ++b) {
-            if (m.byte_token[size_t(b)] >= 0) continue;
-            if (auto id = m.find(std::string_view(reinterpret_cast<const char*>(&b), 1))) m.byte_token[size_t(b)] = *id;
+            static const char hex[] = "0123456789ABCDEF";
+            const char spelled[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+            const char raw = char(b);
+            if (auto id = m.find(std::string_view(spelled, 6))) m.byte_token[size_t(b)] = *id;
+            else if (auto id1 = m.find(std::string_view(&raw, 1))) m.byte_token[size_t(b)] = *id1;
         }
     }
 
@@ -188,12 +283,13 @@ Tokenizer::Tokenizer(const TokenizerData& d) {
 
     // End of turn / end of generation.
     m.eot = d.eot_id;
-    m.eog.assign(n, 0);
-    for (const char* marker : kEndMarkers) {
-        auto id = m.find(marker);
-        if (!id || m.type[size_t(*id)] != TokenType::control) continue;
-        if (m.eot < 0) m.eot = *id;
-        m.eog[size_t(*id)] = 1;
+    if (m.eot < 0) {
+        for (const char* marker : kEndOfTurn) {
+            if (auto id = m.find(marker)) {
+                m.eot = *id;
+                break;
+            }
+        }
     }
     if (m.eos >= 0) m.eog[size_t(m.eos)] = 1;
     if (m.eot >= 0) m.eog[size_t(m.eot)] = 1;

@@ -11,7 +11,10 @@
 // Special tokens: control tokens (and the unknown token) are recognised in the
 // text only when the caller asks (parse_special); otherwise their text is
 // tokenised as ordinary text. User-defined tokens are always recognised, as in
-// llama.cpp and Hugging Face tokenizers ("added tokens").
+// llama.cpp and Hugging Face tokenizers ("added tokens"). As llama.cpp does,
+// tokens named like end-of-turn / end-of-generation / FIM markers ("<|im_end|>",
+// "<end_of_turn>", "</s>", "<|fim_pad|>", ...) are control tokens whatever
+// type the GGUF gives them (token_type reports the type kvrt uses).
 //
 // Text is bytes: invalid UTF-8 is never rejected or replaced; its bytes are
 // tokenised as bytes (a byte the vocabulary cannot represent at all is dropped,
@@ -133,8 +136,9 @@ public:
     bool add_bos() const noexcept;
     bool add_eos() const noexcept;
     bool add_space_prefix() const noexcept;
-    // True for tokens that end generation: EOS, EOT and control tokens named
-    // like an end marker (<|im_end|>, <|eot_id|>, <|endoftext|>, <end_of_turn>, ...).
+    // True for tokens that end generation: EOS, EOT and the tokens llama.cpp
+    // ends on by name (<|im_end|>, <|eot_id|>, <|endoftext|>, <end_of_turn>, </s>,
+    // <|fim_pad|>, <|repo_name|>, <|file_sep|>, ...).
     bool is_end_of_generation(int32_t id) const noexcept;
     bool is_special(int32_t id) const noexcept;  // control, unknown, user-defined or unused
 

@@ -13,6 +13,31 @@
 
 namespace kvrt {
 
+// Vocabulary string -> id. Open addressing over a power-of-two table of 64-bit
+// slots, each packing id + 1 (high 32 bits), the string's length (16 bits,
+// saturated) and a 16-bit hash tag, so a probe reads the vocabulary text only
+// when length and tag agree: one cache miss per lookup in the common case,
+// which is what the SentencePiece merge loop (a lookup per candidate pair over
+// a 262K vocabulary) is bound by. Read-only after build(): thread-safe.
+class TokenIndex {
+public:
+    // Indexes every non-empty string of text; for duplicated strings the last
+    // id wins (as llama.cpp's token_to_id map). text must outlive the index
+    // and not change.
+    void build(const std::vector<std::string>& text);
+    // Id of s, or -1.
+    int32_t find(std::string_view s) const noexcept;
+
+private:
+    static uint64_t hash(std::string_view s) noexcept;
+    static uint64_t pack(uint64_t h, size_t len) noexcept {
+        return (uint64_t(len < 0xFFFF ? len : 0xFFFF) << 16) | ((h >> 48) & 0xFFFF);
+    }
+    const std::vector<std::string>* text_ = nullptr;
+    std::vector<uint64_t> slots_;  // 0: empty; else (id + 1) << 32 | pack(hash, length)
+    size_t mask_ = 0;
+};
+
 struct Tokenizer::Impl {
     TokenizerKind kind = TokenizerKind::bpe;
     PreTokenizer pre = PreTokenizer::gpt2;
@@ -21,9 +46,9 @@ struct Tokenizer::Impl {
     std::vector<std::string> text;  // vocabulary strings
     std::vector<TokenType> type;
     std::vector<float> score;
-    // Vocabulary string -> id (views into `text`, which never changes after
+    // Vocabulary string -> id (over `text`, which never changes after
     // construction; the last id wins for duplicated strings, as in llama.cpp).
-    std::unordered_map<std::string_view, int32_t> by_text;
+    TokenIndex by_text;
 
     bpe::MergeTable merges;  // gpt2 only
     // gpt2: the token of each byte's stand-in character; llama: its <0xXX>
@@ -44,9 +69,9 @@ struct Tokenizer::Impl {
     std::string chat_template;
 
     std::optional<int32_t> find(std::string_view s) const {
-        auto it = by_text.find(s);
-        if (it == by_text.end()) return std::nullopt;
-        return it->second;
+        const int32_t id = by_text.find(s);
+        if (id < 0) return std::nullopt;
+        return id;
     }
     std::string_view piece(int32_t id) const {
         return std::string_view(piece_bytes).substr(piece_off[size_t(id)], piece_off[size_t(id) + 1] - piece_off[size_t(id)]);
