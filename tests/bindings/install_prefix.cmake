@@ -1,5 +1,6 @@
 # Installs BUILD_DIR into a fresh PREFIX with `cmake --install` and checks
-# the files consumers need; writes the C struct layout file LAYOUT_FILE.
+# the files consumers need (and the kvrt program when CLI names it); writes
+# the C struct layout file LAYOUT_FILE.
 file(REMOVE_RECURSE ${PREFIX})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX}
                 RESULT_VARIABLE rc OUTPUT_QUIET)
@@ -10,7 +11,8 @@ foreach(f include/kvrt/kvrt.h include/kvrt/common.h include/kvrt/cache.h include
           include/kvrt/context.h include/kvrt/ced.h
           ${LIBDIR}/libkvrt.so ${LIBDIR}/libkvrt.so.0 ${LIBDIR}/libkvrt.a
           ${LIBDIR}/pkgconfig/kvrt.pc ${LIBDIR}/cmake/kvrt/kvrtConfig.cmake
-          ${LIBDIR}/cmake/kvrt/kvrtConfigVersion.cmake ${LIBDIR}/cmake/kvrt/kvrtTargets.cmake)
+          ${LIBDIR}/cmake/kvrt/kvrtConfigVersion.cmake ${LIBDIR}/cmake/kvrt/kvrtTargets.cmake
+          ${CLI})
   if(NOT EXISTS ${PREFIX}/${f})
     message(FATAL_ERROR "the installed prefix lacks ${f}")
   endif()
