@@ -22,7 +22,8 @@ mod model;
 mod util;
 
 pub use cache::{Cache, CacheKeys, CacheStats, DType, LayerConfig, LayerInfo, LayerKind, Layout, SeqInfo};
-pub use context::{CedPrefillMode, CedResume, Context, ContextOptions, GenerateOptions, KvType, RequestStats, Sampler, SamplerOptions, StopReason};
+pub use context::{CedPrefillMode, CedResume, Context, ContextOptions, GenerateOptions, KvType, RequestStats, Sampler,
+                  SamplerOptions, StopReason};
 pub use error::{status_name, Error, ErrorKind, Result};
 pub use model::{CedMemory, CedSource, ChatMessage, Model, ModelInfo, ModelOptions, TensorInfo, TokenizeFlags};
 
