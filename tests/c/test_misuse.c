@@ -972,6 +972,8 @@ static kvrt_status c_context_field(int64_t s, uint64_t u) {
         case 6: cc.prefix_caching = (int32_t)s; break;
         case 7: cc.reserved0 = (int32_t)s; break;
         case 8: cc.cache_bytes = UINT64_MAX; break;
+        case 10: cc.ced_prefill_mode = (int32_t)s; break;
+        case 11: cc.ced_resume = (int32_t)s; break;
         default: cc.n_seq_max = (uint32_t)s; cc.n_ctx = 0; break;
     }
     st = kvrt_context_create(&c, G.model, &cc);
@@ -1220,6 +1222,10 @@ static const struct {
     {"kvrt_context_create reserved0 1", c_context_field, 1, 7, INV, "reserved0"},
     {"kvrt_context_create cache_bytes UINT64_MAX", c_context_field, -1, 8, KVRT_OK, NULL},
     {"kvrt_context_create n_seq_max 4096, n_ctx 0 (the model's)", c_context_field, 4096, 9, KVRT_OK, NULL},
+    {"kvrt_context_create ced_prefill_mode -1", c_context_field, -1, 10, INV, "ced_prefill_mode"},
+    {"kvrt_context_create ced_prefill_mode INT32_MAX", c_context_field, I32MAX, 10, INV, "ced_prefill_mode"},
+    {"kvrt_context_create ced_resume -1", c_context_field, -1, 11, INV, "ced_resume"},
+    {"kvrt_context_create ced_resume INT32_MAX", c_context_field, I32MAX, 11, INV, "ced_resume"},
     {"kvrt_context_create n_batch 65536 (the largest)", c_context_field, 65536, 2, KVRT_OK, NULL},
     {"kvrt_context_create block_tokens 4096 (the largest)", c_context_field, 4096, 5, KVRT_OK, NULL},
     {"kvrt_context_prefill seq -1", c_prefill_seq, -1, 0, OOR, NULL},
