@@ -4,69 +4,92 @@
 // sequences. All comparisons here are bit for bit, against the uncached
 // forward (the same fast kernels over a per-call contiguous K/V buffer,
 // every position recomputed from scratch).
+//
+// Every case runs once per architecture (llama = SmolLM2-135M, qwen2 =
+// Qwen2.5-Coder-0.5B, gemma3 = Gemma 3 270M: test_models.hpp), each as its own
+// test case "runtime[ARCH]: ..." (ctest runs each in its own process: one
+// model loaded per process). Gemma 3's local layers have a 512-token window;
+// the cases at the end run it past the window (blocks dropped, prefix hits and
+// edits beyond it).
 #include "runtime/reference_forward.hpp"
 #include "runtime_test_support.hpp"
 
 #include <doctest/doctest.h>
 
+#include <string>
+
 using namespace kvrt;
 using kvrt::test::bit_equal;
 using kvrt::test::greedy_run;
 using kvrt::test::small_params;
-using kvrt::test::smollm;
 
 namespace {
 
-std::vector<int32_t> encode(const std::string& s) { return smollm()->tokenizer().encode(s, EncodeOptions{true, false}); }
+// One architecture's real model and helpers; `ok` false = skipped (missing model outside CI).
+struct Arch {
+    std::string name;
+    bool ok = false;
+    std::shared_ptr<const Model> m;
+    explicit Arch(const char* arch) : name(arch), ok(kvrt::test::real_model_available(arch)) {
+        if (ok) m = kvrt::test::real_model(arch);
+    }
+    std::vector<int32_t> encode(const std::string& s) const { return m->tokenizer().encode(s, EncodeOptions{true, false}); }
+    size_t vocab() const { return m->config().n_vocab; }
+    const float* row(const std::vector<float>& all, size_t t) const { return all.data() + t * vocab(); }
+};
 
-const float* row(const std::vector<float>& all, size_t t) { return all.data() + t * smollm()->config().n_vocab; }
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    size_t c = 0;
+    while (c < a.size() && c < b.size() && a[c] == b[c]) ++c;
+    return c;
+}
 
-size_t vocab() { return smollm()->config().n_vocab; }
-
-}  // namespace
-
-TEST_CASE("runtime: chunked cached prefill equals the uncached forward at every prompt position, bit for bit") {
-    const std::vector<int32_t> p = encode("The quick brown fox jumps over the lazy dog because it was late.");
+void chunked_prefill(const char* arch) {
+    const Arch A(arch);
+    if (!A.ok) return;
+    const std::vector<int32_t> p = A.encode("The quick brown fox jumps over the lazy dog because it was late.");
     REQUIRE(p.size() >= 12);
-    const std::vector<float> want = runtime::uncached_forward(*smollm(), p.data(), static_cast<int32_t>(p.size()), DType::F16);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), DType::F16);
     for (uint32_t chunk : {1u, 5u, 512u}) {
-        runtime::Context ctx(smollm(), small_params(256, chunk, false));
+        runtime::Context ctx(A.m, small_params(256, chunk, false));
         std::vector<float> all;
         ctx.prefill(0, p.data(), p.size(), nullptr, &all);
-        REQUIRE(all.size() == p.size() * vocab());
+        REQUIRE(all.size() == p.size() * A.vocab());
         for (size_t t = 0; t < p.size(); ++t)
-            CHECK_MESSAGE(bit_equal(row(all, t), row(want, t), vocab()), "chunk " << chunk << ", position " << t);
-        CHECK(bit_equal(ctx.logits(0).data(), row(want, p.size() - 1), vocab()));
+            CHECK_MESSAGE(bit_equal(A.row(all, t), A.row(want, t), A.vocab()), arch << ": chunk " << chunk << ", position " << t);
+        CHECK(bit_equal(ctx.logits(0).data(), A.row(want, p.size() - 1), A.vocab()));
     }
 }
 
-TEST_CASE("runtime: 32 greedy decode steps through the cache equal the uncached forward, bit for bit") {
-    const std::vector<int32_t> p = encode("Once upon a time, in a small village,");
+void greedy_decode(const char* arch) {
+    const Arch A(arch);
+    if (!A.ok) return;
+    const std::vector<int32_t> p = A.encode("Once upon a time, in a small village,");
     const int steps = kvrt::test::kSanitized ? 12 : 32;
-    runtime::Context ctx(smollm(), small_params(256));
+    runtime::Context ctx(A.m, small_params(256));
     const kvrt::test::GreedyRun run = greedy_run(ctx, 0, p, steps);
     std::vector<int32_t> all = p;
     all.insert(all.end(), run.tokens.begin(), run.tokens.end() - 1);  // the last choice was not decoded
-    const std::vector<float> want =
-        runtime::uncached_forward(*smollm(), all.data(), static_cast<int32_t>(all.size()), DType::F16);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, all.data(), static_cast<int32_t>(all.size()), DType::F16);
     for (int s = 0; s <= steps; ++s)
-        CHECK_MESSAGE(bit_equal(run.logits[static_cast<size_t>(s)].data(), row(want, p.size() - 1 + static_cast<size_t>(s)), vocab()),
-                      "decode step " << s);
+        CHECK_MESSAGE(bit_equal(run.logits[static_cast<size_t>(s)].data(), A.row(want, p.size() - 1 + static_cast<size_t>(s)), A.vocab()),
+                      arch << ": decode step " << s);
 }
 
-TEST_CASE("runtime: a prefix-cache hit gives the cold run's logits and greedy text, bit for bit") {
+void prefix_hit(const char* arch) {
+    const Arch A(arch);
+    if (!A.ok) return;
     // Two prompts sharing a 40+ token document prefix; block size 16 so the hit covers >= 32 tokens.
     const std::string doc =
         "Project memo. The bridge repair starts on 3 May and must finish by 30 June. The budget is fixed. "
         "Two contractors bid; the city chose the cheaper one after an audit of its safety record.";
-    const std::vector<int32_t> a = encode(doc + " Question: when does the repair start?");
-    const std::vector<int32_t> b = encode(doc + " Question: who won the bid?");
-    size_t common = 0;
-    while (common < a.size() && common < b.size() && a[common] == b[common]) ++common;
+    const std::vector<int32_t> a = A.encode(doc + " Question: when does the repair start?");
+    const std::vector<int32_t> b = A.encode(doc + " Question: who won the bid?");
+    const size_t common = common_prefix(a, b);
     REQUIRE(common >= 32);
     const int steps = kvrt::test::kSanitized ? 4 : 16;
 
-    runtime::Context warm(smollm(), small_params(256));
+    runtime::Context warm(A.m, small_params(256));
     runtime::RequestStats sa, sb;
     greedy_run(warm, 0, a, 2, &sa);
     CHECK(sa.reused_tokens == 0);
@@ -77,34 +100,35 @@ TEST_CASE("runtime: a prefix-cache hit gives the cold run's logits and greedy te
     CHECK(sb.reused_tokens == sb.reused_from_cache);
     CHECK(sb.computed_tokens == b.size() - sb.reused_tokens);
 
-    runtime::Context cold(smollm(), small_params(256));
+    runtime::Context cold(A.m, small_params(256));
     runtime::RequestStats sc;
     const kvrt::test::GreedyRun ref = greedy_run(cold, 0, b, steps, &sc);
     CHECK(sc.reused_tokens == 0);
     CHECK(hit.tokens == ref.tokens);
     for (int s = 0; s <= steps; ++s)
-        CHECK_MESSAGE(bit_equal(hit.logits[static_cast<size_t>(s)].data(), ref.logits[static_cast<size_t>(s)].data(), vocab()),
-                      "step " << s);
+        CHECK_MESSAGE(bit_equal(hit.logits[static_cast<size_t>(s)].data(), ref.logits[static_cast<size_t>(s)].data(), A.vocab()),
+                      arch << ": step " << s);
 }
 
-TEST_CASE("runtime: an edited prompt keeps the positions before the first changed token and equals a cold run") {
-    const std::vector<int32_t> orig = encode("The total budget is 1,000,000 EUR and the deadline is in March. Summary:");
-    const std::vector<int32_t> edit = encode("The total budget is 500,000 EUR and the deadline is in March. Summary:");
-    size_t first = 0;
-    while (first < orig.size() && orig[first] == edit[first]) ++first;
+void edited_prompt(const char* arch) {
+    const Arch A(arch);
+    if (!A.ok) return;
+    const std::vector<int32_t> orig = A.encode("The total budget is 1,000,000 EUR and the deadline is in March. Summary:");
+    const std::vector<int32_t> edit = A.encode("The total budget is 500,000 EUR and the deadline is in March. Summary:");
+    const size_t first = common_prefix(orig, edit);
     REQUIRE(first > 2);
     REQUIRE(first < edit.size());
-    runtime::Context ctx(smollm(), small_params(256));
+    runtime::Context ctx(A.m, small_params(256));
     greedy_run(ctx, 0, orig, 3);
     runtime::RequestStats st;
     const kvrt::test::GreedyRun edited = greedy_run(ctx, 0, edit, 6, &st);
     CHECK(st.reused_tokens == first);
     CHECK(st.computed_tokens == edit.size() - first);
-    runtime::Context cold(smollm(), small_params(256));
+    runtime::Context cold(A.m, small_params(256));
     const kvrt::test::GreedyRun ref = greedy_run(cold, 0, edit, 6);
     CHECK(edited.tokens == ref.tokens);
     for (size_t s = 0; s < ref.logits.size(); ++s)
-        CHECK_MESSAGE(bit_equal(edited.logits[s].data(), ref.logits[s].data(), vocab()), "step " << s);
+        CHECK_MESSAGE(bit_equal(edited.logits[s].data(), ref.logits[s].data(), A.vocab()), arch << ": step " << s);
 
     // Appending (a next chat turn) keeps everything and computes only the new tokens.
     std::vector<int32_t> longer = edit;
@@ -117,16 +141,18 @@ TEST_CASE("runtime: an edited prompt keeps the positions before the first change
     CHECK(st.computed_tokens == 2);
 }
 
-TEST_CASE("runtime: a batched decode step equals each sequence decoded alone, bit for bit") {
-    const std::vector<std::vector<int32_t>> prompts = {encode("Paris is the capital of"), encode("1, 2, 3, 4,"),
-                                                       encode("def add(a, b):\n    return")};
+void batched_decode(const char* arch) {
+    const Arch A(arch);
+    if (!A.ok) return;
+    const std::vector<std::vector<int32_t>> prompts = {A.encode("Paris is the capital of"), A.encode("1, 2, 3, 4,"),
+                                                       A.encode("def add(a, b):\n    return")};
     runtime::ContextParams p = small_params(256);
     p.n_seq_max = 3;
-    runtime::Context batched(smollm(), p);
+    runtime::Context batched(A.m, p);
     std::vector<int32_t> seqs = {0, 1, 2}, next(3);
     for (int s = 0; s < 3; ++s) {
         batched.prefill(s, prompts[static_cast<size_t>(s)].data(), prompts[static_cast<size_t>(s)].size());
-        next[static_cast<size_t>(s)] = runtime::argmax(batched.logits(s).data(), vocab());
+        next[static_cast<size_t>(s)] = runtime::argmax(batched.logits(s).data(), A.vocab());
     }
     const int steps = kvrt::test::kSanitized ? 2 : 6;
     std::vector<std::vector<std::vector<float>>> got(3);
@@ -134,33 +160,35 @@ TEST_CASE("runtime: a batched decode step equals each sequence decoded alone, bi
         batched.decode(seqs.data(), next.data(), 3);
         for (int s = 0; s < 3; ++s) {
             got[static_cast<size_t>(s)].push_back(batched.logits(s));
-            next[static_cast<size_t>(s)] = runtime::argmax(batched.logits(s).data(), vocab());
+            next[static_cast<size_t>(s)] = runtime::argmax(batched.logits(s).data(), A.vocab());
         }
     }
     for (int s = 0; s < 3; ++s) {
-        runtime::Context alone(smollm(), small_params(256));
+        runtime::Context alone(A.m, small_params(256));
         const kvrt::test::GreedyRun r = greedy_run(alone, 0, prompts[static_cast<size_t>(s)], steps);
         for (int i = 0; i < steps; ++i)
             CHECK_MESSAGE(bit_equal(got[static_cast<size_t>(s)][static_cast<size_t>(i)].data(),
-                                    r.logits[static_cast<size_t>(i) + 1].data(), vocab()),
-                          "sequence " << s << " step " << i);
+                                    r.logits[static_cast<size_t>(i) + 1].data(), A.vocab()),
+                          arch << ": sequence " << s << " step " << i);
     }
 }
 
-TEST_CASE("runtime: a batched prefill equals each sequence prefilled alone, bit for bit") {
+void batched_prefill(const char* arch) {
+    const Arch A(arch);
+    if (!A.ok) return;
     // Three prompts of different lengths, n_batch small enough that rounds split prompts and
     // mix sequences; sequence 2 shares a prefix with a prompt computed before (a cache hit).
-    const std::vector<int32_t> doc = encode(
+    const std::vector<int32_t> doc = A.encode(
         "The river authority approved the new flood gates in March, after two years of studies. The budget is "
         "fixed at one million euros, and the works must end before the winter floods of next year.");
     REQUIRE(doc.size() > 32);
     std::vector<int32_t> q2 = doc;
-    for (int32_t t : encode(" When is the deadline?")) q2.push_back(t);
-    const std::vector<std::vector<int32_t>> prompts = {encode("Paris is the capital of"),
-                                                       encode("def add(a, b):\n    return a + b\n\nprint(add(1,"), q2};
+    for (int32_t t : A.m->tokenizer().encode(" When is the deadline?", EncodeOptions{false, false})) q2.push_back(t);
+    const std::vector<std::vector<int32_t>> prompts = {A.encode("Paris is the capital of"),
+                                                       A.encode("def add(a, b):\n    return a + b\n\nprint(add(1,"), q2};
     runtime::ContextParams p = small_params(256, 8);
     p.n_seq_max = 4;
-    runtime::Context batched(smollm(), p);
+    runtime::Context batched(A.m, p);
     batched.prefill(3, doc.data(), doc.size());  // fills the prefix cache with the document
     const std::vector<int32_t> seqs = {0, 1, 2};
     const int32_t* toks[3] = {prompts[0].data(), prompts[1].data(), prompts[2].data()};
@@ -173,16 +201,16 @@ TEST_CASE("runtime: a batched prefill equals each sequence prefilled alone, bit 
         CHECK(st[s].prompt_tokens == lens[s]);
         CHECK(st[s].computed_tokens + st[s].reused_tokens == lens[s]);
         CHECK(batched.tokens(static_cast<int32_t>(s)) == prompts[s]);
-        runtime::Context alone(smollm(), small_params(256));
+        runtime::Context alone(A.m, small_params(256));
         alone.prefill(0, prompts[s].data(), prompts[s].size());
-        CHECK_MESSAGE(bit_equal(batched.logits(static_cast<int32_t>(s)).data(), alone.logits(0).data(), vocab()),
-                      "sequence " << s);
+        CHECK_MESSAGE(bit_equal(batched.logits(static_cast<int32_t>(s)).data(), alone.logits(0).data(), A.vocab()),
+                      arch << ": sequence " << s);
     }
     // Bad input changes nothing: a repeated sequence, a token past the vocabulary.
     const std::vector<int32_t> again = {0, 0};
     CHECK_THROWS(batched.prefill_batch(again.data(), toks, lens, 2));
     std::vector<int32_t> bad = prompts[1];
-    bad.back() = static_cast<int32_t>(vocab());
+    bad.back() = static_cast<int32_t>(A.vocab());
     const int32_t* bad_toks[2] = {prompts[1].data(), bad.data()};
     const size_t bad_lens[2] = {prompts[1].size(), bad.size()};
     const std::vector<int32_t> two = {0, 1};
@@ -192,13 +220,44 @@ TEST_CASE("runtime: a batched prefill equals each sequence prefilled alone, bit 
     CHECK(batched.has_logits(1));
 }
 
-TEST_CASE("runtime: the thread count does not change a bit of the logits") {
-    const std::vector<int32_t> p = encode("Threads must not matter for the result.");
+void thread_count(const char* arch) {
+    const Arch A(arch);
+    if (!A.ok) return;
+    const std::vector<int32_t> p = A.encode("Threads must not matter for the result.");
     runtime::ContextParams p1 = small_params(128), p2 = small_params(128);
     p1.n_threads = 1;
     p2.n_threads = 2;
-    runtime::Context c1(smollm(), p1), c2(smollm(), p2);
+    runtime::Context c1(A.m, p1), c2(A.m, p2);
     const kvrt::test::GreedyRun a = greedy_run(c1, 0, p, 3), b = greedy_run(c2, 0, p, 3);
     CHECK(a.tokens == b.tokens);
-    for (size_t s = 0; s < a.logits.size(); ++s) CHECK(bit_equal(a.logits[s].data(), b.logits[s].data(), vocab()));
+    for (size_t s = 0; s < a.logits.size(); ++s)
+        CHECK_MESSAGE(bit_equal(a.logits[s].data(), b.logits[s].data(), A.vocab()), arch << ": step " << s);
 }
+
+}  // namespace
+
+// One test case per (property, architecture).
+#define KVRT_EXACTNESS_CASES(ARCH)                                                                                     \
+    TEST_CASE("runtime[" ARCH "]: chunked cached prefill equals the uncached forward at every prompt position, bit for bit") { \
+        chunked_prefill(ARCH);                                                                                         \
+    }                                                                                                                  \
+    TEST_CASE("runtime[" ARCH "]: 32 greedy decode steps through the cache equal the uncached forward, bit for bit") { \
+        greedy_decode(ARCH);                                                                                           \
+    }                                                                                                                  \
+    TEST_CASE("runtime[" ARCH "]: a prefix-cache hit gives the cold run's logits and greedy text, bit for bit") {      \
+        prefix_hit(ARCH);                                                                                              \
+    }                                                                                                                  \
+    TEST_CASE("runtime[" ARCH "]: an edited prompt keeps the positions before the first changed token and equals a cold run") { \
+        edited_prompt(ARCH);                                                                                           \
+    }                                                                                                                  \
+    TEST_CASE("runtime[" ARCH "]: a batched decode step equals each sequence decoded alone, bit for bit") {            \
+        batched_decode(ARCH);                                                                                          \
+    }                                                                                                                  \
+    TEST_CASE("runtime[" ARCH "]: a batched prefill equals each sequence prefilled alone, bit for bit") {              \
+        batched_prefill(ARCH);                                                                                         \
+    }                                                                                                                  \
+    TEST_CASE("runtime[" ARCH "]: the thread count does not change a bit of the logits") { thread_count(ARCH); }
+
+KVRT_EXACTNESS_CASES("llama")
+KVRT_EXACTNESS_CASES("qwen2")
+KVRT_EXACTNESS_CASES("gemma3")
