@@ -3,7 +3,9 @@
 
 Runs SmolLM2 (llama architecture) in numpy from the GGUF's weights dequantised to float
 (gguf-py's dequantiser), with NO activation quantisation and no fp16 rounding (float64
-everywhere), a KV cache of float64 rows, and greedy decoding, on the prompts of
+everywhere), a KV cache of float64 rows, and greedy decoding (the forward is
+exact_forward.ExactDecoder, which also runs qwen2 and gemma3; kl_vs_exact.py measures
+kvrt and a live llama.cpp against it on all three models), on the prompts of
 tests/data/llamacpp_reference.json; then prints, per prompt, how its prompt top-1 logits
 and its 32-token greedy continuation compare with llama.cpp's.
 
@@ -28,6 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import exact_forward as ef  # noqa: E402
 import kvrt_prompts as kp  # noqa: E402
 
 DEFAULT_MODEL = os.path.join(
@@ -37,84 +40,13 @@ DEFAULT_MODEL = os.path.join(
 REF = os.path.join(kp.REPO_ROOT, "tests", "data", "llamacpp_reference.json")
 
 
-class ExactLlama:
-    def __init__(self, path: str):
-        import gguf
-
-        r = gguf.GGUFReader(path)
-
-        def field(key):
-            f = r.fields[key]
-            return f.parts[f.data[0]][0]
-
-        arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
-        assert arch == "llama", arch
-        self.n_layer = int(field("llama.block_count"))
-        self.n_head = int(field("llama.attention.head_count"))
-        self.n_kv = int(field("llama.attention.head_count_kv"))
-        self.n_embd = int(field("llama.embedding_length"))
-        self.d = self.n_embd // self.n_head
-        self.eps = float(field("llama.attention.layer_norm_rms_epsilon"))
-        self.base = float(field("llama.rope.freq_base"))
-        self.w = {}
-        for t in r.tensors:
-            a = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float64)
-            self.w[t.name] = a.reshape([int(x) for x in reversed(t.shape)]) if len(t.shape) > 1 else a.reshape(-1)
-        self.out = self.w.get("output.weight", self.w["token_embd.weight"])
-        self.inv = self.base ** (-np.arange(0, self.d, 2) / self.d)
-        self.reset()
-
-    def reset(self):
-        self.k = [np.zeros((0, self.n_kv, self.d)) for _ in range(self.n_layer)]
-        self.v = [np.zeros((0, self.n_kv, self.d)) for _ in range(self.n_layer)]
-
-    def _rms(self, x, w):
-        return x / np.sqrt((x * x).mean(-1, keepdims=True) + self.eps) * w
-
-    def _rope(self, x, pos):  # llama.cpp rope type NORM: adjacent pairs (GGUF Q/K are permuted for it)
-        ang = pos[:, None] * self.inv[None, :]
-        c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
-        x0, x1 = x[..., 0::2], x[..., 1::2]
-        out = np.empty_like(x)
-        out[..., 0::2] = x0 * c - x1 * s
-        out[..., 1::2] = x0 * s + x1 * c
-        return out
-
-    def eval(self, tokens):
-        """Appends tokens to the cache; returns their logits [len(tokens), n_vocab]."""
-        w, T, p0 = self.w, len(tokens), self.k[0].shape[0]
-        pos = np.arange(p0, p0 + T, dtype=np.float64)
-        x = w["token_embd.weight"][tokens]
-        n_all = p0 + T
-        mask = np.where(np.arange(n_all)[None, :] <= pos[:, None], 0.0, -np.inf)
-        g = self.n_head // self.n_kv
-        for l in range(self.n_layer):
-            p = f"blk.{l}."
-            h = self._rms(x, w[p + "attn_norm.weight"])
-            q = self._rope((h @ w[p + "attn_q.weight"].T).reshape(T, self.n_head, self.d), pos)
-            k = self._rope((h @ w[p + "attn_k.weight"].T).reshape(T, self.n_kv, self.d), pos)
-            v = (h @ w[p + "attn_v.weight"].T).reshape(T, self.n_kv, self.d)
-            self.k[l] = np.concatenate([self.k[l], k])
-            self.v[l] = np.concatenate([self.v[l], v])
-            o = np.empty((T, self.n_head, self.d))
-            for hh in range(self.n_head):
-                s = q[:, hh] @ self.k[l][:, hh // g].T / np.sqrt(self.d) + mask
-                s = np.exp(s - s.max(-1, keepdims=True))
-                o[:, hh] = (s / s.sum(-1, keepdims=True)) @ self.v[l][:, hh // g]
-            x = x + o.reshape(T, -1) @ w[p + "attn_output.weight"].T
-            h = self._rms(x, w[p + "ffn_norm.weight"])
-            gt = h @ w[p + "ffn_gate.weight"].T
-            x = x + ((gt / (1 + np.exp(-gt))) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
-        return self._rms(x, w["output_norm.weight"]) @ self.out.T
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=DEFAULT_MODEL)
     ap.add_argument("--prompts", default="", help="comma-separated indices (default: all)")
     args = ap.parse_args()
     ref = json.load(open(REF, encoding="utf-8"))
-    m = ExactLlama(args.model)
+    m = ef.ExactDecoder(args.model)
     idx = [int(i) for i in args.prompts.split(",")] if args.prompts else range(len(ref["prompts"]))
     n_match = 0
     worst = 0.0
