@@ -6,7 +6,7 @@
 //             (exact 150 + CED 65 on one core: the indexers score O(N^2)
 //             (position, group) pairs).
 //   decode    one decode step at 8K, 64K and 1M positions of context (rows of
-//             the context filled at random: CedRuntime::fill_random), vs the
+//             the context filled at random: CedRuntimeAccess::fill_random), vs the
 //             step at 8K (goal <= 1.5x at 1M); the indexers' full scans timed
 //             alone (every index layer that scores all visible groups) and their
 //             selections (top-k, block-max), and the step without them, which
@@ -27,6 +27,7 @@
 #include "model/gguf/gguf.hpp"
 #include "model/gguf/gguf_writer.hpp"
 #include "runtime/ced_runtime.hpp"
+#include "runtime/ced_runtime_access.hpp"
 
 #include <omp.h>
 #include <time.h>
@@ -126,7 +127,7 @@ void bench_decode(const Model& m, const std::vector<int64_t>& ctxs, int steps) {
         const uint64_t budget = uint64_t(bpt * double(ctx + 4096) * 1.1) + (64ull << 20);
         CedRuntime rt(m.w, runtime_opts(budget));
         auto s = rt.create();
-        rt.fill_random(s, ctx, 3);
+        kvrt::ced::CedRuntimeAccess::fill_random(rt, s, ctx, 3);
         std::vector<double> times;
         int32_t tok = 1;
         for (int i = 0; i < steps + 2; i++) {
@@ -240,7 +241,7 @@ void bench_sparse(const Model& m, int64_t ctx) {
     const CedConfig& c = m.w->cfg;
     CedRuntime rt(m.w, runtime_opts(4ull << 30));
     auto s = rt.create();
-    rt.fill_random(s, ctx, 9);
+    kvrt::ced::CedRuntimeAccess::fill_random(rt, s, ctx, 9);
     const int32_t si = c.n_sources() - 1;  // the decoder's bank (r = 1)
     PagedKV bank = rt.bank_view(s, si);
     const int32_t H = c.n_heads, D = c.entry_dim, k = c.top_k;

@@ -1,5 +1,7 @@
 #include "runtime/ced_runtime.hpp"
 
+#include "runtime/ced_runtime_seq.hpp"
+
 #include "kernels/attention.hpp"
 #include "kernels/indexer.hpp"
 #include "kernels/rms_norm.hpp"
@@ -14,17 +16,6 @@
 
 namespace kvrt::ced {
 
-struct CedRuntime::Seq {
-    cache::SeqId bank = 0, win = 0;
-    int64_t bank_len = 0, win_len = 0;  // lengths of the two cache sequences (mirrored: seq_info is O(blocks))
-    std::vector<int32_t> tokens;
-    int64_t dec_start = 0;  // the decoder runs for positions >= dec_start
-    int64_t dec_next = 0;   // first position the decoder has not run yet
-    int64_t enc_floor = 0, dec_floor = 0;
-    std::vector<int64_t> fixed;                   // per source: cached groups never rewritten
-    std::vector<std::vector<float>> tail_kv;      // per source: raw rows of the open group
-    std::vector<std::vector<float>> tail_gate;
-};
 
 namespace {
 constexpr const char* kSaltExact = "ced/exact";
@@ -204,61 +195,6 @@ void CedRuntime::truncate(SeqId id, int64_t p) {
     if (p == 0) s.dec_start = s.dec_next = s.enc_floor = s.dec_floor = 0;
 }
 
-void CedRuntime::fill_random(SeqId id, int64_t n, uint64_t seed) {
-    Seq& s = get(id);
-    KVRT_CHECK(s.tokens.empty() && n >= 1, KVRT_ERR_INVALID_STATE, "ced fill_random: needs an empty sequence");
-    uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;
-    auto rnd = [&] {  // uniform in [-sqrt(3), sqrt(3)): unit RMS
-        st ^= st << 13;
-        st ^= st >> 7;
-        st ^= st << 17;
-        return float((double(st >> 11) * (1.0 / 9007199254740992.0) * 2 - 1) * 1.7320508);
-    };
-    s.tokens.resize(n);
-    for (auto& t : s.tokens) t = int32_t((st = st * 6364136223846793005ull + 1442695040888963407ull) >> 33) % c_.n_vocab;
-    if (!s.bank) s.bank = banks_->create_sequence(keys("ced/bank"));
-    if (!s.win) s.win = windows_->create_sequence(keys("ced/bench/" + std::to_string(++replay_salt_counter_)));
-    banks_->append(s.bank, s.tokens.data(), n);
-    s.bank_len = n;
-    std::vector<float> buf;
-    const int64_t piece = 4096;
-    for (int32_t si = 0; si < c_.n_sources(); si++) {
-        const int64_t rows = n / c_.source_ratios[si];
-        for (int32_t which = 0; which < 2; which++) {
-            const size_t w = which ? c_.idx_dim : c_.entry_dim;
-            for (int64_t r0 = 0; r0 < rows; r0 += piece) {
-                const int64_t m = std::min(piece, rows - r0);
-                buf.resize(size_t(m) * w);
-                for (auto& v : buf) v = rnd();
-                put_rows(*banks_, s.bank, which ? idx_layer(si) : bank_layer(si), r0, m, buf.data(), w);
-            }
-        }
-    }
-    ensure_appended(s, n);
-    const int64_t lo = std::max<int64_t>(0, n - c_.window);
-    for (int32_t l = 0; l < c_.n_layers; l++) {
-        const size_t w = c_.entry_dim;
-        buf.resize(size_t(n - lo) * w);
-        for (auto& v : buf) v = rnd();
-        put_rows(*windows_, s.win, l, lo, n - lo, buf.data(), w);
-    }
-    banks_->mark_computed(s.bank, n);
-    windows_->mark_computed(s.win, n);
-    for (int32_t i = 0; i < c_.n_sources(); i++) {
-        s.fixed[i] = 0;
-        s.tail_kv[i].clear();
-        s.tail_gate[i].clear();
-        const int64_t r = c_.source_ratios[i];
-        // An open group's raw rows: random too.
-        for (int64_t p = (n / r) * r; p < n; p++)
-            for (int32_t d = 0; d < c_.entry_dim; d++) {
-                s.tail_kv[i].push_back(rnd());
-                s.tail_gate[i].push_back(rnd());
-            }
-    }
-    s.dec_start = s.dec_floor = s.enc_floor = 0;
-    s.dec_next = n;
-}
 
 // ---- prefill ------------------------------------------------------------------
 
@@ -669,7 +605,7 @@ void CedRuntime::layer(Seq& s, int32_t l, int64_t p0, int64_t n, float* X) {
         for (int64_t t = 0; t < n; t++)
             merge_attention(O.data() + size_t(t) * QW, lse.data() + size_t(t) * NH, O2.data() + size_t(t) * QW,
                             lse2.data() + size_t(t) * NH, NH, int32_t(D));
-        last_sel_[l] = sel[n - 1];
+        if (record_selection_) last_sel_[l] = sel[n - 1];
     }
     rope(O.data(), n, pos.data(), NH, int32_t(D), true);
     std::vector<float> A(size_t(n) * E);

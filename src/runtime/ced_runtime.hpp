@@ -107,12 +107,6 @@ public:
     std::vector<float> extend(SeqId seq, const int32_t* tokens, int64_t n);
     std::vector<float> decode(SeqId seq, int32_t token) { return extend(seq, &token, 1); }
 
-    // Benchmarks only: makes an empty sequence hold n positions of random
-    // tokens whose cached rows (banks, indexer keys, the last W window rows)
-    // are random unit-RMS vectors, as if prefilled, without computing them, so
-    // that decode at 1M positions of context can be timed without a 1M prefill.
-    void fill_random(SeqId seq, int64_t n, uint64_t seed);
-
     int64_t length(SeqId seq) const;
     const std::vector<int32_t>& tokens(SeqId seq) const;
     // Bytes the sequence's blocks take in the bank and window caches (shared blocks counted).
@@ -129,14 +123,15 @@ public:
     // Bank layer / indexer-key layer of source s in the bank cache.
     static int32_t bank_layer(int32_t s) { return 2 * s; }
     static int32_t idx_layer(int32_t s) { return 2 * s + 1; }
-    // Rows selected by layer l at the last position processed (tests).
-    const std::vector<int32_t>& last_selection(int32_t l) const { return last_sel_[l]; }
 
     // Cache layouts of a model (used by inspect too).
     static cache::CacheConfig bank_layout(const CedConfig& c, int32_t block_tokens, DType dtype);
     static cache::CacheConfig window_layout(const CedConfig& c, int32_t block_tokens, DType dtype);
 
 private:
+    // Tests and benchmarks (tests/support/runtime/ced_runtime_access.hpp): the selections of
+    // the last position, and sequences filled with random rows; not part of the library.
+    friend struct CedRuntimeAccess;
     struct Seq;
     struct Pass;
     Seq& get(SeqId id);
@@ -167,7 +162,8 @@ private:
     std::unordered_map<SeqId, std::unique_ptr<Seq>> seqs_;
     SeqId next_id_ = 1;
     uint64_t replay_salt_counter_ = 0;
-    std::vector<std::vector<int32_t>> last_sel_;
+    bool record_selection_ = false;               // CedRuntimeAccess turns it on
+    std::vector<std::vector<int32_t>> last_sel_;  // per layer, when record_selection_
     // Per-position selections / decoder candidates of the current pass
     // (encoder or decoder) over one chunk: published by index sources, reused by the others.
     std::vector<std::vector<int32_t>> pass_sel_, pass_cand_;

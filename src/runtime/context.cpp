@@ -362,6 +362,9 @@ void Context::prefill_batch(const int32_t* seqs, const int32_t* const* tokens, c
     const double t0 = now_s();
     KVRT_CHECK(seqs != nullptr && tokens != nullptr && n != nullptr && count > 0, KVRT_ERR_INVALID_ARGUMENT,
                "prefill_batch: empty batch");
+    // Each id at most once: a count above n_seq_max is wrong before any array is read.
+    KVRT_CHECK(count <= p_.n_seq_max, KVRT_ERR_INVALID_ARGUMENT,
+               "prefill_batch: " + std::to_string(count) + " sequences, more than n_seq_max = " + std::to_string(p_.n_seq_max));
     // Every check before any sequence changes.
     std::vector<PromptWork> work(count);
     for (size_t i = 0; i < count; ++i) {
@@ -390,6 +393,8 @@ void Context::prefill_batch(const int32_t* seqs, const int32_t* const* tokens, c
 
 void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
     KVRT_CHECK(seqs != nullptr && toks != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, "decode: empty batch");
+    KVRT_CHECK(n <= p_.n_seq_max, KVRT_ERR_INVALID_ARGUMENT,
+               "decode: " + std::to_string(n) + " sequences, more than n_seq_max = " + std::to_string(p_.n_seq_max));
     check_tokens(toks, n);
     std::vector<Seq*> ss(n);
     for (size_t i = 0; i < n; ++i) {

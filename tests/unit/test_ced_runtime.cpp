@@ -4,6 +4,7 @@
 #include "runtime/ced_reference.hpp"
 #include "model/arch/ced_memory.hpp"
 #include "runtime/ced_runtime.hpp"
+#include "runtime/ced_runtime_access.hpp"
 #include "util/error.hpp"
 
 #include <doctest/doctest.h>
@@ -79,7 +80,7 @@ TEST_CASE("ced runtime: exact and CED prefill match the reference; selections ag
             std::vector<float> want = ref.prefill(toks.data(), 45, mode);
             INFO("mode " << int(mode) << " ref kernels " << refk);
             check_close(got, want, refk ? 1e-4 : 2e-3);
-            for (int32_t l = 0; l < rt.config().n_layers; l++) CHECK(rt.last_selection(l) == ref.selection(l));
+            for (int32_t l = 0; l < rt.config().n_layers; l++) CHECK(CedRuntimeAccess::last_selection(rt, l) == ref.selection(l));
             // Greedy decode continues to agree.
             for (int i = 0; i < 4; i++) {
                 int32_t t = test::argmax(want);
@@ -98,12 +99,13 @@ TEST_CASE("ced runtime: visibility edges (lengths around r, W and the block size
     for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 15, 16, 17, 23, 24, 25}) {
         for (PrefillMode mode : {PrefillMode::Exact, PrefillMode::CedPrefill}) {
             CedRuntime rt(m.weights, opts(3, true));
+            CedRuntimeAccess::record_selections(rt, true);
             CedReference ref(m.weights);
             auto s = rt.create();
             INFO("n " << n << " mode " << int(mode));
             check_close(rt.prefill(s, toks.data(), n, mode).logits, ref.prefill(toks.data(), n, mode), 1e-4);
             for (int32_t l = 0; l < c.n_layers; l++) {
-                CHECK(rt.last_selection(l) == ref.selection(l));
+                CHECK(CedRuntimeAccess::last_selection(rt, l) == ref.selection(l));
                 if (c.bank_of[l] >= 0 && l < c.decoder_source()) {
                     const int64_t vis = n / c.ratio_of_layer(l);
                     CHECK(int64_t(ref.selection(l).size()) == std::min<int64_t>(vis, c.top_k));

@@ -1,6 +1,7 @@
 #include "model/arch/decoder_forward.hpp"
 
 #include "kernels/attention.hpp"
+#include "kernels/isa.hpp"
 #include "kernels/rms_norm.hpp"
 #include "kernels/rope.hpp"
 #include "kernels/weight_matmul.hpp"
@@ -67,7 +68,6 @@ __attribute__((target("avx2,f16c"))) void f32_to_f16_row_f16c(uint8_t* dst, cons
     }
 }
 
-const bool kHasF16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
 
 // Writes one K or V row into the store in its element type (the same function serves
 // the fast and the reference forward, so both see identical rows).
@@ -75,7 +75,7 @@ void store_row(uint8_t* dst, const float* src, int64_t n, DType t) {
     switch (t) {
         case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
         case DType::F16:
-            if (kHasF16c) {
+            if (isa_active() >= Isa::Avx2) {  // AVX2 level = AVX2 + FMA + F16C (kernels/isa.hpp)
                 f32_to_f16_row_f16c(dst, src, n);
                 break;
             }
