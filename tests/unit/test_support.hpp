@@ -21,6 +21,24 @@ inline std::string model_path() {
     return dir + "/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+// Path of another model file scripts/setup.sh fetches, by file name (e.g.
+// "gemma-3-270m-Q4_K_M.gguf"): $KVRT_MODEL_DIR/name, else ~/.cache/kvrt/models/name
+// ($KVRT_MODEL names the SmolLM2 file only and does not apply here).
+inline std::string model_path(const std::string& file_name) {
+    std::string dir;
+    if (const char* d = std::getenv("KVRT_MODEL_DIR"); d && *d) dir = d;
+    else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/kvrt/models";
+    else dir = "/root/.cache/kvrt/models";
+    return dir + "/" + file_name;
+}
+
+// True under CI (the environment has CI=true, as CI services set it): tests whose
+// optional model file is missing must then fail rather than skip.
+inline bool in_ci() {
+    const char* ci = std::getenv("CI");
+    return ci && (std::string(ci) == "true" || std::string(ci) == "1");
+}
+
 inline std::string data_dir() { return KVRT_TEST_DATA_DIR; }
 
 // The status fn() throws as a kvrt::Error (KVRT_OK when it returns normally).

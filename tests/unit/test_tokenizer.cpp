@@ -397,3 +397,35 @@ TEST_CASE("tokenizer: one tokenizer is safe to share between threads") {
     const Tokenizer copy = tok;  // copies share the tables
     CHECK(copy.encode(text) == want);
 }
+
+TEST_CASE("tokenizer: tokens llama.cpp recognises by name become control tokens, whatever their GGUF type") {
+    BpeVocab v({"ab"}, {{"a", "b"}});
+    const int32_t strike = v.special("</s>", TokenType::user_defined);  // e.g. Gemma 3's HTML tag
+    const int32_t fim_pad = v.special("<|fim_pad|>", TokenType::normal);
+    const int32_t fim_pre = v.special("<|fim_prefix|>", TokenType::user_defined);
+    const int32_t other = v.special("<b>", TokenType::user_defined);
+    {
+        Tokenizer tok(v.d);
+        CHECK(tok.token_type(strike) == TokenType::control);
+        CHECK(tok.token_type(fim_pad) == TokenType::control);
+        CHECK(tok.token_type(fim_pre) == TokenType::control);
+        CHECK(tok.token_type(other) == TokenType::user_defined);
+        CHECK(tok.is_end_of_generation(strike));
+        CHECK(tok.is_end_of_generation(fim_pad));
+        CHECK_FALSE(tok.is_end_of_generation(fim_pre));
+        CHECK_FALSE(tok.is_end_of_generation(other));
+        // As a control token "</s>" is split out only with parse_special.
+        const Ids plain = tok.encode("ab</s><b>");
+        CHECK(std::find(plain.begin(), plain.end(), strike) == plain.end());
+        CHECK(plain.back() == other);  // user-defined: always
+        CHECK(tok.encode("ab</s><b>", {.parse_special = true}) == Ids{v.id("ab"), strike, other});
+        CHECK(tok.decode(Ids{strike}).empty());
+        CHECK(tok.decode(Ids{strike}, true) == "</s>");
+    }
+    // With "<|tool_response>" in the vocabulary (Gemma 4) "</s>" keeps its type and does not end generation.
+    v.special("<|tool_response>", TokenType::control);
+    Tokenizer tok(v.d);
+    CHECK(tok.token_type(strike) == TokenType::user_defined);
+    CHECK_FALSE(tok.is_end_of_generation(strike));
+    CHECK(tok.encode("ab</s>") == Ids{v.id("ab"), strike});
+}

@@ -18,7 +18,11 @@
 //
 // Text is bytes: invalid UTF-8 is never rejected or replaced; its bytes are
 // tokenised as bytes (a byte the vocabulary cannot represent at all is dropped,
-// as llama.cpp does) and decode back to the same bytes.
+// as llama.cpp does) and decode back to the same bytes. (One exception, shared
+// with llama.cpp's "llama" tokenizer: a space within the bytes a truncated
+// multi-byte lead announces was already U+2581 and decodes as such.) On
+// "gpt2" vocabularies llama.cpp differs here: it tokenizes U+FFFD for each
+// byte it cannot decode.
 //
 // A Tokenizer is immutable after construction; every const member function is
 // thread-safe. Copies share the same vocabulary (cheap).
