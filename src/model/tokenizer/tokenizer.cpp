@@ -346,11 +346,26 @@ void Tokenizer::encode(std::string_view text, const EncodeOptions& opt, std::vec
             if (b < r.end && r.begin < e) return true;
         return false;
     };
+    // Which byte pairs the text has: a special token with a pair the text lacks
+    // cannot occur in it, which spares the search for most of a large vocabulary's
+    // specials (Gemma 3 has 6,414) even in text dense with '<'.
+    std::vector<uint64_t> pairs(65536 / 64, 0);
+    for (size_t i = 1; i < text.size(); ++i) {
+        const uint32_t pr = uint32_t(uint8_t(text[i - 1])) << 8 | uint8_t(text[i]);
+        pairs[pr >> 6] |= uint64_t(1) << (pr & 63);
+    }
+    auto may_occur = [&](const std::string& st) {
+        for (size_t i = 1; i < st.size(); ++i) {
+            const uint32_t pr = uint32_t(uint8_t(st[i - 1])) << 8 | uint8_t(st[i]);
+            if (!(pairs[pr >> 6] >> (pr & 63) & 1)) return false;
+        }
+        return true;
+    };
     for (int32_t id : m.specials) {
         const TokenType t = m.type[size_t(id)];
         if (!opt.parse_special && (t == TokenType::control || t == TokenType::unknown)) continue;
         const std::string& st = m.text[size_t(id)];
-        if (text.find(st) == std::string_view::npos) continue;
+        if (st.size() > text.size() || !may_occur(st) || text.find(st) == std::string_view::npos) continue;
         next.clear();
         for (const Fragment& f : frags) {
             if (f.id >= 0) {
