@@ -74,6 +74,7 @@ TEST_CASE("ced runtime: exact and CED prefill match the reference; selections ag
         for (bool refk : {true, false}) {
             std::vector<int32_t> toks = test::random_tokens(45, 256, 2);
             CedRuntime rt(m.weights, opts(16, refk));
+            CedRuntimeAccess::record_selections(rt, true);
             CedReference ref(m.weights);
             auto s = rt.create();
             std::vector<float> got = rt.prefill(s, toks.data(), 45, mode).logits;
