@@ -56,7 +56,7 @@ void chunked_prefill(const char* arch) {
         ctx.prefill(0, p.data(), p.size(), nullptr, &all);
         REQUIRE(all.size() == p.size() * A.vocab());
         for (size_t t = 0; t < p.size(); ++t)
-            CHECK_MESSAGE(bit_equal(A.row(all, t), A.row(want, t), A.vocab()), arch << ": chunk " << chunk << ", position " << t);
+            CHECK_MESSAGE(bit_equal(A.row(all, t), A.row(want, t), A.vocab()), std::string(arch) << ": chunk " << chunk << ", position " << t);
         CHECK(bit_equal(ctx.logits(0).data(), A.row(want, p.size() - 1), A.vocab()));
     }
 }
@@ -73,7 +73,7 @@ void greedy_decode(const char* arch) {
     const std::vector<float> want = runtime::uncached_forward(*A.m, all.data(), static_cast<int32_t>(all.size()), DType::F16);
     for (int s = 0; s <= steps; ++s)
         CHECK_MESSAGE(bit_equal(run.logits[static_cast<size_t>(s)].data(), A.row(want, p.size() - 1 + static_cast<size_t>(s)), A.vocab()),
-                      arch << ": decode step " << s);
+                      std::string(arch) << ": decode step " << s);
 }
 
 void prefix_hit(const char* arch) {
@@ -107,7 +107,7 @@ void prefix_hit(const char* arch) {
     CHECK(hit.tokens == ref.tokens);
     for (int s = 0; s <= steps; ++s)
         CHECK_MESSAGE(bit_equal(hit.logits[static_cast<size_t>(s)].data(), ref.logits[static_cast<size_t>(s)].data(), A.vocab()),
-                      arch << ": step " << s);
+                      std::string(arch) << ": step " << s);
 }
 
 void edited_prompt(const char* arch) {
@@ -128,7 +128,7 @@ void edited_prompt(const char* arch) {
     const kvrt::test::GreedyRun ref = greedy_run(cold, 0, edit, 6);
     CHECK(edited.tokens == ref.tokens);
     for (size_t s = 0; s < ref.logits.size(); ++s)
-        CHECK_MESSAGE(bit_equal(edited.logits[s].data(), ref.logits[s].data(), A.vocab()), arch << ": step " << s);
+        CHECK_MESSAGE(bit_equal(edited.logits[s].data(), ref.logits[s].data(), A.vocab()), std::string(arch) << ": step " << s);
 
     // Appending (a next chat turn) keeps everything and computes only the new tokens.
     std::vector<int32_t> longer = edit;
@@ -169,7 +169,7 @@ void batched_decode(const char* arch) {
         for (int i = 0; i < steps; ++i)
             CHECK_MESSAGE(bit_equal(got[static_cast<size_t>(s)][static_cast<size_t>(i)].data(),
                                     r.logits[static_cast<size_t>(i) + 1].data(), A.vocab()),
-                          arch << ": sequence " << s << " step " << i);
+                          std::string(arch) << ": sequence " << s << " step " << i);
     }
 }
 
@@ -204,7 +204,7 @@ void batched_prefill(const char* arch) {
         runtime::Context alone(A.m, small_params(256));
         alone.prefill(0, prompts[s].data(), prompts[s].size());
         CHECK_MESSAGE(bit_equal(batched.logits(static_cast<int32_t>(s)).data(), alone.logits(0).data(), A.vocab()),
-                      arch << ": sequence " << s);
+                      std::string(arch) << ": sequence " << s);
     }
     // Bad input changes nothing: a repeated sequence, a token past the vocabulary.
     const std::vector<int32_t> again = {0, 0};
@@ -231,7 +231,7 @@ void thread_count(const char* arch) {
     const kvrt::test::GreedyRun a = greedy_run(c1, 0, p, 3), b = greedy_run(c2, 0, p, 3);
     CHECK(a.tokens == b.tokens);
     for (size_t s = 0; s < a.logits.size(); ++s)
-        CHECK_MESSAGE(bit_equal(a.logits[s].data(), b.logits[s].data(), A.vocab()), arch << ": step " << s);
+        CHECK_MESSAGE(bit_equal(a.logits[s].data(), b.logits[s].data(), A.vocab()), std::string(arch) << ": step " << s);
 }
 
 }  // namespace
