@@ -13,8 +13,8 @@ set of strings with each model's GGUF, the ground truth the tokenizer tests
 
 MODEL.gguf (or $KVRT_MODEL) overrides the SmolLM2 file, as before.
 
-SmolLM2 (tokenizer_reference.json, unchanged format):
-The model is loaded with vocab_only=True (no weights). For every case the
+SmolLM2 (tokenizer_reference.json; regenerating it with 0.3.36 gives the
+committed file byte for byte): the model is loaded with vocab_only=True (no weights). For every case the
 file records the text, whether special-token text was parsed, llama.cpp's ids
 (llama_tokenize with add_special=True: SmolLM2 adds no BOS), each token's piece
 (llama_token_to_piece with special=True, as hex) and their concatenation.
@@ -32,7 +32,7 @@ byte-level BPE replaces it with U+FFFD while kvrt keeps the bytes (tested
 separately in tests/unit/test_tokenizer.cpp).
 
 Gemma 3 and Qwen2.5 (tokenizer_reference_gemma3.json, _qwen2.json): "cases" as
-above (the SmolLM2 strings plus EXTRA_CASES plus the model's own
+above (the SmolLM2 strings but its ChatML prompt, plus EXTRA_CASES plus the model's own
 GEMMA3_CASES / QWEN2_CASES: its control and user-defined tokens parsed and not
 parsed, Gemma's turn markers, HTML and whitespace tokens and byte fallback,
 Qwen's ChatML, FIM and tool tokens, digits, code with tabs); "byte_cases":
@@ -41,8 +41,9 @@ ids, pieces and detokenized_hex (the SentencePiece tokenizer keeps such bytes
 through byte fallback; byte-level BPE sees U+FFFD for each invalid byte); and,
 for a model with a chat template, "chat": CONVERSATIONS rendered by the GGUF's
 own Jinja template exactly as Llama.create_chat_completion renders it
-(llama_cpp.llama_chat_format.Jinja2ChatFormatter), with the ids of that prompt
-(add_special, special tokens parsed).
+(llama_cpp.llama_chat_format.Jinja2ChatFormatter, the "chat_template.default"
+handler Llama picks for a GGUF with a template; checked to give the prompt that
+handler tokenizes), with the ids of that prompt (add_special, special tokens parsed).
 """
 import argparse
 import ctypes
