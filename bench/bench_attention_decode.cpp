@@ -14,7 +14,7 @@
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
 #include "kernels/attention.hpp"
-#include "kernels/isa.hpp"
+#include "util/isa.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -13,7 +13,7 @@
 #include "bench_kv_fixture.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/indexer.hpp"
-#include "kernels/isa.hpp"
+#include "util/isa.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 // Scalar reference dequantisation (ggml's formulas) and the run-time dispatch.
 #include "formats/tensor_type_dequant.hpp"
+#include "util/isa.hpp"
 
 #include "model/gguf/gguf.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 
-#include <cpuid.h>
 #include <cstring>
 #include <string>
 
@@ -238,18 +238,6 @@ void ref_bf16(TensorType t, const uint8_t* src, uint16_t* dst, uint64_t n) {
     }
 }
 
-bool cpu_has_avx2() {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    const bool f16c = (c >> 29) & 1;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
-}
-
-bool cpu_has_avx512() {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && cpu_has_avx2();
-}
-
 void require_isa(DequantIsa isa) {
     if (!dequant_isa_available(isa))
         fail(KVRT_ERR_UNSUPPORTED, std::string("this CPU cannot run the ") + dequant_isa_name(isa) + " dequantisation path");
@@ -267,21 +255,21 @@ const char* dequant_isa_name(DequantIsa isa) noexcept {
 }
 
 bool dequant_isa_available(DequantIsa isa) noexcept {
-    static const bool avx2 = cpu_has_avx2();
-    static const bool avx512 = cpu_has_avx512();
+    const CpuFeatures& f = cpu_features();
     switch (isa) {
         case DequantIsa::Scalar: return true;
-        case DequantIsa::Avx2: return avx2;
-        case DequantIsa::Avx512: return avx512;
+        case DequantIsa::Avx2: return f.avx2;
+        case DequantIsa::Avx512: return f.avx512;
     }
     return false;
 }
 
 DequantIsa dequant_best_isa() noexcept {
-    static const DequantIsa best = dequant_isa_available(DequantIsa::Avx512) ? DequantIsa::Avx512
-                                   : dequant_isa_available(DequantIsa::Avx2) ? DequantIsa::Avx2
-                                                                             : DequantIsa::Scalar;
-    return best;
+    // The process-wide level (util/isa.hpp: KVRT_ISA, isa_set_limit).
+    const Isa level = isa_active();
+    if (level >= Isa::Avx512 && dequant_isa_available(DequantIsa::Avx512)) return DequantIsa::Avx512;
+    if (level >= Isa::Avx2 && dequant_isa_available(DequantIsa::Avx2)) return DequantIsa::Avx2;
+    return DequantIsa::Scalar;
 }
 
 bool dequant_supported(TensorType t) noexcept {

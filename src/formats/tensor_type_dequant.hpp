@@ -47,7 +47,7 @@ enum class DequantIsa : uint8_t { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 const char* dequant_isa_name(DequantIsa isa) noexcept;
 // True when this CPU can run `isa` (Scalar always).
 bool dequant_isa_available(DequantIsa isa) noexcept;
-// The widest available path (decided once per process).
+// The widest available path at the process-wide level (util/isa.hpp: KVRT_ISA, isa_set_limit).
 DequantIsa dequant_best_isa() noexcept;
 
 // True when dequantize_* accept type t.

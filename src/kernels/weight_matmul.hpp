@@ -60,7 +60,8 @@ namespace kvrt {
 // CPUs since Alder Lake, which lack AVX-512). Avx512 = AVX-512 F/BW/VL/DQ + VNNI.
 enum class KernelIsa : uint8_t { Auto = 0, Scalar = 1, Avx2 = 2, AvxVnni = 3, Avx512 = 4 };
 
-// The best path this CPU supports (never Auto).
+// The path Auto takes (never Auto): the best this CPU supports at the process-wide
+// level of util/isa.hpp (KVRT_ISA, isa_set_limit), so it follows that one choice.
 KernelIsa kernel_isa_detected() noexcept;
 // True when the CPU can run `isa` (Auto and Scalar always).
 bool kernel_isa_supported(KernelIsa isa) noexcept;
@@ -146,7 +147,8 @@ private:
 // X rows are ldx floats apart (ldx >= K), Y rows ldy floats apart (ldy >= N).
 // M = 0 is a no-op. n_threads = 0 uses omp_get_max_threads(); isa = Auto uses
 // the best path (forcing one the CPU lacks throws KVRT_ERR_UNSUPPORTED);
-// $KVRT_ISA = scalar | avx2 | avxvnni | avx512 caps what Auto picks.
+// the level of util/isa.hpp ($KVRT_ISA = scalar | avx2 | avxvnni | avx512, or
+// isa_set_limit) caps what Auto picks.
 // Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) on a null pointer, M < 0 or a
 // stride too small. X and Y must not overlap.
 // Cost: 2*M*N*K operations; W is read once per call (from L1 for every row

@@ -1,4 +1,8 @@
-#include "kernels/isa.hpp"
+#include "util/isa.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <atomic>
 #include <cstdlib>
@@ -8,13 +12,28 @@ namespace kvrt {
 
 namespace {
 
-Isa detect() noexcept {
+CpuFeatures probe() noexcept {
+    CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        return __builtin_cpu_supports("avx512bf16") ? Isa::Avx512Bf16 : Isa::Avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        return Isa::Avx2;
+    f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4 (GCC 12's __builtin_cpu_supports
+    // does not report it on every CPU that has it).
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    f.avxvnni = f.avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u) != 0;
+    f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+    f.avx512bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+#endif
+    return f;
+}
+
+Isa detect() noexcept {
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512) return f.avx512bf16 ? Isa::Avx512Bf16 : Isa::Avx512;
+    if (f.avxvnni) return Isa::AvxVnni;
+    if (f.avx2) return Isa::Avx2;
     return Isa::Scalar;
 }
 
@@ -23,6 +42,7 @@ Isa env_limit() noexcept {
     if (!e) return Isa::Avx512Bf16;
     if (std::strcmp(e, "scalar") == 0) return Isa::Scalar;
     if (std::strcmp(e, "avx2") == 0) return Isa::Avx2;
+    if (std::strcmp(e, "avxvnni") == 0) return Isa::AvxVnni;
     if (std::strcmp(e, "avx512") == 0) return Isa::Avx512;
     return Isa::Avx512Bf16;
 }
@@ -33,6 +53,11 @@ std::atomic<int>& limit_ref() noexcept {
 }
 
 }  // namespace
+
+const CpuFeatures& cpu_features() noexcept {
+    static const CpuFeatures f = probe();
+    return f;
+}
 
 Isa isa_detected() noexcept {
     static const Isa d = detect();
@@ -53,6 +78,7 @@ const char* isa_name(Isa isa) noexcept {
     switch (isa) {
         case Isa::Scalar: return "scalar";
         case Isa::Avx2: return "avx2";
+        case Isa::AvxVnni: return "avxvnni";
         case Isa::Avx512: return "avx512";
         case Isa::Avx512Bf16: return "avx512bf16";
     }

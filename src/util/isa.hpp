@@ -1,26 +1,44 @@
-// Which instruction-set path the cpu/ kernels take, chosen at run time.
+// The one choice of instruction-set level for every CPU kernel (attention,
+// weight matmul, dequantisation, the K/V row writer), made at run time.
 //
-// isa_detected() is what the CPU supports (AVX-512 = F+BW+VL+DQ, AVX2 = AVX2+FMA+F16C,
-// Avx512Bf16 = AVX-512 + AVX512_BF16); isa_active() is what the kernels use: the detected
-// level, lowered by the environment variable KVRT_ISA=scalar|avx2|avx512|avx512bf16 (read
-// once) or by isa_set_limit() (tests force each path with it). A limit above what the CPU
-// has is clamped to the detected level. Results are deterministic within one path;
-// different paths may differ in the last bits.
+// isa_detected() is the best level the CPU supports; isa_active() is what the
+// kernels use: the detected level, lowered by the environment variable
+// KVRT_ISA=scalar|avx2|avxvnni|avx512|avx512bf16 (read once) or by
+// isa_set_limit() (tests force each path with it). A limit above what the CPU
+// has is clamped to the detected level. Results are deterministic within one
+// path; different paths may differ in the last bits (the weight matmul and the
+// dequantisers give the same bits on every path).
 //
-// Avx512Bf16 differs from Avx512 in attention over bf16 KV only: Q.K and P.V are bf16 dot
-// products (vdpbf16ps, f32 accumulation), so the query and the softmax weights are rounded
-// to bf16 (~3 significant digits) where the Avx512 path multiplies in f32 (the usual
-// flash-attention recipe; about twice the multiply throughput). f32 and f16 KV take the
-// same f32 arithmetic as Avx512. KVRT_ISA=avx512 keeps bf16 KV on f32 arithmetic.
+// Levels, each including the ones below:
+//   Scalar      portable C++
+//   Avx2        AVX2 + FMA + F16C
+//   AvxVnni     + AVX-VNNI (vpdpbusd on ymm: Intel client CPUs since Alder Lake); only the
+//               weight matmul has a path of its own, the others take their AVX2 one
+//   Avx512      AVX-512 F/BW/VL/DQ (the weight matmul's AVX-512 path also needs
+//               AVX512_VNNI; without it the matmul takes AvxVnni or AVX2)
+//   Avx512Bf16  + AVX512_BF16: attention over bf16 KV multiplies in bf16 (vdpbf16ps,
+//               f32 accumulation: the query and the softmax weights rounded to bf16);
+//               f32/f16 KV keep the Avx512 arithmetic. KVRT_ISA=avx512 keeps bf16 KV
+//               on f32 arithmetic.
 #pragma once
 
 namespace kvrt {
 
-enum class Isa : int { Scalar = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
+enum class Isa : int { Scalar = 0, Avx2 = 1, AvxVnni = 2, Avx512 = 3, Avx512Bf16 = 4 };
+
+// Individual CPU features (probed once: CPUID traps to the hypervisor in a VM).
+struct CpuFeatures {
+    bool avx2 = false;        // AVX2 + FMA + F16C
+    bool avxvnni = false;     // AVX-VNNI (with avx2)
+    bool avx512 = false;      // AVX-512 F/BW/VL/DQ (with avx2)
+    bool avx512vnni = false;  // AVX512_VNNI (with avx512)
+    bool avx512bf16 = false;  // AVX512_BF16 (with avx512)
+};
+const CpuFeatures& cpu_features() noexcept;
 
 Isa isa_detected() noexcept;
 Isa isa_active() noexcept;
-// Sets the highest path the kernels may use (process-wide; not meant to be
+// Sets the highest level the kernels may use (process-wide; not meant to be
 // changed while kernels run on other threads). Returns the previous limit.
 Isa isa_set_limit(Isa limit) noexcept;
 const char* isa_name(Isa isa) noexcept;

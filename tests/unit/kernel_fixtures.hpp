@@ -2,7 +2,7 @@
 // with random values, and helpers to compare fast kernels with their ref twins.
 #pragma once
 
-#include "kernels/isa.hpp"
+#include "util/isa.hpp"
 #include "kernels/paged_kv.hpp"
 #include "util/dtype.hpp"
 

@@ -12,6 +12,7 @@ const AttentionImpl& attention_impl() {
     switch (isa_active()) {
         case Isa::Avx512Bf16: return attention_impl_avx512bf16();
         case Isa::Avx512: return attention_impl_avx512();
+        case Isa::AvxVnni:  // no attention path of its own
         case Isa::Avx2: return attention_impl_avx2();
         case Isa::Scalar: break;
     }

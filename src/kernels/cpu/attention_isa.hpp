@@ -5,7 +5,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/indexer.hpp"
-#include "kernels/isa.hpp"
+#include "util/isa.hpp"
 
 namespace kvrt::cpu {
 

@@ -1,6 +1,7 @@
 // matmul(): argument checks, ISA choice, activation quantisation and the
 // OpenMP split of the output columns (weight_matmul.hpp).
 #include "kernels/weight_matmul.hpp"
+#include "util/isa.hpp"
 
 #include "kernels/cpu/activation_quant.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
@@ -8,9 +9,6 @@
 #include "util/error.hpp"
 
 #include <omp.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,48 +21,6 @@ using namespace kernels;
 
 namespace {
 
-#if defined(__x86_64__) || defined(__i386__)
-bool cpu_has_avx512() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-
-bool cpu_has_avx2() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-// AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4 (GCC 12's __builtin_cpu_supports
-// does not report it on every CPU that has it).
-bool cpu_has_avxvnni() {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
-    return cpu_has_avx2() && ((a >> 4) & 1u) != 0;
-}
-#else
-bool cpu_has_avx512() { return false; }
-bool cpu_has_avx2() { return false; }
-bool cpu_has_avxvnni() { return false; }
-#endif
-
-// The best path, capped by $KVRT_ISA (scalar | avx2 | avx512) when set.
-KernelIsa detect() {
-    KernelIsa best = cpu_has_avx512()    ? KernelIsa::Avx512
-                     : cpu_has_avxvnni() ? KernelIsa::AvxVnni
-                     : cpu_has_avx2()    ? KernelIsa::Avx2
-                                         : KernelIsa::Scalar;
-    if (const char* e = std::getenv("KVRT_ISA"); e && *e) {
-        KernelIsa cap = best;
-        if (std::strcmp(e, "scalar") == 0) cap = KernelIsa::Scalar;
-        else if (std::strcmp(e, "avx2") == 0) cap = KernelIsa::Avx2;
-        else if (std::strcmp(e, "avxvnni") == 0) cap = KernelIsa::AvxVnni;
-        else if (std::strcmp(e, "avx512") == 0) cap = KernelIsa::Avx512;
-        if (static_cast<int>(cap) < static_cast<int>(best)) best = cap;
-    }
-    return best;
-}
-
 // Per-thread scratch for the quantised activations of the calling thread.
 QuantizedRowsBuffer& scratch() {
     thread_local QuantizedRowsBuffer buf;
@@ -73,20 +29,25 @@ QuantizedRowsBuffer& scratch() {
 
 }  // namespace
 
+// The best matmul path at the process-wide level (util/isa.hpp: KVRT_ISA, isa_set_limit):
+// the AVX-512 path needs AVX512_VNNI besides AVX-512; below it AVX-VNNI, then AVX2.
 KernelIsa kernel_isa_detected() noexcept {
-    static const KernelIsa isa = detect();
-    return isa;
+    const CpuFeatures& f = cpu_features();
+    const Isa level = isa_active();
+    if (level >= Isa::Avx512 && f.avx512vnni) return KernelIsa::Avx512;
+    if (level >= Isa::AvxVnni && f.avxvnni) return KernelIsa::AvxVnni;
+    if (level >= Isa::Avx2 && f.avx2) return KernelIsa::Avx2;
+    return KernelIsa::Scalar;
 }
 
 bool kernel_isa_supported(KernelIsa isa) noexcept {
-    // Probed once: CPUID traps to the hypervisor in a VM (microseconds per call).
-    static const bool avx2 = cpu_has_avx2(), avxvnni = cpu_has_avxvnni(), avx512 = cpu_has_avx512();
+    const CpuFeatures& f = cpu_features();
     switch (isa) {
         case KernelIsa::Auto:
         case KernelIsa::Scalar: return true;
-        case KernelIsa::Avx2: return avx2;
-        case KernelIsa::AvxVnni: return avxvnni;
-        case KernelIsa::Avx512: return avx512;
+        case KernelIsa::Avx2: return f.avx2;
+        case KernelIsa::AvxVnni: return f.avxvnni;
+        case KernelIsa::Avx512: return f.avx512vnni;
     }
     return false;
 }

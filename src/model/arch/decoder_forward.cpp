@@ -1,7 +1,7 @@
 #include "model/arch/decoder_forward.hpp"
 
 #include "kernels/attention.hpp"
-#include "kernels/isa.hpp"
+#include "util/isa.hpp"
 #include "kernels/rms_norm.hpp"
 #include "kernels/rope.hpp"
 #include "kernels/weight_matmul.hpp"
