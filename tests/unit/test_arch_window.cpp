@@ -225,7 +225,10 @@ TEST_CASE("runtime[gemma3]: past the 512-token window, cached runs, prefix hits 
         CHECK(ctx.kv_bytes(0) == g.bytes(int64_t(all.size()), int64_t(all.size()) - 1));
     }
     CHECK(g.dropped(int64_t(all.size()) - 1) > 0);
-    CHECK(bit_equal(ctx.logits(0).data(), uncached_last(*G.m, all.data(), all.size()).data(), V));
+    // Under the sanitizers only the two resume paths (3 and 5) are compared with the
+    // uncached forward: each comparison is a ~600-token forward there.
+    const bool every_check = !kvrt::test::kSanitized;
+    if (every_check) CHECK(bit_equal(ctx.logits(0).data(), uncached_last(*G.m, all.data(), all.size()).data(), V));
     ctx.release(0);  // its computed full blocks (and the window blocks it dropped) stay cached
 
     // 3. A prefix hit beyond the window: B shares P's first n - 50 tokens.
@@ -261,7 +264,7 @@ TEST_CASE("runtime[gemma3]: past the 512-token window, cached runs, prefix hits 
         CHECK(st.reused_tokens == at);
         CHECK(st.reused_from_cache == 0);
         CHECK(st.computed_tokens == E.size() - at);
-        CHECK(bit_equal(ctx.logits(0).data(), uncached_last(*G.m, E.data(), E.size()).data(), V));
+        if (every_check) CHECK(bit_equal(ctx.logits(0).data(), uncached_last(*G.m, E.data(), E.size()).data(), V));
         b_all = E;
         const int32_t tok = runtime::argmax(ctx.logits(0).data(), V);
         ctx.decode(std::vector<int32_t>{0}.data(), &tok, 1);
