@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import glob
 import inspect
 import json
 import os
@@ -86,19 +87,45 @@ def texts():
 # ---------------------------------------------------------------------------
 
 
-def kl_stats(lp_exact, logits_rt):
-    """Per-position KL(exact || runtime), top-1 agreement."""
-    lq = ef.log_softmax(logits_rt)
-    p = np.exp(lp_exact)
-    kl = (p * (lp_exact - lq)).sum(-1)
-    kl = np.maximum(kl, 0.0)
-    agree = lp_exact.argmax(-1) == lq.argmax(-1)
-    return kl, agree, lq
-
-
-def ppl(lp, ids):
+def kl_stats(logits_exact, logits_rt, ids, rows=64):
+    """Per-position KL(exact || runtime), top-1 agreement, and the log-probabilities of the
+    text's next tokens under each side (rows at a time: a 262K vocabulary is large)."""
+    kl, agree, nll_e, nll_r = [], [], [], []
     ids = np.asarray(ids)
-    return float(np.exp(-lp[np.arange(len(ids) - 1), ids[1:]].mean()))
+    for i in range(0, len(logits_exact), rows):
+        lp = ef.log_softmax(logits_exact[i:i + rows])
+        lq = ef.log_softmax(logits_rt[i:i + rows])
+        kl.append(np.maximum((np.exp(lp) * (lp - lq)).sum(-1), 0.0))
+        agree.append(lp.argmax(-1) == lq.argmax(-1))
+        nxt = ids[i + 1:i + 1 + len(lp)]
+        nll_e.append(-lp[np.arange(len(nxt)), nxt])
+        nll_r.append(-lq[np.arange(len(nxt)), nxt])
+    return (np.concatenate(kl), np.concatenate(agree), float(np.exp(np.concatenate(nll_e).mean())),
+            float(np.exp(np.concatenate(nll_r).mean())))
+
+
+class Greedy:
+    """Greedy continuations, one JSON file per side (several processes may run the sides
+    of one model at once)."""
+
+    def __init__(self, cache, name):
+        self.cache, self.name = cache, name
+
+    def _p(self, side):
+        return self.cache.path(self.name, "greedy", side).replace(".npy", ".json")
+
+    def __contains__(self, side):
+        return not self.cache.fresh and os.path.exists(self._p(side))
+
+    def __getitem__(self, side):
+        return json.load(open(self._p(side)))
+
+    def __setitem__(self, side, v):
+        json.dump(v, open(self._p(side), "w"))
+
+    def sides(self):
+        pre = os.path.join(self.cache.work, self.name + "_greedy_")
+        return sorted(f[len(pre):-5] for f in glob.glob(pre + "*.json"))
 
 
 class Cache:
@@ -229,12 +256,10 @@ def run_model(name, args, cache, emit):
             cache.put(a, name, t, "llamacpp")
             print(f"# {name} {t}: llama.cpp {len(ids[t])} tokens in {time.time() - t0:.1f} s", file=sys.stderr)
         lc_logits[t] = a
-    gpath = cache.path(name, "greedy").replace(".npy", ".json")
-    gall = json.load(open(gpath)) if os.path.exists(gpath) and not cache.fresh else {}
+    gall = Greedy(cache, name)
     if "llamacpp" not in gall and "llamacpp" in args.sides:
         llm = llm or llamacpp_open(path, args.n_ctx)
         gall["llamacpp"] = [llamacpp_greedy(llm, p, N_GREEDY) for p in prompts]
-        json.dump(gall, open(gpath, "w"))
     if llm is not None:
         if hasattr(llm, "close"):
             llm.close()
@@ -262,7 +287,6 @@ def run_model(name, args, cache, emit):
                           f"last row identical: {np.array_equal(one, a[-1])}", file=sys.stderr)
             if side not in gall:
                 gall[side] = [kvrt_greedy(ctx, p, N_GREEDY) for p in prompts]
-                json.dump(gall, open(gpath, "w"))
             ctx.close()
             model.close()
         for t in tx:
@@ -292,31 +316,29 @@ def run_model(name, args, cache, emit):
         m.sim = ef.Sim()
         t0 = time.time()
         gall["exact"] = [m.greedy(p, N_GREEDY) for p in prompts]
-        json.dump(gall, open(gpath, "w"))
         print(f"# {name}: exact greedy in {time.time() - t0:.1f} s", file=sys.stderr)
     del m
     gc.collect()
 
     have = [lc_logits[t] is not None and sim_logits[("exact", t)] is not None and
             kv_logits[("kvrt", t)] is not None for t in tx]
-    if not all(have) or not {"exact", "llamacpp", "kvrt"} <= set(gall):
+    if not all(have) or not all(k in gall for k in ("exact", "llamacpp", "kvrt")):
         print(f"# {name}: not every side has run yet (--sides); no metrics", file=sys.stderr)
         return [], None, gall
     rows = []
     for t in tx:
-        lp = ef.log_softmax(sim_logits[("exact", t)])
+        ex = sim_logits[("exact", t)]
         rec = {"model": name, "file": os.path.basename(path), "text": t, "tokens": len(ids[t]),
-               "bos": bool(ids[t][0] == gguf_meta(path)[0]), "ppl_exact": ppl(lp, ids[t])}
+               "bos": bool(ids[t][0] == gguf_meta(path)[0])}
         sides = [("llamacpp", lc_logits[t])] + [(s, a) for (s, tt), a in kv_logits.items() if tt == t] + \
                 [(s, a) for (s, tt), a in sim_logits.items() if tt == t and s != "exact" and a is not None]
         for s, a in sides:
-            kl, agree, lq = kl_stats(lp, a)
+            kl, agree, rec["ppl_exact"], rec[f"{s}_ppl"] = kl_stats(ex, a, ids[t])
             rec[f"{s}_kl_mean"] = float(kl.mean())
             rec[f"{s}_kl_p99"] = float(np.percentile(kl, 99))
             rec[f"{s}_kl_max"] = float(kl.max())
             rec[f"{s}_kl_argmax_pos"] = int(kl.argmax())
             rec[f"{s}_top1_agree"] = float(agree.mean())
-            rec[f"{s}_ppl"] = ppl(lq, ids[t])
             if name == "gemma3" and len(ids[t]) > 512:
                 rec[f"{s}_kl_mean_pos_ge_512"] = float(kl[512:].mean())
             np.save(cache.path(name, t, s, "kl"), kl)
@@ -326,7 +348,7 @@ def run_model(name, args, cache, emit):
         rows.append(rec)
     ex = gall["exact"]
     g = {"model": name, "kind": "greedy", "prompts": len(prompts), "steps": N_GREEDY}
-    for s in [k for k in gall if k != "exact"]:
+    for s in [k for k in gall.sides() if k != "exact"]:
         full = [a == b for a, b in zip(gall[s], ex)]
         lead = [next((k for k in range(N_GREEDY) if a[k] != b[k]), N_GREEDY) for a, b in zip(gall[s], ex)]
         g[f"{s}_full_match"] = int(sum(full))
@@ -380,10 +402,12 @@ def main():
     ap.add_argument("--sims", default="", help="also the float64 forward with these simulated roundings "
                     "(comma-separated names of exact_forward.SIMS: " + ",".join(ef.SIMS) + ")")
     ap.add_argument("--sides", default="llamacpp,kvrt,exact",
-                    help="which sides to compute now (the others must be in --work already)")
+                    help="which sides to compute now (the others must be in --work already; "
+                    "'report' computes nothing)")
     ap.add_argument("--skip-greedy", action="store_true", help="no float64 greedy run (e.g. a --sims run beside one)")
     ap.add_argument("--fresh", action="store_true", help="recompute everything (ignore --work)")
     args = ap.parse_args()
+    args.sides = set(args.sides.split(","))
     cache = Cache(args.work, args.fresh)
     outf = open(args.out, "a") if args.out else None
 
