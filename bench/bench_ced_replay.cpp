@@ -12,7 +12,7 @@
 #include "model/arch/ced_generator.hpp"
 #include "model/gguf/gguf.hpp"
 #include "model/gguf/gguf_writer.hpp"
-#include "runtime/ced_runtime.hpp"
+#include "model/arch/ced_runtime.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -122,10 +122,19 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     } else if (!cache_) {
         uint64_t budget = p_.cache_bytes;
         if (budget == 0) {
-            const uint64_t per_token = static_cast<uint64_t>(c.n_layers) *
-                                       model_->kv_bytes_per_token_layer(static_cast<uint32_t>(dtype_size(p_.kv_dtype)));
             // Room for every sequence at full length, plus as much again for cached prefixes.
-            budget = 2ull * p_.n_seq_max * (p_.n_ctx + static_cast<uint64_t>(p_.block_tokens)) * per_token;
+            // A window layer holds at most its window plus a prefill chunk (the rows the
+            // chunk's first query reads stay until the chunk is done), in whole blocks.
+            const uint64_t per_token_layer = model_->kv_bytes_per_token_layer(static_cast<uint32_t>(dtype_size(p_.kv_dtype)));
+            const uint64_t full_len = p_.n_ctx + static_cast<uint64_t>(p_.block_tokens);
+            uint64_t per_seq = 0;
+            for (uint32_t l = 0; l < c.n_layers; ++l) {
+                uint64_t len = full_len;
+                if (c.layer_is_window(l))
+                    len = std::min<uint64_t>(full_len, c.sliding_window + p_.n_batch + 2ull * p_.block_tokens);
+                per_seq += len * per_token_layer;
+            }
+            budget = 2ull * p_.n_seq_max * per_seq;
         }
         cache_ = std::make_shared<cache::Cache>(cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, budget));
     } else {

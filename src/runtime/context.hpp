@@ -15,7 +15,7 @@
 
 #include "cache/cache.hpp"
 #include "model/arch/decoder_forward.hpp"
-#include "runtime/ced_runtime.hpp"
+#include "model/arch/ced_runtime.hpp"
 #include "runtime/sampler.hpp"
 
 #include <functional>

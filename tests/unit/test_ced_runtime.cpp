@@ -3,7 +3,7 @@
 #include "ced_test_util.hpp"
 #include "runtime/ced_reference.hpp"
 #include "model/arch/ced_memory.hpp"
-#include "runtime/ced_runtime.hpp"
+#include "model/arch/ced_runtime.hpp"
 #include "runtime/ced_runtime_access.hpp"
 #include "util/error.hpp"
 

@@ -44,7 +44,7 @@ std::string write_bytes(const std::string& name, const std::vector<uint8_t>& byt
 
 TEST_CASE("llama: SmolLM2's config, tied head and fingerprint come from its GGUF") {
     const auto& m = kvrt::test::smollm();
-    const LlamaConfig& c = m->config();
+    const DecoderConfig& c = m->config();
     CHECK(c.n_layers == 30);
     CHECK(c.n_embd == 576);
     CHECK(c.n_ff == 1536);

@@ -75,9 +75,8 @@ void validate_decoder_config(const GgufFile& f, const DecoderConfig& c) {
     if (c.sliding_window > c.n_ctx_train)
         bad(f, f.arch_key("attention.sliding_window") + " = " + std::to_string(c.sliding_window) +
                    " is larger than the context length " + std::to_string(c.n_ctx_train));
-    if (c.sliding_window > 0 && c.swa_pattern > c.n_layers)
-        bad(f, f.arch_key("attention.sliding_window_pattern") + " = " + std::to_string(c.swa_pattern) +
-                   " exceeds block_count " + std::to_string(c.n_layers));
+    // (A pattern longer than the model is valid: every layer is then a window layer, as in
+    // llama.cpp; Gemma 3 files carry no pattern key and take 6 whatever their depth.)
     if (c.rope_theta_window < 0.0f || !std::isfinite(c.rope_theta_window))
         bad(f, "the sliding-window RoPE base must be positive");
     if (!(c.embd_scale > 0.0f) || !std::isfinite(c.embd_scale)) bad(f, "the embedding scale must be positive");

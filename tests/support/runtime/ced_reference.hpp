@@ -4,7 +4,7 @@
 // f32 between operations). It keeps every position's rows in plain arrays and
 // processes one position at a time through the layers it runs; it is slow
 // (O(N * (W + k)) attention, O(N^2) indexer) and exists to check the cached
-// runtime (src/runtime/ced_runtime.hpp).
+// runtime (src/model/arch/ced_runtime.hpp).
 //
 // Semantics it computes (say which in every test):
 //   Exact       every layer runs over every prompt position (window floor 0).
@@ -21,7 +21,7 @@
 #pragma once
 
 #include "model/arch/ced_weights.hpp"
-#include "runtime/ced_runtime.hpp"  // PrefillMode
+#include "model/arch/ced_runtime.hpp"  // PrefillMode
 
 #include <cstdint>
 #include <memory>

@@ -1,7 +1,7 @@
 // See ced_runtime_access.hpp.
 #include "runtime/ced_runtime_access.hpp"
 
-#include "runtime/ced_runtime_seq.hpp"
+#include "model/arch/ced_runtime_seq.hpp"
 #include "util/error.hpp"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // CedRuntime in the internal test-support library).
 #pragma once
 
-#include "runtime/ced_runtime.hpp"
+#include "model/arch/ced_runtime.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -1,4 +1,4 @@
-// CedRuntime: the cached CED forward (CED.md) on kvrt::Cache and the cpu
+// CedRuntime (the ced architecture's forward over its caches, run by the one Context): the cached CED forward (CED.md) on kvrt::Cache and the cpu
 // kernels: exact prefill, CED prefill, decode, prefix hits with exact
 // resumption from window checkpoints or bounded replay, fork and truncate.
 //

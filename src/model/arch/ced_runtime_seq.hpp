@@ -3,7 +3,7 @@
 #pragma once
 
 #include "cache/cache.hpp"
-#include "runtime/ced_runtime.hpp"
+#include "model/arch/ced_runtime.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,6 @@
-#include "runtime/ced_runtime.hpp"
+#include "model/arch/ced_runtime.hpp"
 
-#include "runtime/ced_runtime_seq.hpp"
+#include "model/arch/ced_runtime_seq.hpp"
 
 #include "kernels/attention.hpp"
 #include "kernels/indexer.hpp"
