@@ -182,11 +182,14 @@ KVRT_API kvrt_status kvrt_context_prefill_batch(kvrt_request_stats *stats, kvrt_
 
 /* One decode step for a batch: appends tokens[i] to sequence seq_ids[i] (each
  * id at most once, each sequence non-empty) and computes each one's logits.
- * All-or-nothing: on failure no sequence changes. Returns KVRT_OK,
- * KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL arrays, n == 0, a
- * repeated or empty sequence), KVRT_ERR_OUT_OF_RANGE (bad id or token, a
- * sequence at n_ctx), KVRT_ERR_CACHE_FULL. Cost: one pass over the weights
- * for the whole batch plus each sequence's KV. */
+ * All-or-nothing: on failure no sequence changes (CED models: every argument
+ * is checked first, then the sequences run one after another through the CED
+ * runtime, so a resource failure part-way, such as KVRT_ERR_CACHE_FULL,
+ * leaves the earlier ones advanced). Returns KVRT_OK,
+ * KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL arrays, n == 0, n >
+ * n_seq_max, a repeated or empty sequence), KVRT_ERR_OUT_OF_RANGE (bad id or
+ * token, a sequence at n_ctx), KVRT_ERR_CACHE_FULL. Cost: one pass over the
+ * weights for the whole batch plus each sequence's KV (CED: one pass per sequence). */
 KVRT_API kvrt_status kvrt_context_decode(kvrt_context *ctx, const int32_t *seq_ids, const int32_t *tokens,
                                          size_t n);
 
