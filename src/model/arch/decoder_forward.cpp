@@ -75,7 +75,7 @@ void store_row(uint8_t* dst, const float* src, int64_t n, DType t) {
     switch (t) {
         case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
         case DType::F16:
-            if (isa_active() >= Isa::Avx2) {  // AVX2 level = AVX2 + FMA + F16C (kernels/isa.hpp)
+            if (isa_active() >= Isa::Avx2) {  // AVX2 level = AVX2 + FMA + F16C (util/isa.hpp)
                 f32_to_f16_row_f16c(dst, src, n);
                 break;
             }
