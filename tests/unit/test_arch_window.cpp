@@ -94,7 +94,7 @@ std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& 
 
 }  // namespace
 
-TEST_CASE("gemma3 window: the KV bytes a sequence holds equal the window formula; all layers full hold more") {
+TEST_CASE("gemma3 window: the KV bytes a sequence holds equal the window formula, all layers full hold more") {
     const Gemma G;
     if (!G.ok) return;
     const WindowGeom g(G.m->config());

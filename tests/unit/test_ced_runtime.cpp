@@ -68,7 +68,7 @@ TEST_CASE("ced runtime: exact prefill == token-by-token decode, bit for bit, any
     }
 }
 
-TEST_CASE("ced runtime: exact and CED prefill match the reference; selections agree") {
+TEST_CASE("ced runtime: exact and CED prefill match the reference, selections agree") {
     const auto& m = tiny();
     for (PrefillMode mode : {PrefillMode::Exact, PrefillMode::CedPrefill}) {
         for (bool refk : {true, false}) {
@@ -93,7 +93,7 @@ TEST_CASE("ced runtime: exact and CED prefill match the reference; selections ag
     }
 }
 
-TEST_CASE("ced runtime: visibility edges (lengths around r, W and the block size; fewer groups than k)") {
+TEST_CASE("ced runtime: visibility edges (lengths around r, W and the block size, fewer groups than k)") {
     const auto& m = tiny();
     const CedConfig& c = m.weights->cfg;
     std::vector<int32_t> toks = test::random_tokens(3 * c.window + 2, 256, 3);

@@ -54,7 +54,7 @@ bool same(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("ced context: loads through Model::load; exact prefill in chunks of 1, 5, 512 == decode, bit for bit") {
+TEST_CASE("ced context: loads through Model::load, exact prefill in chunks of 1, 5, 512 == decode, bit for bit") {
     const auto& m = ced_model();
     REQUIRE(m->is_ced());
     CHECK(m->architecture() == "ced");

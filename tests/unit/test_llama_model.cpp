@@ -74,7 +74,7 @@ TEST_CASE("llama: SmolLM2's config, tied head and fingerprint come from its GGUF
     CHECK(norm > 0);
 }
 
-TEST_CASE("llama: a tiny generated model loads; a different file has a different fingerprint") {
+TEST_CASE("llama: a tiny generated model loads, a different file has a different fingerprint") {
     const std::string p1 = kvrt::test::write_tiny_llama("fp1");
     kvrt::test::TinyLlamaOptions o;
     o.seed = 2;

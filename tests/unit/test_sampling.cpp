@@ -53,7 +53,7 @@ TEST_CASE("sampling: top-p keeps the smallest prefix reaching the mass") {
     CHECK(std::abs(seen[0] / 2000.0 - 0.731) < 0.05);
 }
 
-TEST_CASE("sampling: temperature sharpens and flattens; draws follow the softmax") {
+TEST_CASE("sampling: temperature sharpens and flattens, draws follow the softmax") {
     std::vector<float> l = {1.0f, 0.0f};
     auto freq0 = [&](float t) {
         SamplerParams p;
@@ -70,7 +70,7 @@ TEST_CASE("sampling: temperature sharpens and flattens; draws follow the softmax
     CHECK(std::abs(freq0(100.0f) - 0.5) < 0.04);
 }
 
-TEST_CASE("sampling: same seed, same tokens; another seed, another stream") {
+TEST_CASE("sampling: same seed, same tokens, another seed, another stream") {
     std::vector<float> l(100);
     for (int i = 0; i < 100; ++i) l[i] = std::sin(i * 0.37f);
     SamplerParams p;

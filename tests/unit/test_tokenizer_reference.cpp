@@ -391,7 +391,7 @@ TEST_CASE("tokenizer.reference: Gemma 3 keeps invalid UTF-8 through byte fallbac
     }
 }
 
-TEST_CASE("tokenizer.reference: Gemma 3 has no chat template: UNSUPPORTED naming it; the gemma family renders llama.cpp's turns") {
+TEST_CASE("tokenizer.reference: Gemma 3 has no chat template: UNSUPPORTED naming it, the gemma family renders llama.cpp's turns") {
     const kvrt::Tokenizer* tok = model_tokenizer(kGemmaFile);
     if (!tok) return;
     std::string message;
