@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+"""The C API's conventions that a program can check (issue 12; docs: C_API.md).
+
+    python3 scripts/check_api.py [--root DIR] [--only NAME,...]
+
+Checks, each named in its findings:
+  comment     every KVRT_API declaration in include/kvrt/*.h has a comment right above it
+              (a /* */ or // comment ending on the line before the declaration starts)
+  init        every struct whose first field is `size_t struct_size` has <struct>_init
+              (or, for a name ending in _config/_info/..., that name + "_init") declared
+  min_size    every such struct has its pinned minimum struct_size in src/api/struct_versions.h
+              (KVRT_MIN_SIZE_<struct> = KVRT_STRUCT_END(<struct>, <field>)) naming a field the
+              struct has, and no entry names a struct that does not exist
+  symbols     the KVRT_API functions and cmake/kvrt.symbols list the same names
+  rust        every exported symbol is declared in bindings/rust/kvrt-sys/src (fn <name>()
+  go          every exported symbol is called in bindings/go/*.go (C.<name>()
+  python      every exported symbol is declared in bindings/python/kvrt/_capi.py ("<name>")
+  spdx        every source file has an SPDX-License-Identifier line (scripts/spdx.py --check)
+  license     the LICENSE copies in the binding packages equal the top-level LICENSE
+
+Prints one line per finding and a summary; exits 1 when anything is found. Run by ctest as
+abi.api_conventions.
+"""
+import argparse
+import glob
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import spdx  # noqa: E402  (same directory)
+
+CHECKS = ["comment", "init", "min_size", "symbols", "rust", "go", "python", "spdx", "license"]
+
+
+def strip_preprocessor_continuations(text):
+    return text.replace("\\\n", " ")
+
+
+def header_files(root):
+    return sorted(glob.glob(os.path.join(root, "include", "kvrt", "*.h")))
+
+
+def api_declarations(root):
+    """(header, line number, function name, has comment above) for every KVRT_API declaration."""
+    out = []
+    decl_re = re.compile(r"^\s*KVRT_API\b")
+    for h in header_files(root):
+        lines = open(h, encoding="utf-8").read().split("\n")
+        for i, line in enumerate(lines):
+            if not decl_re.match(line):
+                continue
+            # The declaration runs until ';' (may span lines); its name is the identifier before '('.
+            j, text = i, line
+            while ";" not in text and j + 1 < len(lines):
+                j += 1
+                text += " " + lines[j]
+            m = re.search(r"(\w+)\s*\(", text)
+            if not m:
+                continue
+            # Comment right above: the previous non-attribute line ends a comment.
+            k = i - 1
+            while k >= 0 and re.match(r"^\s*KVRT_DEPRECATED\(", lines[k]):
+                k -= 1
+            prev = lines[k].rstrip() if k >= 0 else ""
+            has_comment = prev.endswith("*/") or prev.lstrip().startswith("//")
+            out.append((os.path.relpath(h, root), i + 1, m.group(1), has_comment))
+    return out
+
+
+def versioned_structs(root):
+    """{struct name: (header, [field names])} for structs whose first field is size_t struct_size."""
+    out = {}
+    for h in header_files(root):
+        text = open(h, encoding="utf-8").read()
+        text_nc = re.sub(r"/\*.*?\*/", lambda m: " " * len(m.group(0)), text, flags=re.S)
+        text_nc = re.sub(r"//[^\n]*", "", text_nc)
+        for m in re.finditer(r"typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*(\w+)\s*;", text_nc, re.S):
+            body = m.group(2)
+            fields = re.findall(r"(\w+)\s*(?:\[[^\]]*\])?\s*;", body)
+            fields += re.findall(r"\(\s*\*\s*(\w+)\s*\)\s*\(", body)  # function-pointer fields
+            first = body.strip().split(";")[0].split()
+            if first[-2:] == ["size_t", "struct_size"]:
+                out[m.group(3)] = (os.path.relpath(h, root), fields)
+    return out
+
+
+def pinned_min_sizes(root):
+    """{struct: field} from src/api/struct_versions.h (None when the file is missing)."""
+    path = os.path.join(root, "src", "api", "struct_versions.h")
+    if not os.path.exists(path):
+        return None
+    text = strip_preprocessor_continuations(open(path, encoding="utf-8").read())
+    return {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(
+        r"#\s*define\s+KVRT_MIN_SIZE_(\w+)\s+KVRT_STRUCT_END\(\s*(\w+)\s*,\s*(\w+)\s*\)", text)}
+
+
+def exported_symbols(root):
+    path = os.path.join(root, "cmake", "kvrt.symbols")
+    return [l.strip() for l in open(path, encoding="utf-8") if l.strip() and not l.startswith("#")]
+
+
+def read_all(paths):
+    return "\n".join(open(p, encoding="utf-8").read() for p in paths)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--root", default=os.path.dirname(HERE))
+    ap.add_argument("--only", default=",".join(CHECKS), help="comma-separated subset of: " + ", ".join(CHECKS))
+    args = ap.parse_args()
+    root = args.root
+    only = set(args.only.split(","))
+    unknown = only - set(CHECKS)
+    if unknown:
+        ap.error("unknown check(s): " + ", ".join(sorted(unknown)))
+    findings = []
+
+    def find(check, msg):
+        findings.append(f"[{check}] {msg}")
+
+    decls = api_declarations(root)
+    functions = {name for _, _, name, _ in decls}
+    if "comment" in only:
+        for h, line, name, ok in decls:
+            if not ok:
+                find("comment", f"{h}:{line}: {name} has no comment right above its declaration")
+
+    structs = versioned_structs(root)
+    if "init" in only:
+        for s, (h, _) in sorted(structs.items()):
+            if s + "_init" not in functions:
+                find("init", f"{h}: {s} has a struct_size but no {s}_init(ptr, struct_size)")
+
+    if "min_size" in only:
+        pins = pinned_min_sizes(root)
+        if pins is None:
+            find("min_size", "src/api/struct_versions.h is missing (the pinned minimum struct_size of each struct)")
+            pins = {}
+        for s, (h, fields) in sorted(structs.items()):
+            if s not in pins:
+                find("min_size", f"{h}: {s} has no pinned minimum size (KVRT_MIN_SIZE_{s} in src/api/struct_versions.h)")
+                continue
+            t, field = pins[s]
+            if t != s:
+                find("min_size", f"src/api/struct_versions.h: KVRT_MIN_SIZE_{s} measures {t}, not {s}")
+            elif field not in fields:
+                find("min_size", f"src/api/struct_versions.h: KVRT_MIN_SIZE_{s} names {field}, not a field of {s}")
+        for s in sorted(set(pins) - set(structs)):
+            find("min_size", f"src/api/struct_versions.h: KVRT_MIN_SIZE_{s} names no versioned struct of include/kvrt")
+
+    symbols = exported_symbols(root)
+    if "symbols" in only:
+        for name in sorted(functions - set(symbols)):
+            find("symbols", f"{name} is declared KVRT_API but not listed in cmake/kvrt.symbols")
+        for name in sorted(set(symbols) - functions):
+            find("symbols", f"cmake/kvrt.symbols lists {name}, which no header declares")
+
+    bindings = {
+        "rust": (glob.glob(os.path.join(root, "bindings", "rust", "kvrt-sys", "src", "**", "*.rs"), recursive=True),
+                 lambda n: rf"\bfn\s+{n}\s*\(", "bindings/rust/kvrt-sys/src"),
+        "go": ([p for p in glob.glob(os.path.join(root, "bindings", "go", "*.go")) if not p.endswith("_test.go")],
+               lambda n: rf"\bC\.{n}\s*\(", "bindings/go (non-test files)"),
+        "python": ([os.path.join(root, "bindings", "python", "kvrt", "_capi.py")],
+                   lambda n: rf"[\"']{n}[\"']", "bindings/python/kvrt/_capi.py"),
+    }
+    for lang, (paths, pattern, where) in bindings.items():
+        if lang not in only:
+            continue
+        text = read_all(p for p in paths if os.path.exists(p))
+        for name in symbols:
+            if not re.search(pattern(re.escape(name)), text):
+                find(lang, f"{name} is exported but not bound in {where}")
+
+    if "spdx" in only:
+        for rel, _ in spdx.source_files(root):
+            with open(os.path.join(root, rel), encoding="utf-8", errors="surrogateescape") as f:
+                if not spdx.has_tag(f.read()):
+                    find("spdx", f"{rel}: no SPDX-License-Identifier line (scripts/spdx.py adds it)")
+
+    if "license" in only:
+        top = open(os.path.join(root, "LICENSE"), encoding="utf-8").read()
+        for d in ["bindings/go", "bindings/python", "bindings/rust/kvrt", "bindings/rust/kvrt-sys"]:
+            p = os.path.join(root, d, "LICENSE")
+            if not os.path.exists(p):
+                find("license", f"{d}/LICENSE is missing (a copy of LICENSE ships in each package)")
+            elif open(p, encoding="utf-8").read() != top:
+                find("license", f"{d}/LICENSE differs from LICENSE")
+
+    for f in findings:
+        print(f)
+    counts = {}
+    for f in findings:
+        c = f[1:f.index("]")]
+        counts[c] = counts.get(c, 0) + 1
+    summary = ", ".join(f"{c}: {counts.get(c, 0)}" for c in CHECKS if c in only)
+    print(f"check_api: {len(decls)} declarations, {len(structs)} versioned structs, {len(symbols)} exported "
+          f"symbols; findings: {summary}")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
