@@ -7,7 +7,9 @@ set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config binutils
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
-  libmimalloc-dev libxxhash-dev doctest-dev golang-go unzip)
+  libmimalloc-dev libxxhash-dev doctest-dev golang-go unzip
+  redis-server libhiredis-dev  # the Redis tier of the prefix cache (hiredis) and its test server
+  clang-14 libclang-rt-14-dev libomp-14-dev)  # clang: the libFuzzer harnesses (tests/fuzz)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -607,8 +607,9 @@ void Cache::check_invariants() const {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<int32_t> refs(pool_.n_block_slots(), 0);
     const int64_t bt = layout_.block_tokens;
-    for (const auto& [id, sp] : seqs_) {
-        const Sequence& s = *sp;
+    for (const auto& entry : seqs_) {
+        const SeqId id = entry.first;  // a named copy: clang < 16 cannot capture structured bindings
+        const Sequence& s = *entry.second;
         std::unordered_set<BlockId> mine;
         auto bad = [&](const std::string& what) { fail(KVRT_ERR_INTERNAL, seq_name(id) + ": " + what); };
         if (s.computed > s.length()) bad("computed > length");
