@@ -1,5 +1,7 @@
 #include "model/arch/decoder_forward.hpp"
+#include "util/kv_quant.hpp"
 
+#include "kernels/activation.hpp"
 #include "kernels/attention.hpp"
 #include "util/isa.hpp"
 #include "kernels/rms_norm.hpp"
@@ -22,18 +24,26 @@ namespace kvrt {
 
 // ---------------------------------------------------------------------------
 ContiguousKv::ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType dtype, int64_t capacity)
+    : ContiguousKv(n_layers, n_kv_heads, head_dim, dtype, dtype, capacity) {}
+
+ContiguousKv::ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType dtype, DType v_dtype,
+                           int64_t capacity)
     : n_layers_(n_layers), n_kv_heads_(n_kv_heads), head_dim_(head_dim), dtype_(dtype), capacity_(capacity) {
-    row_bytes_ = static_cast<size_t>(n_kv_heads) * head_dim * dtype_size(dtype);
-    data_.resize(static_cast<size_t>(n_layers) * 2 * capacity * row_bytes_);
+    row_bytes_ = static_cast<size_t>(n_kv_heads) * kv_head_bytes(dtype, head_dim);
+    v_dtype_ = v_dtype;
+    v_row_bytes_ = static_cast<size_t>(n_kv_heads) * kv_head_bytes(v_dtype, head_dim);
+    const size_t per_layer = static_cast<size_t>(capacity) * (row_bytes_ + v_row_bytes_);
+    data_.resize(static_cast<size_t>(n_layers) * per_layer);
     ptrs_.resize(n_layers);
-    for (int32_t l = 0; l < n_layers; ++l) ptrs_[l] = data_.data() + static_cast<size_t>(l) * 2 * capacity * row_bytes_;
+    for (int32_t l = 0; l < n_layers; ++l) ptrs_[l] = data_.data() + static_cast<size_t>(l) * per_layer;
 }
 
 uint8_t* ContiguousKv::k_row_mut(int32_t layer, int64_t pos) {
-    return data_.data() + (static_cast<size_t>(layer) * 2 * capacity_ + pos) * row_bytes_;
+    return data_.data() + static_cast<size_t>(layer) * capacity_ * (row_bytes_ + v_row_bytes_) + pos * row_bytes_;
 }
 uint8_t* ContiguousKv::v_row_mut(int32_t layer, int64_t pos) {
-    return data_.data() + (static_cast<size_t>(layer) * 2 * capacity_ + capacity_ + pos) * row_bytes_;
+    return data_.data() + static_cast<size_t>(layer) * capacity_ * (row_bytes_ + v_row_bytes_) +
+           capacity_ * row_bytes_ + pos * v_row_bytes_;
 }
 PagedKV ContiguousKv::view(int32_t layer, int64_t n_tokens) {
     PagedKV v;
@@ -43,6 +53,8 @@ PagedKV ContiguousKv::view(int32_t layer, int64_t n_tokens) {
     v.k_offset = 0;
     v.v_offset = static_cast<size_t>(capacity_) * row_bytes_;
     v.row_bytes = row_bytes_;
+    v.v_dtype = v_dtype_;
+    v.v_row_bytes = v_row_bytes_;
     v.n_kv_heads = n_kv_heads_;
     v.head_dim = head_dim_;
     v.dtype = dtype_;
@@ -73,6 +85,8 @@ __attribute__((target("avx2,f16c"))) void f32_to_f16_row_f16c(uint8_t* dst, cons
 // the fast and the reference forward, so both see identical rows).
 void store_row(uint8_t* dst, const float* src, int64_t n, DType t) {
     switch (t) {
+        case DType::I8:
+        case DType::FP8_E4M3: break;  // store_cols (needs the head width)
         case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
         case DType::F16:
             if (isa_active() >= Isa::Avx2) {  // AVX2 level = AVX2 + FMA + F16C (util/isa.hpp)
@@ -93,21 +107,20 @@ void store_row(uint8_t* dst, const float* src, int64_t n, DType t) {
     }
 }
 
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
-// GELU, tanh approximation (as ggml_gelu and Gemma's gelu_pytorch_tanh), evaluated in f32.
-inline float gelu_tanh(float x) {
-    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+// Columns [c0, c0 + n) of a row (heads of width d): whole scale groups for the quantised types
+// (the forward's K/V column tasks are whole heads).
+void store_cols(uint8_t* row, const float* src, int64_t c0, int64_t n, DType t, int64_t d) {
+    if (dtype_quantized(t)) kv_store_cols(row, src, c0, n, t, static_cast<int32_t>(d));
+    else store_row(row + c0 * static_cast<int64_t>(dtype_size(t)), src, n, t);
 }
 
-// gate[i] = act(gate[i]) * up[i]: one out-of-line function for both forward paths, so
-// both compile to the same operations (bit-identical results).
-__attribute__((noinline)) void gated_act(float* gate, const float* up, int64_t n, FfnAct act) {
+// gate[i] = act(gate[i]) * up[i] (kernels/activation.hpp): every ISA path and both forward
+// paths give the same bits (elementwise, whatever the split); ref: the double oracle.
+void gated_act(float* gate, const float* up, int64_t n, FfnAct act, bool ref) {
     if (act == FfnAct::GeluTanh)
-        for (int64_t i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
+        ref ? kvrt::ref::gelu_tanh_mul(gate, up, n) : cpu::gelu_tanh_mul(gate, up, n);
     else
-        for (int64_t i = 0; i < n; ++i) gate[i] = silu(gate[i]) * up[i];
+        ref ? kvrt::ref::silu_mul(gate, up, n) : cpu::silu_mul(gate, up, n);
 }
 
 // Rows x[m][c0, c0 + n) += bias[c0, c0 + n) for m < M (rows ld floats apart).
@@ -188,9 +201,11 @@ void logit_rows(std::span<SeqStep> batch, int64_t V, std::vector<int64_t>& rows,
     for (SeqStep& s : batch) {
         if (s.logits) {
             if (s.logits_all) {
+                int64_t k = 0;
                 for (int32_t t = 0; t < s.n_tokens; ++t) {
+                    if (s.logits_mask && !s.logits_mask[t]) continue;
                     rows.push_back(r + t);
-                    dsts.push_back(s.logits + static_cast<int64_t>(t) * V);
+                    dsts.push_back(s.logits + k++ * V);
                 }
             } else {
                 rows.push_back(r + s.n_tokens - 1);
@@ -243,12 +258,13 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
     // Cache rows of every (layer, row): reserved by the caller, fixed for the call.
     S.krow.resize(static_cast<size_t>(NL * M));
     S.vrow.resize(static_cast<size_t>(NL * M));
-    std::vector<DType> dts(batch.size());
+    std::vector<DType> dts(batch.size()), vdts(batch.size());
     {
         int64_t r = 0;
         for (size_t i = 0; i < batch.size(); ++i) {
             SeqStep& s = batch[i];
             dts[i] = s.kv->dtype();
+            vdts[i] = s.kv->v_dtype();
             for (int32_t t = 0; t < s.n_tokens; ++t, ++r)
                 for (int64_t l = 0; l < NL; ++l) {
                     S.krow[l * M + r] = s.kv->k_row_mut(static_cast<int32_t>(l), s.pos0 + t);
@@ -256,11 +272,14 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 }
         }
     }
-    std::vector<DType> row_dt(static_cast<size_t>(M));
+    std::vector<DType> row_dt(static_cast<size_t>(M)), row_vdt(static_cast<size_t>(M));
     {
         int64_t r = 0;
         for (size_t i = 0; i < batch.size(); ++i)
-            for (int32_t t = 0; t < batch[i].n_tokens; ++t) row_dt[r++] = dts[i];
+            for (int32_t t = 0; t < batch[i].n_tokens; ++t, ++r) {
+                row_dt[r] = dts[i];
+                row_vdt[r] = vdts[i];
+            }
     }
     std::vector<int64_t> rows;
     std::vector<float*> dsts;
@@ -327,7 +346,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         matmul_part(*P.w_gate, xnp, M, E, S.gate.data(), F, p0, p1);
                         matmul_part(*P.w_up, xnp, M, E, S.up.data(), F, p0, p1);
                         const int64_t c0 = 32 * p0, c1 = std::min(F, 32 * p1);
-                        for (int64_t m = 0; m < M; ++m) gated_act(&S.gate[m * F + c0], &S.up[m * F + c0], c1 - c0, c.ffn_act);
+                        for (int64_t m = 0; m < M; ++m) gated_act(&S.gate[m * F + c0], &S.up[m * F + c0], c1 - c0, c.ffn_act, false);
                     });
                 });
 #pragma omp barrier
@@ -370,7 +389,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         for (int64_t m = 0; m < M; ++m) {
                             if (is_k) cpu::rope(&out[m * KD + c0], 1, &S.pos[m], r1);
                             uint8_t* row = (is_k ? S.krow : S.vrow)[l * M + m];
-                            store_row(row + c0 * static_cast<int64_t>(dtype_size(row_dt[m])), &out[m * KD + c0], n, row_dt[m]);
+                            store_cols(row, &out[m * KD + c0], c0, n, is_k ? row_dt[m] : row_vdt[m], D);
                         }
                     });
                 });
@@ -464,6 +483,8 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
     }
 
     for (uint32_t l = 0; l < c.n_layers; ++l) {
+        if (S.cancel && S.cancel->load(std::memory_order_relaxed))
+            fail(KVRT_ERR_CANCELLED, "cancelled by kvrt_context_cancel before layer " + std::to_string(l));
         const DecoderLayerWeights& L = model.layer(l);
         rmsnorm(S.x.data(), L.attn_norm.data(), S.xn.data(), M);
         mm(*L.wq, S.xn.data(), E, S.q.data(), QD);
@@ -484,10 +505,10 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
         {
             int64_t r = 0;
             for (SeqStep& s : batch) {
-                const DType dt = s.kv->dtype();
+                const DType dt = s.kv->dtype(), vdt = s.kv->v_dtype();
                 for (int32_t t = 0; t < s.n_tokens; ++t) {
-                    store_row(s.kv->k_row_mut(static_cast<int32_t>(l), s.pos0 + t), &S.k[(r + t) * KD], KD, dt);
-                    store_row(s.kv->v_row_mut(static_cast<int32_t>(l), s.pos0 + t), &S.v[(r + t) * KD], KD, dt);
+                    store_cols(s.kv->k_row_mut(static_cast<int32_t>(l), s.pos0 + t), &S.k[(r + t) * KD], 0, KD, dt, c.head_dim);
+                    store_cols(s.kv->v_row_mut(static_cast<int32_t>(l), s.pos0 + t), &S.v[(r + t) * KD], 0, KD, vdt, c.head_dim);
                 }
                 r += s.n_tokens;
             }
@@ -501,7 +522,7 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
         rmsnorm(S.x.data(), L.ffn_norm.data(), S.xn.data(), M);
         mm(*L.w_gate, S.xn.data(), E, S.gate.data(), F);
         mm(*L.w_up, S.xn.data(), E, S.up.data(), F);
-        gated_act(S.gate.data(), S.up.data(), M * F, c.ffn_act);
+        gated_act(S.gate.data(), S.up.data(), M * F, c.ffn_act, ref);
         mm(*L.w_down, S.gate.data(), F, S.xn.data(), E);
         if (!L.post_ffn_norm.empty()) rmsnorm(S.xn.data(), L.post_ffn_norm.data(), S.xn.data(), M);
         for (int64_t i = 0; i < M * E; ++i) S.x[i] += S.xn[i];
