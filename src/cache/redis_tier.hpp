@@ -54,6 +54,24 @@ bool parse_redis_url(const std::string& url, std::string* host, int* port, int* 
 // The Redis key of a tier key under a prefix (exposed for tests and tools).
 std::string redis_tier_key(const std::string& key_prefix, const TierKey& key);
 
+// Redis-specific counters beside TierStats (zeros for a tier of another kind).
+// Every skipped call is also counted in TierStats::errors, every error reply in
+// TierStats::errors, every over-budget put in TierStats::put_failures.
+struct RedisTierCounters {
+    uint64_t skipped = 0;        // calls answered at once (miss / dropped put) during a back-off window
+    uint64_t connects = 0;       // connections opened
+    uint64_t error_replies = 0;  // error replies from the server (OOM under noeviction, READONLY, ...)
+    uint64_t over_budget = 0;    // puts dropped because one payload exceeds the whole budget
+};
+RedisTierCounters redis_tier_counters(const BlockTier& tier) noexcept;
+
+// Ends a back-off window now (the next call tries the server). For tests and an
+// operator's "retry now"; a tier of another kind is left alone.
+void redis_tier_reset_backoff(BlockTier& tier) noexcept;
+
+// Whether this build has the Redis tier (hiredis linked; KVRT_WITH_REDIS=ON).
+bool redis_tier_available() noexcept;
+
 // Seconds every key lives after its last put (a shared server forgets blocks nobody wrote again).
 constexpr int kRedisTierTtlSeconds = 7 * 24 * 3600;
 
