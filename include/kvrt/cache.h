@@ -60,9 +60,13 @@ typedef enum kvrt_dtype {
     KVRT_DTYPE_F32 = 0,
     KVRT_DTYPE_F16 = 1,
     KVRT_DTYPE_BF16 = 2,
-    /* Reserved for quantised caches; rejected with KVRT_ERR_UNSUPPORTED for now. */
+    /* Quantised, FULL and WINDOW layers only. A head of head_dim elements is stored as
+     * head_dim element bytes followed by its f16 scales; element c = raw(c) * scale[c / group].
+     * I8: int8 in [-127, 127], group 32 (head_dim % 32 == 0): head_dim + head_dim / 16 bytes.
+     * FP8_E4M3: OCP e4m3 (max 448, no infinities), group = head_dim: head_dim + 2 bytes. */
     KVRT_DTYPE_I8 = 3,
     KVRT_DTYPE_FP8_E4M3 = 4,
+    /* Reserved (4-bit banks); rejected with KVRT_ERR_UNSUPPORTED for now. */
     KVRT_DTYPE_FP4 = 5
 } kvrt_dtype;
 
@@ -91,6 +95,9 @@ typedef struct kvrt_cache_layer_config {
     int32_t source;     /* BANK_READER, INDEXER_KEYS: index of an earlier BANK_SOURCE layer; default -1 */
     int32_t shared_kv;  /* FULL, WINDOW: 1 = one row serves as both K and V (MQA with K = V, as
                            CED windows); default 0. Banks and indexer keys always store one row. */
+    /* Appended in 0.3 (a struct_size ending at shared_kv keeps the default): */
+    int32_t v_dtype;    /* FULL, WINDOW with separate K and V: the V rows' kvrt_dtype when it
+                           differs from dtype (the K rows'); -1 (default): dtype */
 } kvrt_cache_layer_config;
 
 /* Fills *cfg with the defaults (a full f16 layer with n_kv_heads = head_dim = 0,
@@ -247,6 +254,14 @@ typedef struct kvrt_cache_seq_info {
     int32_t reserved0;
 } kvrt_cache_seq_info;
 
+/* Prepares *out for kvrt_cache_seq_info_get: sets out->struct_size = struct_size
+ * and zeroes the rest of its first struct_size bytes (nothing past them).
+ * struct_size: sizeof(kvrt_cache_seq_info) as the caller was compiled with; any
+ * size from this struct's first published one to the library's is accepted.
+ * Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out, another struct_size;
+ * nothing written). Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_seq_info_init(kvrt_cache_seq_info *out, size_t struct_size);
+
 /* Fills *out (set out->struct_size = sizeof *out first) with the state of a
  * sequence or pin. Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND,
  * KVRT_ERR_INVALID_ARGUMENT (NULL out, bad struct_size). Thread-safe. O(blocks). */
@@ -293,7 +308,16 @@ typedef struct kvrt_cache_layer_info {
     uint64_t block_bytes;   /* bytes of one block of this layer's manager (all its layers) */
     int32_t separate_v;     /* 1: K and V rows; 0: one row serves as both */
     int32_t manager;        /* index of the block manager */
+    /* Appended in 0.3: */
+    int32_t v_dtype;        /* kvrt_dtype of the V rows (== dtype unless set apart) */
+    uint64_t v_row_bytes;   /* bytes of one V row (== row_bytes unless v_dtype differs) */
 } kvrt_cache_layer_info;
+
+/* Prepares *out for kvrt_cache_layer_info_get, as kvrt_cache_seq_info_init does
+ * (struct_size = sizeof(kvrt_cache_layer_info) as the caller knows it). Returns
+ * KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out, another struct_size; nothing
+ * written). Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_layer_info_init(kvrt_cache_layer_info *out, size_t struct_size);
 
 /* Where layer `layer`'s rows sit inside a block:
  *   row r of a sequence = table[r / rows_per_block] + k_offset (or v_offset)
@@ -413,12 +437,141 @@ typedef struct kvrt_cache_stats {
     int32_t n_managers;
     int32_t block_tokens;
     kvrt_cache_kind_stats kinds[KVRT_CACHE_KIND_SLOTS]; /* indexed by kvrt_layer_kind */
+    /* Appended in 0.2 (a 0.1 struct_size ends at kinds; these are then not written): */
+    int32_t n_kinds;          /* entries of kinds the library filled (KVRT_CACHE_KIND_SLOTS when
+                                 both were built with the same header; never more than that) */
+    int32_t kind_stats_size;  /* sizeof(kvrt_cache_kind_stats) in the library: the stride of kinds.
+                                 A later kvrt that needs more kinds or a larger entry appends a new
+                                 array instead of changing this one */
+    /* Appended in 0.3 (lower tiers, kvrt_cache_add_tier; an older struct_size does not get them): */
+    uint64_t tier_loaded_tokens_disk;   /* positions whose block sets were loaded back from disk tiers */
+    uint64_t tier_loaded_tokens_remote; /* ... from remote tiers (Redis) */
+    int32_t n_tiers;                    /* tiers added to this cache */
+    int32_t reserved_tiers;             /* 0 */
 } kvrt_cache_stats;
+
+/* Prepares *out for kvrt_cache_stats_get, as kvrt_cache_seq_info_init does
+ * (struct_size = sizeof(kvrt_cache_stats) as the caller knows it). Returns
+ * KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out, another struct_size; nothing
+ * written). Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_stats_init(kvrt_cache_stats *out, size_t struct_size);
 
 /* Fills *out (set out->struct_size = sizeof *out first). Returns KVRT_OK,
  * KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL out, bad struct_size).
  * Thread-safe. O(layers). */
 KVRT_API kvrt_status kvrt_cache_stats_get(kvrt_cache_stats *out, const kvrt_cache *cache);
+
+/* ---- Memory control ------------------------------------------------------ */
+
+/* Changes the byte budget of a live cache (one made by kvrt_cache_create or
+ * a context's, from kvrt_context_get_cache). Shrinking evicts cached
+ * (unreferenced) prefix blocks, least recently used first, until the cache
+ * fits; blocks held by sequences and pins are never touched, so a budget
+ * below the bytes they hold (kvrt_cache_stats.bytes_in_use) is refused.
+ * Growing takes effect at once (memory is committed as blocks are used; past
+ * the arena's address-space reservation blocks come from the default heap).
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_INVALID_ARGUMENT
+ * (budget_bytes 0); KVRT_ERR_INVALID_STATE (below the bytes in use: the
+ * message says how many; nothing changed). Thread-safe (internally
+ * synchronised; contexts may be running). O(blocks evicted). */
+KVRT_API kvrt_status kvrt_cache_set_budget(kvrt_cache *cache, uint64_t budget_bytes);
+
+/* Releases cached prefix blocks now (memory pressure, an app going to the
+ * background): evicts unreferenced cached blocks, least recently used first,
+ * until at most keep_bytes of them remain (0: all), and returns their memory
+ * to the cache's arena (mimalloc gives the pages back to the OS shortly
+ * after). Sequences and pins keep everything they hold; later prompts simply
+ * miss the prefixes released. released (may be NULL) receives the bytes freed.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE. Thread-safe. O(blocks evicted). */
+KVRT_API kvrt_status kvrt_cache_trim(uint64_t *released, kvrt_cache *cache, uint64_t keep_bytes);
+
+/* ---- Lower tiers: disk and Redis ------------------------------------------- */
+/* Below the RAM block pool a cache may keep full prefix blocks in tiers, searched
+ * in the order they were added: a directory (survives restarts; any number of
+ * processes may share one) and a Redis server (shared by processes on several
+ * hosts). A block set (every layer's block of one block of positions) is written
+ * to every tier when it is evicted from RAM and on kvrt_cache_persist; a prefill
+ * (kvrt_context_prefill, kvrt_cache_seq_match_prefix) whose prefix RAM does not
+ * hold continues block by block in the tiers and loads the blocks back.
+ * Keys: the chained block hash (parent chain, tokens, model fingerprint, cache
+ * salt, adapter) plus a hash of the layout (KV dtype, block size, every layer's
+ * geometry): a block is only ever found by the same prefix of the same model under
+ * the same salt. Values: framed with magic, format version, the full key, length
+ * and an XXH3-128 checksum. A tier can only miss: a torn, corrupted, foreign or
+ * stale entry, an I/O error, a timeout, a server that is down — each is counted
+ * (kvrt_tier_stats) and the prefix is computed instead; nothing unverified is
+ * ever used, and no tier fault is returned to the caller of a prefill. */
+
+#define KVRT_TIER_DISK 1
+#define KVRT_TIER_REDIS 2
+
+/* One tier. Initialise with kvrt_tier_config_init(); fields are only appended. */
+typedef struct kvrt_tier_config {
+    size_t struct_size;
+    int32_t kind;            /* KVRT_TIER_DISK or KVRT_TIER_REDIS; default KVRT_TIER_DISK */
+    uint32_t timeout_ms;     /* REDIS: connect and per-command timeout; default 200 */
+    const char *location;    /* DISK: a directory (created when missing); REDIS:
+                                "redis://host:port[/db]". Copied. Required */
+    uint64_t budget_bytes;   /* DISK: cap on the directory's entry bytes, least recently used
+                                entries removed first; REDIS: cap on the bytes this process
+                                stores. 0 (default): none */
+    const char *key_prefix;  /* REDIS: prefix of every key; NULL (default) = "kvrt:" */
+} kvrt_tier_config;
+
+/* Fills *cfg with the defaults. Returns KVRT_ERR_INVALID_ARGUMENT for NULL or an
+ * unusable struct_size. Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_tier_config_init(kvrt_tier_config *cfg, size_t struct_size);
+
+/* Adds a tier below the cache's RAM (after the tiers added before).
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_INVALID_ARGUMENT (NULL cfg, bad
+ * struct_size, unknown kind, NULL or empty location, a malformed Redis URL);
+ * KVRT_ERR_IO (the directory cannot be created or written);
+ * KVRT_ERR_UNSUPPORTED (KVRT_TIER_REDIS in a library built without hiredis).
+ * A Redis server that is down is not an error: its lookups miss and are counted.
+ * On failure the cache is unchanged. Thread-safe. Cost: DISK scans the directory
+ * once (its size, temporary files of dead writers). */
+KVRT_API kvrt_status kvrt_cache_add_tier(kvrt_cache *cache, const kvrt_tier_config *cfg);
+
+/* Writes every indexed block set of the cache (in use or cached) that its tiers
+ * were not given yet into every tier ("persist now"), e.g. before a process exits.
+ *   out_blocks  receives the number of block sets written (may be NULL).
+ * Returns KVRT_OK (also when a tier drops puts: see kvrt_tier_stats.put_failures),
+ * KVRT_ERR_BAD_HANDLE, KVRT_ERR_OUT_OF_MEMORY. Thread-safe: copies one block set at
+ * a time under the cache's lock and writes outside it. O(cached bytes). */
+KVRT_API kvrt_status kvrt_cache_persist(uint64_t *out_blocks, kvrt_cache *cache);
+
+/* Number of tiers. Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT
+ * (NULL out). Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_n_tiers(size_t *out, const kvrt_cache *cache);
+
+/* Counters of one tier (this process's view). */
+typedef struct kvrt_tier_stats {
+    size_t struct_size;
+    int32_t kind;            /* KVRT_TIER_DISK or KVRT_TIER_REDIS */
+    int32_t reserved0;
+    uint64_t puts;           /* entries stored */
+    uint64_t put_bytes;
+    uint64_t put_failures;   /* puts dropped by a fault or the budget */
+    uint64_t gets;           /* lookups */
+    uint64_t hits;           /* lookups that returned an entry */
+    uint64_t get_bytes;
+    uint64_t misses;         /* not present */
+    uint64_t corrupt;        /* present but rejected (checksum, key, version, shape); removed */
+    uint64_t errors;         /* I/O or connection errors */
+    uint64_t timeouts;
+    uint64_t evictions;      /* entries removed to stay within the budget */
+    uint64_t bytes_stored;   /* bytes the tier holds (as far as this process knows; 0 if unknown) */
+    uint64_t loaded_blocks;  /* block sets loaded back into RAM from this tier */
+} kvrt_tier_stats;
+
+/* Sets stats->struct_size and zeroes the rest. Returns KVRT_ERR_INVALID_ARGUMENT
+ * for NULL or an unusable struct_size. O(1). */
+KVRT_API kvrt_status kvrt_tier_stats_init(kvrt_tier_stats *stats, size_t struct_size);
+
+/* Fills *out with the counters of tier `index` (in the order added).
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL out, bad
+ * struct_size), KVRT_ERR_OUT_OF_RANGE (index >= kvrt_cache_n_tiers). Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_cache_tier_stats_get(kvrt_tier_stats *out, const kvrt_cache *cache, size_t index);
 
 #ifdef __cplusplus
 }

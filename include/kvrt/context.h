@@ -6,7 +6,20 @@
  * context must not overlap; different contexts may run in parallel, each
  * using its own OpenMP threads). A kvrt_sampler likewise. The model a
  * context runs is shared and immutable; the context holds a reference to it
- * (kvrt/model.h), so destroying the model first is safe.
+ * (kvrt/model.h), so destroying the model first is safe. Exceptions, safe
+ * from any thread at any time: kvrt_context_cancel and
+ * kvrt_context_activity_get (see "Cancellation and activity" below). A call
+ * that changes a context while another runs on it (from a second thread, or
+ * from inside one of its callbacks) returns KVRT_ERR_INVALID_STATE.
+ *
+ * Cancellation, one rule for every call: kvrt_context_cancel (any thread) or
+ * a progress callback returning non-zero stops prefill, prefill_batch,
+ * decode and generate with KVRT_ERR_CANCELLED; the sequence keeps every
+ * position computed before the stop (prefill: whole chunks; decode: nothing,
+ * it is all-or-nothing; generate: the prompt and the tokens decoded), and
+ * stats, when given, are filled with stop_reason KVRT_STOP_CANCELLED. A token
+ * callback returning non-zero is not a cancellation but a stop condition, as
+ * a stop string: KVRT_OK with KVRT_STOP_CALLBACK.
  *
  * Sequences: a context holds up to n_seq_max sequences, named by the caller
  * with ids in [0, n_seq_max). A sequence is the token list whose K/V the cache
@@ -39,12 +52,19 @@ typedef struct kvrt_context kvrt_context;
 #define KVRT_KV_F32 0
 #define KVRT_KV_F16 1
 #define KVRT_KV_BF16 2
+/* Quantised (kvrt/cache.h's kvrt_dtype): int8 with one f16 scale per 32 elements of a head
+ * (34 bytes per 32 elements; head_dim must be a multiple of 32), and fp8 e4m3 with one f16
+ * scale per head of a row (head_dim + 2 bytes per head). The attention kernels read them
+ * directly; decoder models (not CED ones). */
+#define KVRT_KV_I8 3
+#define KVRT_KV_FP8_E4M3 4
 
 /* Options of kvrt_context_create. Initialise with kvrt_context_config_init();
  * fields are only ever appended. */
 typedef struct kvrt_context_config {
     size_t struct_size;
-    uint32_t n_ctx;             /* positions per sequence; 0 = the model's training context */
+    uint32_t n_ctx;             /* positions per sequence; 0 = the model's training context, or
+                                   less when that cannot be afforded: see cache_bytes */
     uint32_t n_seq_max;         /* sequence ids [0, n_seq_max); default 1 */
     uint32_t n_batch;           /* prefill chunk in tokens; default 512 */
     int32_t n_threads;          /* threads for this context's calls, 0..1024; 0 = the OpenMP default */
@@ -55,8 +75,17 @@ typedef struct kvrt_context_config {
     uint32_t block_tokens;      /* tokens per cache block when the context creates its cache; default 16.
                                    Cached prefixes are shared in whole blocks; longer blocks (64)
                                    read faster in decode at long contexts (longer contiguous runs) */
-    uint64_t cache_bytes;       /* budget of a cache the context creates; 0 = room for
-                                   n_seq_max full sequences plus as much again for cached prefixes */
+    uint64_t cache_bytes;       /* budget of a cache the context creates (change it later with
+                                   kvrt_cache_set_budget). 0 = a default the machine can afford:
+                                   room for n_seq_max sequences of n_ctx positions plus as much
+                                   again for cached prefixes, capped at a quarter of physical
+                                   memory but never below the n_seq_max sequences; when n_ctx is
+                                   also 0, the training context is halved (not below 512) until
+                                   n_seq_max full sequences fit in that quarter (e.g. an 8B model
+                                   with a 128K context, 128 KiB of f16 K/V per token: 16 GiB a
+                                   sequence; on a 24 GiB machine n_ctx becomes 32768, budget 6 GiB).
+                                   Memory is committed only as blocks are used; the budget bounds
+                                   it. The choice is logged at KVRT_LOG_INFO (kvrt/process.h) */
     kvrt_cache *cache;          /* NULL: the context creates its cache. Else a cache to share:
                                    kvrt_context_get_cache() of another context over the same
                                    model (the usual way), or one from kvrt_cache_create() whose
@@ -74,6 +103,17 @@ typedef struct kvrt_context_config {
     int32_t ced_prefill_mode;   /* a kvrt_ced_prefill_mode; default KVRT_CED_PREFILL_EXACT */
     int32_t ced_resume;         /* a kvrt_ced_resume: how a prefix-cache hit restores the windows;
                                    default KVRT_CED_RESUME_AUTO (prefix_caching = 0 means COLD) */
+    /* Appended in 0.3 (a struct_size ending at ced_resume keeps their defaults): K and V rows
+     * of different types (llama.cpp's type_k / type_v). */
+    int32_t k_dtype;            /* KVRT_KV_* of the K rows; -1 (default): kv_dtype */
+    int32_t v_dtype;            /* KVRT_KV_* of the V rows; -1 (default): kv_dtype */
+    /* Appended in 0.3 (an older struct_size keeps their defaults): lower tiers of the prefix
+     * cache the context creates (kvrt/cache.h, "Lower tiers"), searched in array order.
+     * Refused (INVALID_ARGUMENT) together with cfg->cache: give a shared cache its tiers with
+     * kvrt_cache_add_tier. The array and its strings are read during create only. CED models:
+     * tiers hold the bank cache's blocks (written on eviction and kvrt_cache_persist). */
+    const kvrt_tier_config *tiers; /* n_tiers entries, each initialised by kvrt_tier_config_init; default NULL */
+    size_t n_tiers;                /* default 0 */
 } kvrt_context_config;
 
 /* Fills *cfg with the defaults. Returns KVRT_ERR_INVALID_ARGUMENT for NULL or
@@ -117,7 +157,9 @@ typedef enum kvrt_stop_reason {
     KVRT_STOP_MAX_TOKENS = 2,  /* max_tokens were generated */
     KVRT_STOP_STRING = 3,      /* a stop string appeared in the output */
     KVRT_STOP_CALLBACK = 4,    /* the token callback returned non-zero */
-    KVRT_STOP_CONTEXT_FULL = 5 /* the sequence reached n_ctx positions */
+    KVRT_STOP_CONTEXT_FULL = 5,/* the sequence reached n_ctx positions */
+    KVRT_STOP_CANCELLED = 6    /* kvrt_context_cancel or the progress callback (the call returned
+                                  KVRT_ERR_CANCELLED) */
 } kvrt_stop_reason;
 
 /* Statistics of one prefill or generate call. Set struct_size (or call
@@ -137,6 +179,11 @@ typedef struct kvrt_request_stats {
     uint64_t kv_bytes;                /* KV bytes the sequence holds after the call */
     int32_t stop_reason;              /* kvrt_stop_reason */
     int32_t reserved0;
+    /* Appended in 0.3 (an older struct_size does not get them): where reused_from_cache came
+     * from. ram + disk + remote == reused_from_cache; computed_tokens stays what was computed. */
+    uint64_t reused_from_ram;         /* blocks the RAM prefix cache held */
+    uint64_t reused_from_disk;        /* blocks loaded back from a disk tier (kvrt/cache.h) */
+    uint64_t reused_from_remote;      /* blocks loaded back from a remote tier (Redis) */
 } kvrt_request_stats;
 
 /* Sets stats->struct_size and zeroes the rest. */
@@ -201,6 +248,52 @@ KVRT_API kvrt_status kvrt_context_decode(kvrt_context *ctx, const int32_t *seq_i
 KVRT_API kvrt_status kvrt_context_get_logits(float *dst, size_t capacity, size_t *written,
                                              const kvrt_context *ctx, int32_t seq_id);
 
+/* Logits at chosen positions (perplexity, speculative decoding, scoring).
+ * Makes sequence seq_id hold exactly tokens[0, n_tokens) as kvrt_context_prefill
+ * does, and also computes the logits of each position in positions[0,
+ * n_positions): the logits of position p are the distribution of the token
+ * after tokens[p], and equal bit for bit the last-position logits of
+ * prefilling tokens[0, p] alone. Every requested position is computed: reuse
+ * (the common prefix the sequence held, the prefix cache) stops at
+ * positions[0], so positions after it are recomputed even when they were
+ * cached. The last position's logits are also left for
+ * kvrt_context_get_logits, requested or not.
+ *   stats      NULL or filled (reused/computed count what this call did);
+ *   positions  strictly increasing, each < n_tokens; n_positions >= 1;
+ *              positions are uint32_t (n_ctx is at most 2^32-1).
+ * The rows are kept by the context until the sequence's next
+ * kvrt_context_prefill_logits, its release, or the context's destruction,
+ * and read with kvrt_context_get_logits_at.
+ * CED models (kvrt/ced.h) compute logits for the prompt's last position
+ * only: any other position returns KVRT_ERR_UNSUPPORTED.
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_INVALID_ARGUMENT (NULL tokens
+ * or positions, n_tokens or n_positions 0, positions not strictly
+ * increasing); KVRT_ERR_OUT_OF_RANGE (as kvrt_context_prefill, or a position
+ * >= n_tokens: the message names it); KVRT_ERR_UNSUPPORTED (CED, see above);
+ * KVRT_ERR_CACHE_FULL; KVRT_ERR_CANCELLED; KVRT_ERR_OUT_OF_MEMORY (the rows
+ * need n_positions x n_vocab x 4 bytes). Arguments are checked before the
+ * sequence changes; a later failure leaves it as a failed kvrt_context_prefill
+ * does, with no position logits readable. One thread at a time per context.
+ * Cost: O(computed tokens x model) plus O(n_positions x n_vocab x n_embd) for
+ * the output head (a 262K vocabulary makes the head the larger part: ask for
+ * the positions you read, in chunks if memory matters). */
+KVRT_API kvrt_status kvrt_context_prefill_logits(kvrt_request_stats *stats, kvrt_context *ctx, int32_t seq_id,
+                                                 const int32_t *tokens, size_t n_tokens,
+                                                 const uint32_t *positions, size_t n_positions);
+
+/* Copies the logits (n_vocab floats) of a position requested by sequence
+ * seq_id's last kvrt_context_prefill_logits. They stay readable while the
+ * sequence holds the tokens [0, position] they were computed from (a decode or
+ * an appended prefill keeps them; an edit before position, a truncation or a
+ * release does not). Returns KVRT_OK, KVRT_ERR_BUFFER_TOO_SMALL (*written =
+ * n_vocab), KVRT_ERR_NOT_FOUND (the position was not requested),
+ * KVRT_ERR_INVALID_STATE (the sequence's tokens changed since),
+ * KVRT_ERR_OUT_OF_RANGE (seq_id), KVRT_ERR_BAD_HANDLE,
+ * KVRT_ERR_INVALID_ARGUMENT (NULL written). One thread at a time per context
+ * (as every call on it). O(n_vocab + position). */
+KVRT_API kvrt_status kvrt_context_get_logits_at(float *dst, size_t capacity, size_t *written,
+                                                const kvrt_context *ctx, int32_t seq_id, size_t position);
+
 /* Number of tokens sequence seq_id holds. Returns KVRT_OK,
  * KVRT_ERR_OUT_OF_RANGE (seq_id), KVRT_ERR_BAD_HANDLE,
  * KVRT_ERR_INVALID_ARGUMENT (NULL out). O(1). */
@@ -215,6 +308,64 @@ KVRT_API kvrt_status kvrt_context_seq_kv_bytes(uint64_t *out, const kvrt_context
  * prefix caching is on) until evicted. Releasing an empty sequence is a no-op.
  * Returns KVRT_OK, KVRT_ERR_OUT_OF_RANGE, KVRT_ERR_BAD_HANDLE. */
 KVRT_API kvrt_status kvrt_context_seq_release(kvrt_context *ctx, int32_t seq_id);
+
+/* ---- One sequence saved, restored, forked, cut ----------------------------- */
+
+/* Copies the tokens sequence seq_id holds (its computed positions) into dst.
+ *   dst/capacity  capacity int32 entries (dst may be NULL with capacity 0: a size query);
+ *   written       receives the token count (also on BUFFER_TOO_SMALL).
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL written, NULL dst
+ * with capacity > 0), KVRT_ERR_OUT_OF_RANGE (seq_id), KVRT_ERR_BUFFER_TOO_SMALL.
+ * One thread at a time per context. O(tokens). */
+KVRT_API kvrt_status kvrt_context_seq_tokens(int32_t *dst, size_t capacity, size_t *written,
+                                             const kvrt_context *ctx, int32_t seq_id);
+
+/* Saves sequence seq_id to `path`: its tokens, the logits of its last token (when
+ * set), every KV row it holds and whatever the architecture keeps beside them (CED:
+ * the window rings and the tail state of open bank groups), with the model
+ * fingerprint, the cache salt, the KV dtype, the block size, a format version and
+ * an XXH3 checksum. The file is written to "<path>.tmp.<pid>.<n>", fsync'ed,
+ * renamed over path and the directory fsync'ed: a reader or a crash sees the old
+ * file or the new one. An empty sequence saves as an empty conversation.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL path),
+ * KVRT_ERR_OUT_OF_RANGE (seq_id), KVRT_ERR_IO (the message names the step),
+ * KVRT_ERR_OUT_OF_MEMORY. One thread at a time per context (other contexts on a
+ * shared cache may run). Cost: O(the sequence's KV bytes) of copying and writing. */
+KVRT_API kvrt_status kvrt_context_seq_save(kvrt_context *ctx, int32_t seq_id, const char *path);
+
+/* Replaces sequence seq_id with the one saved in `path` (by kvrt_context_seq_save
+ * in this or another process): afterwards the sequence holds the saved tokens and
+ * KV rows (its full blocks enter the prefix cache) and the saved logits, so the
+ * next decode step gives the same logits, bit for bit, as if the saving context
+ * had never stopped.
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_INVALID_ARGUMENT (NULL path);
+ * KVRT_ERR_OUT_OF_RANGE (seq_id; more tokens than n_ctx); KVRT_ERR_NOT_FOUND (no
+ * such file); KVRT_ERR_IO; KVRT_ERR_MISMATCH (saved from another model, KV dtype,
+ * block size, cache salt or architecture, or by another format version: the
+ * message names which); KVRT_ERR_BAD_FORMAT (not a saved sequence, truncated,
+ * corrupted: checksum); KVRT_ERR_CACHE_FULL (the rows do not fit even after
+ * evicting every cached block; release sequences first). On any failure the
+ * sequence is exactly as it was. One thread at a time per context.
+ * Cost: O(file size): reads and verifies the whole file before the cache changes. */
+KVRT_API kvrt_status kvrt_context_seq_load(kvrt_context *ctx, int32_t seq_id, const char *path);
+
+/* Makes sequence dst_seq a copy of src_seq (tokens, logits, KV rows) that shares
+ * src's cache blocks by reference count (a partly filled last block is copied when
+ * either appends): a conversation branches without recomputing. What dst held is
+ * released first. src_seq == dst_seq is a no-op; an empty src empties dst.
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_OUT_OF_RANGE (either id),
+ * KVRT_ERR_OUT_OF_MEMORY (dst unchanged). One thread at a time per context.
+ * Never allocates cache blocks. O(blocks). */
+KVRT_API kvrt_status kvrt_context_seq_fork(kvrt_context *ctx, int32_t src_seq, int32_t dst_seq);
+
+/* Keeps positions [0, n) of sequence seq_id (n <= its length) and returns the
+ * blocks of the rest; n = 0 empties it. The logits are unset afterwards unless n
+ * equals the length (the next prefill or decode computes them).
+ * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_OUT_OF_RANGE (seq_id, n above the
+ * length), KVRT_ERR_INVALID_STATE (a sliding window already dropped rows a query at
+ * n needs, or a CED sequence cannot be cut there: truncate to 0 or later; nothing
+ * changed). One thread at a time per context. O(blocks dropped). */
+KVRT_API kvrt_status kvrt_context_seq_truncate(kvrt_context *ctx, int32_t seq_id, size_t n);
 
 /* ---- Sampling ------------------------------------------------------------ */
 
@@ -234,10 +385,15 @@ typedef struct kvrt_sampler_config {
     uint64_t seed;      /* default 0 */
 } kvrt_sampler_config;
 
+/* Fills *cfg with the defaults (greedy). struct_size: sizeof(kvrt_sampler_config) as
+ * the caller was compiled with (any size from this struct's first published one up).
+ * Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL cfg, another struct_size; nothing
+ * written). Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_sampler_config_init(kvrt_sampler_config *cfg, size_t struct_size);
 
-/* Creates a sampler. Returns KVRT_ERR_INVALID_ARGUMENT for a NULL out or cfg,
- * a negative top_k, top_p outside (0, 1], min_p outside [0, 1], a NaN or
+/* Creates a sampler (cfg NULL: the defaults, greedy); destroy it with
+ * kvrt_sampler_destroy. Returns KVRT_ERR_INVALID_ARGUMENT for a NULL out,
+ * a bad cfg->struct_size, a negative top_k, top_p outside (0, 1], min_p outside [0, 1], a NaN or
  * infinite temperature; the message names the field. */
 KVRT_API kvrt_status kvrt_sampler_create(kvrt_sampler **out, const kvrt_sampler_config *cfg);
 /* NULL, destroyed and foreign handles are ignored. */
@@ -258,7 +414,16 @@ KVRT_API kvrt_status kvrt_sampler_sample(int32_t *out, kvrt_sampler *sampler, co
  * (UTF-8; may be empty while a multi-byte character or a possible stop string
  * is held back). After the last token, text still held back (a partial stop
  * string that never completed) is flushed in one more call with token = -1.
- * Return 0 to continue, non-zero to stop. Must not unwind. */
+ * Return 0 to continue, non-zero to stop (KVRT_STOP_CALLBACK, KVRT_OK).
+ * Contract: it runs on the thread that called kvrt_context_generate, inside
+ * that call; `text` is valid only until the callback returns (copy it to
+ * keep it) and is not NUL-terminated (use text_len). It may call read-only
+ * functions of the context (kvrt_context_get_logits, seq_length,
+ * seq_kv_bytes, activity_get), kvrt_context_cancel, and anything on other
+ * objects; a call that would change this context (prefill, decode,
+ * generate, seq_release, ...) returns KVRT_ERR_INVALID_STATE. Must not
+ * unwind (no C++ exception, Rust panic or longjmp through kvrt). The
+ * progress callback (kvrt_progress_fn) follows the same contract. */
 typedef int (*kvrt_token_fn)(int32_t token, const char *text, size_t text_len, void *user_data);
 
 typedef struct kvrt_generate_config {
@@ -270,23 +435,164 @@ typedef struct kvrt_generate_config {
     size_t n_stop_strings;
     kvrt_token_fn on_token;             /* NULL: no streaming */
     void *user_data;
+    /* Appended in 0.2 (a struct_size of 0.1's kvrt_generate_config, which ends at
+     * user_data, keeps these NULL): the answer into caller buffers, with or without
+     * on_token. Each is updated after every token, so it holds what was produced even
+     * when the call fails or is cancelled part-way. */
+    int32_t *tokens_out;                /* NULL or tokens_capacity entries: the first
+                                           tokens_capacity generated tokens (EOG not included) */
+    size_t tokens_capacity;
+    size_t *tokens_written;             /* NULL or receives how many tokens were generated in
+                                           all; more than tokens_capacity = truncated */
+    char *text_out;                     /* NULL or text_capacity bytes: the answer's text as
+                                           streamed (stop strings cut), always NUL-terminated,
+                                           cut at a UTF-8 character boundary when it does not fit */
+    size_t text_capacity;
+    size_t *text_written;               /* NULL or receives the answer's length in bytes (NUL
+                                           excluded); >= text_capacity = truncated */
 } kvrt_generate_config;
 
+/* Fills *cfg with the defaults (256 tokens, stop at end of generation, greedy, no
+ * callback or buffers). struct_size: sizeof(kvrt_generate_config) as the caller was
+ * compiled with (0.1's size keeps the fields appended since at their defaults).
+ * Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL cfg, another struct_size; nothing
+ * written). Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_generate_config_init(kvrt_generate_config *cfg, size_t struct_size);
 
 /* Prefills sequence seq_id with prompt (as kvrt_context_prefill), then
  * samples and decodes up to max_tokens tokens, streaming each through
- * on_token, until a stop condition. Afterwards the sequence holds the prompt
+ * on_token and into the output buffers, until a stop condition. A sampler
+ * with penalty stages (kvrt_sampler_chain_create) sees the prompt's tokens
+ * and then each token sampled (its history is set at the start of the call). Afterwards the sequence holds the prompt
  * and every generated token but the last one sampled (its K/V are only needed
  * by a further step), so a following prefill of prompt + answer + next turn
  * reuses all of it and computes from the last answer token on. stats (NULL or filled)
  * reports reuse, time to first token, decode speed and the stop reason.
- * Returns KVRT_OK (for every stop reason) or the errors of
+ * Returns KVRT_OK (for every stop reason but KVRT_STOP_CANCELLED) or the errors of
  * kvrt_context_prefill / kvrt_context_decode / kvrt_sampler_sample (logits
- * all NaN or -inf). One thread at a time. */
+ * all NaN or -inf); KVRT_ERR_CANCELLED (kvrt_context_cancel: checked before
+ * each sample and each decode step; stats say how far it got);
+ * KVRT_ERR_INVALID_ARGUMENT also for a NULL tokens_out or text_out with a
+ * non-zero capacity; KVRT_ERR_INVALID_STATE when called from one of this
+ * context's callbacks. One thread at a time. */
 KVRT_API kvrt_status kvrt_context_generate(kvrt_request_stats *stats, kvrt_context *ctx, int32_t seq_id,
                                            const int32_t *prompt, size_t n_prompt,
                                            const kvrt_generate_config *cfg);
+
+/* ---- Sampler chains: penalties, logit bias and composable stages ---------- */
+
+/* Stage types of a sampler chain, applied in the order added. */
+typedef enum kvrt_sampler_stage_type {
+    KVRT_SAMPLER_PENALTIES = 1,   /* repetition / frequency / presence penalties over a window */
+    KVRT_SAMPLER_LOGIT_BIAS = 2,  /* logit[t] += bias for listed tokens (-inf bans one) */
+    KVRT_SAMPLER_TOP_K = 3,       /* keep the top_k largest (0 = off) */
+    KVRT_SAMPLER_TOP_P = 4,       /* keep the smallest set with probability >= p (1 = off) */
+    KVRT_SAMPLER_MIN_P = 5,       /* keep probability >= p x the largest (0 = off) */
+    KVRT_SAMPLER_TEMPERATURE = 6, /* logits /= temperature; <= 0 keeps only the largest */
+    KVRT_SAMPLER_DIST = 7,        /* draw from the softmax with the chain's seeded PRNG; last stage */
+    KVRT_SAMPLER_GREEDY = 8       /* argmax, ties to the lowest id; last stage */
+} kvrt_sampler_stage_type;
+
+/* One stage of a chain. Initialise with kvrt_sampler_stage_init(), set type and
+ * the fields that type reads; fields are only ever appended.
+ * Penalties (as llama.cpp's): over the last penalty_last_n tokens of the
+ * sampler's history (-1 = all of it, 0 = off), every token t that occurs c > 0
+ * times gets logit /= repeat_penalty when logit > 0, else logit *=
+ * repeat_penalty, then logit -= c x frequency_penalty + presence_penalty. */
+typedef struct kvrt_sampler_stage {
+    size_t struct_size;
+    int32_t type;               /* kvrt_sampler_stage_type; default 0 (must be set) */
+    int32_t top_k;              /* TOP_K: >= 0; default 40 */
+    float p;                    /* TOP_P: (0, 1]; MIN_P: [0, 1]; default 1 (top-p off: set it
+                                   for MIN_P, where 1 keeps only the most probable) */
+    float temperature;          /* TEMPERATURE: finite; default 0.8 */
+    int32_t penalty_last_n;     /* PENALTIES: window, -1 or >= 0; default 64 */
+    float repeat_penalty;       /* PENALTIES: finite, > 0; default 1 (off) */
+    float frequency_penalty;    /* PENALTIES: finite; default 0 (off) */
+    float presence_penalty;     /* PENALTIES: finite; default 0 (off) */
+    const int32_t *bias_tokens; /* LOGIT_BIAS: n_bias token ids >= 0 (copied by chain_add) */
+    const float *bias_values;   /* LOGIT_BIAS: n_bias biases, not NaN (copied) */
+    size_t n_bias;              /* LOGIT_BIAS: at most 2^24 */
+} kvrt_sampler_stage;
+
+/* Fills *stage with the defaults above. Returns KVRT_ERR_INVALID_ARGUMENT for
+ * NULL or an unknown struct_size. Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_sampler_stage_init(kvrt_sampler_stage *stage, size_t struct_size);
+
+/* Creates an empty sampler chain: a kvrt_sampler usable wherever one is
+ * (kvrt_sampler_sample, kvrt_generate_config.sampler), whose stages are added
+ * with kvrt_sampler_chain_add. A chain without a DIST or GREEDY stage picks the
+ * argmax of what its stages leave. seed seeds the DIST draws (same seed, same
+ * logits, same history => same tokens). Destroy with kvrt_sampler_destroy.
+ * Returns KVRT_OK, KVRT_ERR_INVALID_ARGUMENT (NULL out), KVRT_ERR_OUT_OF_MEMORY.
+ * Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_sampler_chain_create(kvrt_sampler **out, uint64_t seed);
+
+/* Appends a copy of *stage to the chain (bias arrays are copied; the caller's
+ * may be freed after the call). Returns KVRT_OK; KVRT_ERR_BAD_HANDLE;
+ * KVRT_ERR_INVALID_ARGUMENT (NULL stage, unknown struct_size or type, a field
+ * outside its domain: the message names it; NULL bias arrays with n_bias > 0);
+ * KVRT_ERR_INVALID_STATE (the sampler is not a chain, or the chain already
+ * ends in DIST or GREEDY). On failure the chain is unchanged. One thread at a
+ * time per sampler. O(n_bias). */
+KVRT_API kvrt_status kvrt_sampler_chain_add(kvrt_sampler *sampler, const kvrt_sampler_stage *stage);
+
+/* Appends token to the sampler's history (what penalty stages look at). Call
+ * it with each token sampled when running your own loop over
+ * kvrt_sampler_sample; kvrt_context_generate does it itself (and sets the
+ * history to the prompt first). A plain sampler (kvrt_sampler_create) keeps
+ * no history: a no-op. Returns KVRT_OK, KVRT_ERR_BAD_HANDLE,
+ * KVRT_ERR_OUT_OF_RANGE (negative token). One thread at a time. O(1) amortised. */
+KVRT_API kvrt_status kvrt_sampler_accept(kvrt_sampler *sampler, int32_t token);
+
+/* Empties the sampler's history (the PRNG state is kept). Returns KVRT_OK,
+ * KVRT_ERR_BAD_HANDLE. One thread at a time. O(1). */
+KVRT_API kvrt_status kvrt_sampler_reset(kvrt_sampler *sampler);
+
+/* ---- Cancellation and activity (safe from any thread) -------------------- */
+
+/* Asks the call running on ctx to stop: it returns KVRT_ERR_CANCELLED as
+ * described at the top of this header, at its next check (prefill: before
+ * each chunk of n_batch tokens and each layer of a chunk; generate: before
+ * each sample and each decode step; CED models: between chunks). The request
+ * is cleared when the next call on ctx starts, so a cancel that arrives while
+ * no call runs is dropped (a UI that stops "the current answer" cannot stop
+ * the next one by accident). Thread-safe: may be called from any thread,
+ * including from a callback of the running call. Returns KVRT_OK,
+ * KVRT_ERR_BAD_HANDLE. O(1), never blocks. */
+KVRT_API kvrt_status kvrt_context_cancel(kvrt_context *ctx);
+
+/* What a context is doing (kvrt_context_activity_get). */
+typedef enum kvrt_context_phase {
+    KVRT_PHASE_IDLE = 0,
+    KVRT_PHASE_PREFILL = 1,  /* computing prompt positions */
+    KVRT_PHASE_DECODE = 2    /* generate's sample/decode loop */
+} kvrt_context_phase;
+
+/* A snapshot of a context's activity, readable from another thread while it
+ * works (progress bars, watchdogs). Counters are of the running call, or of
+ * the last one when idle. Fields are only ever appended. */
+typedef struct kvrt_context_activity {
+    size_t struct_size;
+    int32_t phase;              /* kvrt_context_phase */
+    int32_t cancel_pending;     /* 1: a cancel was asked and the running call has not stopped yet */
+    uint64_t prefill_total;     /* positions the call's prefill computes (after reuse) */
+    uint64_t prefill_done;      /* ... of which are computed */
+    uint64_t generated_tokens;  /* tokens generate has sampled so far */
+    uint64_t calls;             /* calls started on this context since it was created */
+} kvrt_context_activity;
+
+/* Sets struct_size and zeroes the rest. KVRT_ERR_INVALID_ARGUMENT for NULL
+ * or an unknown size. */
+KVRT_API kvrt_status kvrt_context_activity_init(kvrt_context_activity *out, size_t struct_size);
+
+/* Fills *out (struct_size set by the caller) with ctx's activity. Each field
+ * is read atomically; together they may be a few microseconds apart. The
+ * per-request kvrt_request_stats stay the calling thread's (filled when the
+ * call returns); the cache's kvrt_cache_stats_get is also safe from any
+ * thread. Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL
+ * out or unknown struct_size). Thread-safe, any time. O(1). */
+KVRT_API kvrt_status kvrt_context_activity_get(kvrt_context_activity *out, const kvrt_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #include "api/boundary.hpp"
 #include "api/cache_handles.hpp"
 #include "api/handle_registry.hpp"
+#include "api/struct_versions.h"
 #include "cache/cache.hpp"
 #include "kvrt/cache.h"
 
@@ -61,14 +62,27 @@ void fill_out(Out* out, const Out& value, size_t min_size, const char* name) {
 }
 
 // First published sizes of the size-prefixed output structs: the end of the
-// last field they had at the version that introduced them (0.1.0 for all
-// three). Fields are only appended, so these stay fixed when a field is added;
-// a caller compiled against that older header passes the smaller size.
-#define KVRT_END_OF(T, field) (offsetof(T, field) + sizeof(static_cast<T*>(nullptr)->field))
-constexpr size_t kSeqInfoV1 = KVRT_END_OF(kvrt_cache_seq_info, reserved0);
-constexpr size_t kLayerInfoV1 = KVRT_END_OF(kvrt_cache_layer_info, manager);
-constexpr size_t kStatsV1 = KVRT_END_OF(kvrt_cache_stats, kinds);
-#undef KVRT_END_OF
+// last field they had at the version that introduced them (api/struct_versions.h).
+// Fields are only appended, so these stay fixed when a field is added; a caller
+// compiled against that older header passes the smaller size.
+constexpr size_t kSeqInfoV1 = KVRT_MIN_SIZE_kvrt_cache_seq_info;
+constexpr size_t kLayerInfoV1 = KVRT_MIN_SIZE_kvrt_cache_layer_info;
+constexpr size_t kStatsV1 = KVRT_MIN_SIZE_kvrt_cache_stats;
+
+// Output struct _init: struct_size in [min_size, sizeof(Out)]; zeroes the first
+// struct_size bytes and records the size (nothing past it is written).
+template <class Out>
+kvrt_status init_out(Out* out, size_t struct_size, size_t min_size, const char* fn) {
+    return guard(fn, [&] {
+        require_non_null(out, "out");
+        if (struct_size < min_size || struct_size > sizeof(Out))
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "struct_size " + std::to_string(struct_size) +
+                                                       " is not one this library knows (" + std::to_string(min_size) +
+                                                       ".." + std::to_string(sizeof(Out)) + ")");
+        std::memset(static_cast<void*>(out), 0, struct_size);
+        out->struct_size = struct_size;
+    });
+}
 
 // Copies a caller's input config: the fields its struct_size covers, the
 // defaults (dst as passed in) for fields appended after it.
@@ -102,7 +116,7 @@ SeqKeys keys_from_c(const kvrt_cache_keys* k) {
     if (!k) return out;
     kvrt_cache_keys kc{};
     kvrt_cache_keys_init(&kc, sizeof kc);
-    read_config(&kc, k, "keys", sizeof(kvrt_cache_keys));
+    read_config(&kc, k, "keys", KVRT_MIN_SIZE_kvrt_cache_keys);
     k = &kc;
     if (k->salt == nullptr && k->salt_len != 0)
         throw Error(KVRT_ERR_INVALID_ARGUMENT, "keys->salt is NULL but salt_len is " + std::to_string(k->salt_len));
@@ -133,9 +147,13 @@ LayerSpec layer_from_c(const kvrt_cache_layer_config* c) {
         throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kind " + std::to_string(c->kind) + " is not a kvrt_layer_kind");
     if (c->dtype < 0 || c->dtype > KVRT_DTYPE_FP4)
         throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->dtype " + std::to_string(c->dtype) + " is not a kvrt_dtype");
-    if (c->dtype > KVRT_DTYPE_BF16)
+    if (c->dtype > KVRT_DTYPE_FP8_E4M3)
         throw Error(KVRT_ERR_UNSUPPORTED, "cfg->dtype " + std::to_string(c->dtype) +
-                                              " (quantised) is reserved; use f32, f16 or bf16");
+                                              " (4-bit) is reserved; use f32, f16, bf16, int8 or fp8");
+    if (c->v_dtype < -1 || c->v_dtype > KVRT_DTYPE_FP4)
+        throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->v_dtype " + std::to_string(c->v_dtype) + " is not -1 or a kvrt_dtype");
+    if (c->v_dtype > KVRT_DTYPE_FP8_E4M3)
+        throw Error(KVRT_ERR_UNSUPPORTED, "cfg->v_dtype " + std::to_string(c->v_dtype) + " (4-bit) is reserved");
     s.kind = static_cast<LayerKind>(c->kind);
     s.n_kv_heads = c->n_kv_heads;
     s.head_dim = c->head_dim;
@@ -146,6 +164,7 @@ LayerSpec layer_from_c(const kvrt_cache_layer_config* c) {
     if (c->shared_kv != 0 && c->shared_kv != 1)
         throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->shared_kv must be 0 or 1");
     s.shared_kv = c->shared_kv != 0;
+    if (c->v_dtype >= 0 && c->v_dtype != c->dtype) s.v_dtype = static_cast<kvrt::DType>(c->v_dtype);
     return s;
 }
 
@@ -168,6 +187,8 @@ using kvrt::api::cache_from_handle;
 static_assert(KVRT_DTYPE_F32 == static_cast<int>(kvrt::DType::F32));
 static_assert(KVRT_DTYPE_F16 == static_cast<int>(kvrt::DType::F16));
 static_assert(KVRT_DTYPE_BF16 == static_cast<int>(kvrt::DType::BF16));
+static_assert(KVRT_DTYPE_I8 == static_cast<int>(kvrt::DType::I8));
+static_assert(KVRT_DTYPE_FP8_E4M3 == static_cast<int>(kvrt::DType::FP8_E4M3));
 static_assert(KVRT_LAYER_FULL == static_cast<int>(LayerKind::Full));
 static_assert(KVRT_LAYER_WINDOW == static_cast<int>(LayerKind::Window));
 static_assert(KVRT_LAYER_BANK_SOURCE == static_cast<int>(LayerKind::BankSource));
@@ -186,7 +207,8 @@ KVRT_API kvrt_status kvrt_cache_layer_config_init(kvrt_cache_layer_config* cfg, 
     d.dtype = KVRT_DTYPE_F16;
     d.ratio = 1;
     d.source = -1;
-    return kvrt::api::init_config(cfg, struct_size, sizeof(kvrt_cache_layer_config), d, "kvrt_cache_layer_config_init");
+    d.v_dtype = -1;
+    return kvrt::api::init_config(cfg, struct_size, KVRT_MIN_SIZE_kvrt_cache_layer_config, d, "kvrt_cache_layer_config_init");
 }
 
 KVRT_API kvrt_status kvrt_cache_layout_create(kvrt_cache_layout** out, int32_t block_tokens) {
@@ -212,7 +234,7 @@ KVRT_API kvrt_status kvrt_cache_layout_add_layers(int32_t* out_first, kvrt_cache
         auto l = kvrt::api::layout_from_handle(layout);
         kvrt_cache_layer_config lc{};
         kvrt_cache_layer_config_init(&lc, sizeof lc);
-        kvrt::api::read_config(&lc, cfg, "cfg", sizeof(kvrt_cache_layer_config));
+        kvrt::api::read_config(&lc, cfg, "cfg", KVRT_MIN_SIZE_kvrt_cache_layer_config);
         cfg = &lc;
         if (count < 1) throw Error(KVRT_ERR_INVALID_ARGUMENT, "count is " + std::to_string(count));
         if (l->layers.size() + static_cast<size_t>(count) > 65536)
@@ -252,7 +274,7 @@ KVRT_API kvrt_status kvrt_cache_config_init(kvrt_cache_config* cfg, size_t struc
     kvrt_cache_config d{};
     d.struct_size = sizeof d;
     d.budget_bytes = 256ull << 20;
-    return kvrt::api::init_config(cfg, struct_size, sizeof(kvrt_cache_config), d, "kvrt_cache_config_init");
+    return kvrt::api::init_config(cfg, struct_size, KVRT_MIN_SIZE_kvrt_cache_config, d, "kvrt_cache_config_init");
 }
 
 KVRT_API kvrt_status kvrt_cache_create(kvrt_cache** out, const kvrt_cache_layout* layout,
@@ -263,7 +285,7 @@ KVRT_API kvrt_status kvrt_cache_create(kvrt_cache** out, const kvrt_cache_layout
         auto l = kvrt::api::layout_from_handle(layout);
         kvrt_cache_config c{};
         kvrt_cache_config_init(&c, sizeof c);
-        if (cfg) kvrt::api::read_config(&c, cfg, "cfg", sizeof(kvrt_cache_config));
+        if (cfg) kvrt::api::read_config(&c, cfg, "cfg", KVRT_MIN_SIZE_kvrt_cache_config);
         if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
         if (c.large_pages != 0 && c.large_pages != 1)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->large_pages must be 0 or 1");
@@ -286,7 +308,7 @@ KVRT_API void kvrt_cache_destroy(kvrt_cache* cache) {
 KVRT_API kvrt_status kvrt_cache_keys_init(kvrt_cache_keys* keys, size_t struct_size) {
     kvrt_cache_keys d{};
     d.struct_size = sizeof d;
-    return kvrt::api::init_config(keys, struct_size, sizeof(kvrt_cache_keys), d, "kvrt_cache_keys_init");
+    return kvrt::api::init_config(keys, struct_size, KVRT_MIN_SIZE_kvrt_cache_keys, d, "kvrt_cache_keys_init");
 }
 
 KVRT_API kvrt_status kvrt_cache_seq_create(uint64_t* out_seq, kvrt_cache* cache, const kvrt_cache_keys* keys) {
@@ -347,6 +369,10 @@ KVRT_API kvrt_status kvrt_cache_seq_match_prefix(int64_t* out_hit, kvrt_cache* c
     });
 }
 
+KVRT_API kvrt_status kvrt_cache_seq_info_init(kvrt_cache_seq_info* out, size_t struct_size) {
+    return kvrt::api::init_out(out, struct_size, kvrt::api::kSeqInfoV1, "kvrt_cache_seq_info_init");
+}
+
 KVRT_API kvrt_status kvrt_cache_seq_info_get(kvrt_cache_seq_info* out, const kvrt_cache* cache, uint64_t seq) {
     return guard("kvrt_cache_seq_info_get", [&] {
         auto c = cache_from_handle(cache);
@@ -397,6 +423,10 @@ KVRT_API kvrt_status kvrt_cache_unpin(kvrt_cache* cache, uint64_t pin) {
 
 // ---- rows -----------------------------------------------------------------------------
 
+KVRT_API kvrt_status kvrt_cache_layer_info_init(kvrt_cache_layer_info* out, size_t struct_size) {
+    return kvrt::api::init_out(out, struct_size, kvrt::api::kLayerInfoV1, "kvrt_cache_layer_info_init");
+}
+
 KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info* out, const kvrt_cache* cache, int32_t layer) {
     return guard("kvrt_cache_layer_info_get", [&] {
         auto c = cache_from_handle(cache);
@@ -416,6 +446,8 @@ KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info* out, const
         v.block_bytes = c->layout().managers[g.manager].block_bytes;
         v.separate_v = g.separate_v ? 1 : 0;
         v.manager = g.manager;
+        v.v_dtype = static_cast<int32_t>(g.v_dtype);
+        v.v_row_bytes = g.v_row_bytes;
         kvrt::api::fill_out(out, v, kvrt::api::kLayerInfoV1, "out");
     });
 }
@@ -500,6 +532,10 @@ KVRT_API kvrt_status kvrt_cache_seq_load(uint64_t* out_seq, kvrt_cache* cache, c
 
 // ---- statistics -------------------------------------------------------------------------
 
+KVRT_API kvrt_status kvrt_cache_stats_init(kvrt_cache_stats* out, size_t struct_size) {
+    return kvrt::api::init_out(out, struct_size, kvrt::api::kStatsV1, "kvrt_cache_stats_init");
+}
+
 KVRT_API kvrt_status kvrt_cache_stats_get(kvrt_cache_stats* out, const kvrt_cache* cache) {
     return guard("kvrt_cache_stats_get", [&] {
         auto c = cache_from_handle(cache);
@@ -534,7 +570,26 @@ KVRT_API kvrt_status kvrt_cache_stats_get(kvrt_cache_stats* out, const kvrt_cach
             v.kinds[k].bytes_cached = ks.bytes_cached;
             v.kinds[k].bytes_per_token = ks.bytes_per_token;
         }
+        v.n_kinds = KVRT_CACHE_KIND_SLOTS;
+        v.kind_stats_size = static_cast<int32_t>(sizeof(kvrt_cache_kind_stats));
+        for (const kvrt::cache::TierReport& t : c->tier_reports()) {  // lower tiers (cache_tiers.cpp)
+            (t.kind == "disk" ? v.tier_loaded_tokens_disk : v.tier_loaded_tokens_remote) +=
+                t.loaded_blocks * static_cast<uint64_t>(c->block_tokens());
+            v.n_tiers++;
+        }
         kvrt::api::fill_out(out, v, kvrt::api::kStatsV1, "out");
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_set_budget(kvrt_cache* cache, uint64_t budget_bytes) {
+    return guard("kvrt_cache_set_budget", [&] { cache_from_handle(cache)->set_budget(budget_bytes); });
+}
+
+KVRT_API kvrt_status kvrt_cache_trim(uint64_t* released, kvrt_cache* cache, uint64_t keep_bytes) {
+    if (released) *released = 0;
+    return guard("kvrt_cache_trim", [&] {
+        const uint64_t n = cache_from_handle(cache)->trim(keep_bytes);
+        if (released) *released = n;
     });
 }
 

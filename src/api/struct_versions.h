@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /* The smallest struct_size kvrt accepts for each struct that carries one: the
  * struct's size at the version that introduced it, measured as the end of its last
  * field then (a caller's sizeof may add trailing padding; every size from this
@@ -38,5 +41,9 @@
 #define KVRT_MIN_SIZE_kvrt_generate_config KVRT_STRUCT_END(kvrt_generate_config, user_data)
 
 /* ---- 0.2 ---- */
+#define KVRT_MIN_SIZE_kvrt_sampler_stage KVRT_STRUCT_END(kvrt_sampler_stage, n_bias)
+#define KVRT_MIN_SIZE_kvrt_context_activity KVRT_STRUCT_END(kvrt_context_activity, calls)
+#define KVRT_MIN_SIZE_kvrt_tier_config KVRT_STRUCT_END(kvrt_tier_config, key_prefix)
+#define KVRT_MIN_SIZE_kvrt_tier_stats KVRT_STRUCT_END(kvrt_tier_stats, loaded_blocks)
 
 #endif /* KVRT_SRC_API_STRUCT_VERSIONS_H */

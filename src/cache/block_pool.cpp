@@ -1,6 +1,7 @@
 #include "cache/block_pool.hpp"
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace kvrt::cache {
 
@@ -52,6 +53,7 @@ BlockId BlockPool::new_slot() {
 }
 
 void BlockPool::evict(BlockId id) {
+    if (on_evict) on_evict(id);
     Block& b = blocks_[id];
     lru_remove(id);
     index_[b.manager].erase(b.hash);
@@ -59,6 +61,10 @@ void BlockPool::evict(BlockId id) {
     cached_bytes_ -= block_bytes_[b.manager];
     cached_[b.manager]--;
     evictions_++;
+    kvrt::log::at(kvrt::log::Debug, [&] {
+        return "cache: evicted a cached block of " + std::to_string(block_bytes_[b.manager]) + " bytes (manager " +
+               std::to_string(b.manager) + ", " + std::to_string(evictions_) + " evictions so far)";
+    });
 }
 
 BlockId BlockPool::allocate(int32_t m) {
@@ -203,6 +209,31 @@ void BlockPool::check(const std::vector<int32_t>& expected_refs) const {
     if (used_bytes_ > budget_) bad("used bytes exceed the budget");
     for (size_t m = 0; m < block_bytes_.size(); m++)
         if (in_use[m] != in_use_[m] || cached_n[m] != cached_[m]) bad("per-manager block counters mismatch");
+}
+
+uint64_t BlockPool::trim_cached(uint64_t keep_bytes) {
+    uint64_t freed = 0;
+    while (cached_bytes_ > keep_bytes && lru_head_ != kNil) {
+        const BlockId victim = lru_head_;
+        evict(victim);
+        Block& v = blocks_[victim];
+        arena_.release(v.mem);
+        used_bytes_ -= block_bytes_[v.manager];
+        freed += block_bytes_[v.manager];
+        v = Block{};
+        free_slots_.push_back(victim);
+    }
+    return freed;
+}
+
+void BlockPool::set_budget(uint64_t budget_bytes) {
+    KVRT_CHECK(budget_bytes > 0, KVRT_ERR_INVALID_ARGUMENT, "the budget is 0");
+    const uint64_t in_use = used_bytes_ - cached_bytes_;
+    KVRT_CHECK(budget_bytes >= in_use, KVRT_ERR_INVALID_STATE,
+               "a budget of " + std::to_string(budget_bytes) + " bytes is below the " + std::to_string(in_use) +
+                   " bytes that sequences and pins hold; release sequences first");
+    if (used_bytes_ > budget_bytes) trim_cached(cached_bytes_ - (used_bytes_ - budget_bytes));
+    budget_ = budget_bytes;
 }
 
 }  // namespace kvrt::cache

@@ -21,6 +21,7 @@
 #include "memory/arena.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace kvrt::cache {
@@ -82,9 +83,18 @@ public:
     uint64_t used_bytes() const { return used_bytes_; }
     uint64_t cached_bytes() const { return cached_bytes_; }
     uint64_t evictions() const { return evictions_; }
+    // Memory control (Cache::set_budget / trim): a new budget (evicts cached blocks to fit;
+    // throws INVALID_STATE when the in-use bytes alone exceed it), and evicting cached blocks
+    // until at most keep_bytes of them remain (returns the bytes freed).
+    void set_budget(uint64_t budget_bytes);
+    uint64_t trim_cached(uint64_t keep_bytes);
     uint64_t blocks_in_use(int32_t m) const { return in_use_[m]; }
     uint64_t blocks_cached(int32_t m) const { return cached_[m]; }
     const memory::Arena& arena() const { return arena_; }
+
+    // Called with an LRU victim just before its hash leaves the index (its rows still
+    // intact): the cache copies the block set to its lower tiers. Empty: nothing.
+    std::function<void(BlockId)> on_evict;
 
     // Checks every internal invariant (LRU links, counters, index); throws
     // kvrt::Error(INTERNAL) naming the first violation. O(blocks).

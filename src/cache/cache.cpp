@@ -1,4 +1,6 @@
 #include "cache/cache.hpp"
+
+#include "util/log.hpp"
 #include "cache/sequence.hpp"
 
 #include "util/error.hpp"
@@ -30,7 +32,17 @@ void reserve_for(Vec& v, size_t n) {
 
 
 Cache::Cache(const CacheConfig& cfg)
-    : layout_(resolve_layout(cfg)), pool_(block_sizes(layout_), cfg.budget_bytes, cfg.large_pages) {}
+    : layout_(resolve_layout(cfg)), pool_(block_sizes(layout_), cfg.budget_bytes, cfg.large_pages) {
+    kvrt::log::at(kvrt::log::Info, [&] {
+        const memory::Arena& a = pool_.arena();
+        return "cache: budget " + std::to_string(cfg.budget_bytes >> 20) + " MiB over " +
+               std::to_string(layout_.layers.size()) + " layers, blocks of " + std::to_string(layout_.block_tokens) +
+               " tokens; " +
+               (a.dedicated() ? "a dedicated arena of " + std::to_string(a.reserved_bytes() >> 20) +
+                                    " MiB of address space (committed on use)"
+                              : std::string("no dedicated arena could be reserved: blocks come from the default heap"));
+    });
+}
 
 Cache::~Cache() = default;
 
@@ -294,6 +306,11 @@ void Cache::unpin(SeqId id) {
 // ---- rows -----------------------------------------------------------------------
 
 void Cache::append(SeqId id, const int32_t* tokens, int64_t n) {
+    append_impl(id, tokens, n);
+    if (has_pending_.load(std::memory_order_relaxed)) flush_pending();  // evicted block sets -> tiers
+}
+
+void Cache::append_impl(SeqId id, const int32_t* tokens, int64_t n) {
     KVRT_CHECK(n >= 0, KVRT_ERR_OUT_OF_RANGE, "append: n is " + std::to_string(n));
     KVRT_CHECK(n == 0 || tokens != nullptr, KVRT_ERR_INVALID_ARGUMENT, "append: tokens is NULL");
     std::lock_guard<std::mutex> lock(mu_);
@@ -434,7 +451,8 @@ uint8_t* Cache::row_ptr_locked(const Sequence& s, int32_t layer, int64_t row, bo
                    "row " + std::to_string(row) + " of layer " + std::to_string(layer) + " of " + seq_name(s.id) +
                        " is in a shared or prefix-cached block; its rows are immutable");
     }
-    return pool_.mem(id) + (value ? g.v_offset : g.k_offset) + static_cast<size_t>(row % g.rows_per_block) * g.row_bytes;
+    return pool_.mem(id) + (value ? g.v_offset : g.k_offset) +
+           static_cast<size_t>(row % g.rows_per_block) * (value ? g.v_row_bytes : g.row_bytes);
 }
 
 uint8_t* Cache::row_mut(SeqId id, int32_t layer, int64_t row, bool value) {
@@ -478,7 +496,7 @@ void Cache::write_rows(SeqId id, int32_t layer, int64_t first_row, int64_t n_row
                     static_cast<const uint8_t*>(k) + static_cast<size_t>(r) * g.row_bytes, g.row_bytes);
         if (g.separate_v)
             std::memcpy(row_ptr_locked(s, layer, first_row + r, true, true),
-                        static_cast<const uint8_t*>(v) + static_cast<size_t>(r) * g.row_bytes, g.row_bytes);
+                        static_cast<const uint8_t*>(v) + static_cast<size_t>(r) * g.v_row_bytes, g.v_row_bytes);
     }
 }
 
@@ -499,8 +517,8 @@ void Cache::read_rows(SeqId id, int32_t layer, int64_t first_row, int64_t n_rows
         std::memcpy(static_cast<uint8_t*>(k_dst) + static_cast<size_t>(r) * g.row_bytes,
                     row_ptr_locked(s, layer, first_row + r, false, false), g.row_bytes);
         if (v_dst)
-            std::memcpy(static_cast<uint8_t*>(v_dst) + static_cast<size_t>(r) * g.row_bytes,
-                        row_ptr_locked(s, layer, first_row + r, true, false), g.row_bytes);
+            std::memcpy(static_cast<uint8_t*>(v_dst) + static_cast<size_t>(r) * g.v_row_bytes,
+                        row_ptr_locked(s, layer, first_row + r, true, false), g.v_row_bytes);
     }
 }
 
@@ -525,6 +543,8 @@ PagedKV Cache::paged_view(SeqId id, int32_t layer) {
     v.n_kv_heads = g.n_kv_heads;
     v.head_dim = g.head_dim;
     v.dtype = g.dtype;
+    v.v_dtype = g.v_dtype;
+    v.v_row_bytes = g.v_row_bytes;
     v.n_tokens = static_cast<int32_t>(ceil_div(s.length(), g.ratio));
     return v;
 }

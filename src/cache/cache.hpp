@@ -23,6 +23,9 @@
 #include "kernels/paged_kv.hpp"
 
 #include <array>
+#include <atomic>
+#include <string>
+#include <unordered_set>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -30,6 +33,9 @@
 
 namespace kvrt::cache {
 
+class StateReader;
+class BlockTier;
+struct TierStats;
 using SeqId = uint64_t;  // never reused within a cache; 0 is never a valid id
 
 struct KindStats {
@@ -81,6 +87,22 @@ struct SeqInfo {
     uint64_t bytes = 0;     // bytes of the blocks it references (shared ones counted fully)
     std::array<uint64_t, kNumLayerKinds> bytes_by_kind{};  // the same, split by layer kind
     bool is_pin = false;
+};
+
+// What fetch_from_tiers did for one prompt.
+struct TierFetch {
+    int64_t ram_blocks = 0;            // leading blocks of the prompt already in RAM
+    std::vector<int8_t> loaded_from;   // each following block loaded from a tier: 0 disk, 1 remote
+};
+
+// One lower tier as the cache sees it.
+struct TierReport {
+    std::string kind;               // "disk", "redis"
+    uint64_t puts = 0, put_bytes = 0, put_failures = 0, gets = 0, hits = 0, get_bytes = 0, misses = 0;
+    uint64_t corrupt = 0;           // the backend's and the cache's envelope/payload rejections
+    uint64_t errors = 0, timeouts = 0, evictions = 0, bytes_stored = 0;
+    uint64_t loaded_blocks = 0;     // block sets loaded back into RAM from this tier
+    std::string last_error;
 };
 
 class Cache {
@@ -165,6 +187,39 @@ public:
     // published). MISMATCH: another layout or fingerprint; CACHE_FULL: does
     // not fit even after eviction (nothing changed).
     SeqId load_sequence(const std::string& path, uint64_t fingerprint_lo, uint64_t fingerprint_hi);
+    // The same as a KVRTSEQ container in memory, for files that embed a sequence
+    // (a context's saved sequence, runtime/context_state.cpp); `what` names it in messages.
+    std::vector<uint8_t> save_sequence_blob(SeqId seq) const;
+    SeqId load_sequence_blob(std::vector<uint8_t> blob, uint64_t fingerprint_lo, uint64_t fingerprint_hi,
+                             const std::string& what);
+
+    // ---- memory control (src/cache/cache_budget.cpp) ----------------------------
+    // A new byte budget. Shrinking evicts cached blocks (LRU first) until the cache fits;
+    // INVALID_STATE (nothing changed) when blocks held by sequences and pins alone exceed
+    // it; INVALID_ARGUMENT for 0. Growing takes effect at once (memory is committed on use;
+    // blocks past the arena's reservation come from the default heap).
+    void set_budget(uint64_t budget_bytes);
+    // Evicts cached blocks (LRU first) until at most keep_bytes of cached blocks remain, and
+    // returns their memory to the arena; returns the bytes released.
+    uint64_t trim(uint64_t keep_bytes);
+
+    // ---- lower tiers (src/cache/cache_tiers.cpp) -----------------------------
+    // Appends a tier (searched after RAM and the tiers added before it). From now on
+    // an evicted indexed block set (every manager's block of that hash) is framed
+    // (tier_envelope) and put into every tier, outside the cache mutex.
+    void add_tier(std::shared_ptr<BlockTier> tier);
+    bool has_tiers() const;
+    // Before matching tokens[0, n) with keys: walks the prompt's blocks after the
+    // ones RAM holds and loads each block set the tiers hold (verified: envelope,
+    // key, checksum, payload shape; anything else counts as corrupt, is removed
+    // from the tier and ends the walk) into arena blocks as cached, indexed
+    // blocks, so that match_prefix hits them. Tier I/O runs without the cache mutex.
+    // Stops at the first miss or when the budget cannot take more. Never throws
+    // for a tier fault; may throw OUT_OF_MEMORY.
+    TierFetch fetch_from_tiers(const SeqKeys& keys, const int32_t* tokens, int64_t n);
+    // Puts every indexed block set not yet written into every tier; returns how many.
+    uint64_t persist();
+    std::vector<TierReport> tier_reports() const;
 
     // ---- inspection ----------------------------------------------------------
     SeqInfo seq_info(SeqId seq) const;
@@ -187,7 +242,27 @@ private:
     void release_blocks(Sequence& s, int64_t from_block);
     void set_entry(Sequence& s, int32_t m, int64_t b, BlockId id);
     void publish_computed_locked(Sequence& s);
+    SeqId load_sequence_from(StateReader& r, uint64_t fingerprint_lo, uint64_t fingerprint_hi, const std::string& what);
     uint8_t* row_ptr_locked(const Sequence& s, int32_t layer, int64_t row, bool value, bool writable) const;
+
+    // Lower tiers (cache_tiers.cpp).
+    struct TierSlot;
+    struct PendingSet {
+        Hash128 hash;
+        std::vector<uint8_t> payload;
+    };
+    void append_impl(SeqId seq, const int32_t* tokens, int64_t n);
+    void on_evict_locked(BlockId id);
+    std::vector<uint8_t> block_set_payload_locked(const Hash128& h) const;
+    void flush_pending();
+    void put_to_tiers(const Hash128& h, const std::vector<uint8_t>& payload);
+    std::vector<std::shared_ptr<TierSlot>> tier_slots() const;
+    mutable std::mutex tiers_mu_;
+    std::vector<std::shared_ptr<TierSlot>> tiers_;  // tiers_mu_
+    Hash128 tier_layout_;                           // set once, before the first tier
+    std::vector<PendingSet> pending_;               // mu_: evicted block sets to write out
+    std::unordered_set<Hash128, Hash128Hasher> persisted_;  // mu_: block sets the tiers have
+    std::atomic<bool> has_pending_{false};
 
     ResolvedLayout layout_;
     mutable std::mutex mu_;

@@ -2,6 +2,7 @@
 // for the container). Anything that does not match loads as a clean miss with a
 // clear error and leaves the cache as it was.
 #include "cache/cache.hpp"
+#include "cache/quant_scale_check.hpp"
 #include "cache/sequence.hpp"
 #include "cache/state_file.hpp"
 #include "util/error.hpp"
@@ -22,9 +23,11 @@ const char kSeqMagic[8] = {'K', 'V', 'R', 'T', 'S', 'E', 'Q', '\0'};
 // Identifies the block layout: block tokens and every layer's spec.
 Hash128 layout_hash(const ResolvedLayout& l) {
     std::vector<int64_t> words{l.block_tokens, static_cast<int64_t>(l.layers.size())};
-    for (const LayerSpec& s : l.layers)
+    for (const LayerSpec& s : l.layers) {
         words.insert(words.end(), {int64_t(s.kind), s.n_kv_heads, s.head_dim, int64_t(s.dtype), s.window, s.ratio,
                                    s.source, int64_t(s.shared_kv)});
+        if (s.v_dtype) words.push_back(1000 + int64_t(*s.v_dtype));  // V rows of another type (issue 15)
+    }
     XXH128_hash_t h = XXH3_128bits(words.data(), words.size() * sizeof(int64_t));
     return Hash128{h.low64, h.high64};
 }
@@ -32,7 +35,9 @@ Hash128 layout_hash(const ResolvedLayout& l) {
 void check_header(StateReader& r, const ResolvedLayout& l, uint64_t fp_lo, uint64_t fp_hi, const std::string& path) {
     Hash128 lh = layout_hash(l);
     uint64_t lo = r.u64(), hi = r.u64();
-    KVRT_CHECK(lo == lh.lo && hi == lh.hi, KVRT_ERR_MISMATCH, path + " was saved from a cache with another layout");
+    KVRT_CHECK(lo == lh.lo && hi == lh.hi, KVRT_ERR_MISMATCH,
+               path + " was saved from a cache with another layout (block tokens, layer shapes or KV element "
+                      "types; this cache's K/V types by layer: " + layout_dtype_signature(l) + ")");
     lo = r.u64();
     hi = r.u64();
     KVRT_CHECK(lo == fp_lo && hi == fp_hi, KVRT_ERR_MISMATCH, path + " was saved for another model fingerprint");
@@ -90,7 +95,9 @@ uint64_t Cache::load_prefixes(const std::string& path, uint64_t fp_lo, uint64_t 
         Hash128 h;
         h.lo = r.u64();
         h.hi = r.u64();
-        entries.push_back({int32_t(m), h, r.bytes(layout_.managers[m].block_bytes)});
+        const uint8_t* block = r.bytes(layout_.managers[m].block_bytes);
+        check_quant_scales(layout_, int32_t(m), block, path);  // int8 / fp8 rows: finite scales only
+        entries.push_back({int32_t(m), h, block});
     }
     r.expect_end();
     // Everything is validated: now insert (free bytes only).
@@ -108,7 +115,7 @@ uint64_t Cache::load_prefixes(const std::string& path, uint64_t fp_lo, uint64_t 
     return added;
 }
 
-void Cache::save_sequence(SeqId id, const std::string& path) const {
+std::vector<uint8_t> Cache::save_sequence_blob(SeqId id) const {
     StateWriter w(kSeqMagic);
     {
         std::lock_guard<std::mutex> lock(mu_);
@@ -131,11 +138,25 @@ void Cache::save_sequence(SeqId id, const std::string& path) const {
                 if (b != kNullBlock) w.bytes(pool_.mem(b), layout_.managers[m].block_bytes);
             }
     }
-    w.commit(path);
+    return w.finish();
+}
+
+void Cache::save_sequence(SeqId id, const std::string& path) const {
+    std::vector<uint8_t> blob = save_sequence_blob(id);
+    write_file_atomic(path, blob.data(), blob.size());
 }
 
 SeqId Cache::load_sequence(const std::string& path, uint64_t fp_lo, uint64_t fp_hi) {
     StateReader r(path, kSeqMagic, max_file_bytes(pool_.budget()));
+    return load_sequence_from(r, fp_lo, fp_hi, path);
+}
+
+SeqId Cache::load_sequence_blob(std::vector<uint8_t> blob, uint64_t fp_lo, uint64_t fp_hi, const std::string& what) {
+    StateReader r(std::move(blob), kSeqMagic, what);
+    return load_sequence_from(r, fp_lo, fp_hi, what);
+}
+
+SeqId Cache::load_sequence_from(StateReader& r, uint64_t fp_lo, uint64_t fp_hi, const std::string& path) {
     check_header(r, layout_, fp_lo, fp_hi, path);
     auto s = std::make_unique<Sequence>();
     s->keys.fingerprint_lo = fp_lo;
@@ -166,6 +187,7 @@ SeqId Cache::load_sequence(const std::string& path, uint64_t fp_lo, uint64_t fp_
             bool may_drop = ms.kind == LayerKind::Window && (b + 1) * bt <= std::max<int64_t>(0, n - ms.window + 1);
             KVRT_CHECK(present || may_drop, KVRT_ERR_BAD_FORMAT, path + ": a block the sequence needs is missing");
             data[m].push_back(present ? r.bytes(ms.block_bytes) : nullptr);
+            if (present) check_quant_scales(layout_, int32_t(m), data[m].back(), path);  // finite int8 / fp8 scales
             if (present) need += ms.block_bytes;
         }
     }

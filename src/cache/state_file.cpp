@@ -5,6 +5,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -37,15 +38,25 @@ void StateWriter::put(const void* p, size_t n) {
     std::memcpy(buf_.data() + at, p, n);
 }
 
-void StateWriter::commit(const std::string& path) {
+std::vector<uint8_t> StateWriter::finish() {
     uint64_t sum = XXH3_64bits(buf_.data(), buf_.size());
     put(&sum, 8);
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    return std::move(buf_);
+}
+
+void StateWriter::commit(const std::string& path) {
+    std::vector<uint8_t> data = finish();
+    write_file_atomic(path, data.data(), data.size());
+}
+
+void write_file_atomic(const std::string& path, const uint8_t* data, size_t n) {
+    static std::atomic<uint64_t> counter{0};
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     KVRT_CHECK(fd >= 0, KVRT_ERR_IO, "cannot create " + tmp + ": " + errno_text());
     size_t off = 0;
-    while (off < buf_.size()) {
-        ssize_t w = ::write(fd, buf_.data() + off, buf_.size() - off);
+    while (off < n) {
+        ssize_t w = ::write(fd, data + off, n - off);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
             std::string why = errno_text();
@@ -64,6 +75,14 @@ void StateWriter::commit(const std::string& path) {
         std::string why = errno_text();
         ::unlink(tmp.c_str());
         fail(KVRT_ERR_IO, "cannot rename " + tmp + " to " + path + ": " + why);
+    }
+    // The rename itself is durable only once the directory is synced.
+    const size_t slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
     }
 }
 
@@ -99,6 +118,16 @@ StateReader::StateReader(const std::string& path, const char magic[8], uint64_t 
         off += static_cast<size_t>(r);
     }
     ::close(fd);
+    verify(magic, path);
+}
+
+StateReader::StateReader(std::vector<uint8_t> bytes, const char magic[8], const std::string& what)
+    : buf_(std::move(bytes)) {
+    KVRT_CHECK(little_endian(), KVRT_ERR_UNSUPPORTED, "state files are little-endian; this host is not");
+    verify(magic, what);
+}
+
+void StateReader::verify(const char magic[8], const std::string& path) {
     KVRT_CHECK(buf_.size() >= 8 + 4 + 8, KVRT_ERR_BAD_FORMAT, path + " is too short to be a kvrt state file");
     KVRT_CHECK(std::memcmp(buf_.data(), magic, 8) == 0, std::memcmp(buf_.data(), "KVRT", 4) == 0 ? KVRT_ERR_MISMATCH : KVRT_ERR_BAD_FORMAT,
                path + " is not a " + std::string(magic, 7) + " file");

@@ -28,11 +28,18 @@ public:
     void bytes(const void* p, size_t n) { put(p, n); }
     // Appends the checksum and writes the file atomically. Throws kvrt::Error(IO).
     void commit(const std::string& path);
+    // Appends the checksum and returns the whole container (for embedding in another file).
+    std::vector<uint8_t> finish();
 
 private:
     void put(const void* p, size_t n);
     std::vector<uint8_t> buf_;
 };
+
+// Writes data to "<path>.tmp.<pid>.<n>", fsyncs it, renames it over path and
+// fsyncs the directory: a reader (or a crash) sees the old file or the new
+// one, never a torn one. Throws kvrt::Error(IO) naming the step that failed.
+void write_file_atomic(const std::string& path, const uint8_t* data, size_t n);
 
 class StateReader {
 public:
@@ -40,6 +47,8 @@ public:
     // kvrt::Error: IO (cannot read), BAD_FORMAT (anything malformed),
     // MISMATCH (another state kind or a newer version).
     StateReader(const std::string& path, const char magic[8], uint64_t max_bytes);
+    // The same checks on a container already in memory (`what` names it in messages).
+    StateReader(std::vector<uint8_t> bytes, const char magic[8], const std::string& what);
     uint32_t u32();
     uint64_t u64();
     int64_t i64();
@@ -48,6 +57,7 @@ public:
     void expect_end() const;
 
 private:
+    void verify(const char magic[8], const std::string& what);
     void need(size_t n) const;
     std::vector<uint8_t> buf_;
     size_t pos_ = 0, end_ = 0;  // end_ excludes the checksum

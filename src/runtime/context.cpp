@@ -2,12 +2,16 @@
 
 #include "kvrt/context.h"
 #include "model/model.hpp"
+#include "runtime/memory_budget.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
+#include <cstring>
 
 namespace kvrt::runtime {
 
@@ -32,7 +36,8 @@ private:
 };
 }  // namespace
 
-cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget) {
+cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget,
+                                    std::optional<DType> v_dtype) {
     const DecoderConfig& c = model.config();
     cache::CacheConfig cc;
     cc.block_tokens = block_tokens;
@@ -45,6 +50,7 @@ cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t 
         s.n_kv_heads = static_cast<int32_t>(c.n_kv_heads);
         s.head_dim = static_cast<int32_t>(c.head_dim);
         s.dtype = kv_dtype;
+        if (v_dtype && *v_dtype != kv_dtype) s.v_dtype = v_dtype;
     }
     return cc;
 }
@@ -52,8 +58,10 @@ cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t 
 // The forward's view of one cache sequence.
 class Context::CacheKv final : public KvStore {
 public:
-    CacheKv(cache::Cache& c, cache::SeqId id, DType dt) : c_(c), id_(id), dt_(dt) {}
+    CacheKv(cache::Cache& c, cache::SeqId id, DType dt)
+        : c_(c), id_(id), dt_(dt), vdt_(c.layout().geometry.empty() ? dt : c.layout().geometry[0].v_dtype) {}
     DType dtype() const noexcept override { return dt_; }
+    DType v_dtype() const noexcept override { return vdt_; }
     uint8_t* k_row_mut(int32_t layer, int64_t pos) override { return c_.k_row_mut(id_, layer, pos); }
     uint8_t* v_row_mut(int32_t layer, int64_t pos) override { return c_.v_row_mut(id_, layer, pos); }
     PagedKV view(int32_t layer, int64_t n_tokens) override {
@@ -66,13 +74,14 @@ public:
 private:
     cache::Cache& c_;
     cache::SeqId id_;
-    DType dt_;
+    DType dt_, vdt_;
 };
 
 Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, std::shared_ptr<cache::Cache> cache)
     : model_(std::move(model)), p_(params), cache_(std::move(cache)) {
     KVRT_CHECK(model_ != nullptr, KVRT_ERR_BAD_HANDLE, "model is NULL");
     const DecoderConfig& c = model_->config();
+    const uint32_t n_ctx_asked = p_.n_ctx;
     if (p_.n_ctx == 0) p_.n_ctx = c.n_ctx_train;
     KVRT_CHECK(p_.n_ctx <= c.n_ctx_train, KVRT_ERR_INVALID_ARGUMENT,
                "n_ctx " + std::to_string(p_.n_ctx) + " exceeds the model's context length " +
@@ -94,7 +103,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
         o.cache_dtype = p_.kv_dtype;
         o.salt = p_.salt;
         o.chunk = static_cast<int32_t>(std::min<uint32_t>(p_.n_batch, 4096));
-        o.progress = p_.progress;
+        // kvrt_context_cancel reaches the CED runtime through its progress hook.
+        o.progress = [this](float f, const char* stage) {
+            if (cancel_requested()) return false;
+            return p_.progress ? p_.progress(f, stage) : true;
+        };
         cache::CacheConfig bank_cfg = ced::CedRuntime::bank_layout(cc, p_.block_tokens, p_.kv_dtype);
         bank_cfg.budget_bytes = 1;  // resolve_layout checks it; only the geometry is used here
         const cache::ResolvedLayout bank = cache::resolve_layout(bank_cfg);
@@ -122,29 +135,49 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     } else if (!cache_) {
         uint64_t budget = p_.cache_bytes;
         if (budget == 0) {
-            // Room for every sequence at full length, plus as much again for cached prefixes.
-            // A window layer holds at most its window plus a prefill chunk (the rows the
-            // chunk's first query reads stay until the chunk is done), in whole blocks.
-            const uint64_t per_token_layer = model_->kv_bytes_per_token_layer(static_cast<uint32_t>(dtype_size(p_.kv_dtype)));
-            const uint64_t full_len = p_.n_ctx + static_cast<uint64_t>(p_.block_tokens);
-            uint64_t per_seq = 0;
-            for (uint32_t l = 0; l < c.n_layers; ++l) {
-                uint64_t len = full_len;
-                if (c.layer_is_window(l))
-                    len = std::min<uint64_t>(full_len, c.sliding_window + p_.n_batch + 2ull * p_.block_tokens);
-                per_seq += len * per_token_layer;
-            }
-            budget = 2ull * p_.n_seq_max * per_seq;
+            // memory_budget.hpp: room for every sequence at full length plus as much again for
+            // cached prefixes, capped at a quarter of physical memory; an n_ctx left to kvrt
+            // shrinks until the sequences fit the cap. A window layer holds at most its window
+            // plus a prefill chunk (the rows the chunk's first query reads stay until the
+            // chunk is done), in whole blocks.
+            // From the layout (quantised types: their scales included); every layer has the same rows.
+            const uint64_t per_token_layer = static_cast<uint64_t>(std::ceil(cache::layer_bytes_per_token(
+                cache::resolve_layout(cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, 1, p_.kv_v_dtype))
+                    .geometry[0])));
+            auto per_seq = [&](uint32_t n_ctx) {
+                const uint64_t full_len = n_ctx + static_cast<uint64_t>(p_.block_tokens);
+                uint64_t bytes = 0;
+                for (uint32_t l = 0; l < c.n_layers; ++l) {
+                    uint64_t len = full_len;
+                    if (c.layer_is_window(l))
+                        len = std::min<uint64_t>(full_len, c.sliding_window + p_.n_batch + 2ull * p_.block_tokens);
+                    bytes += len * per_token_layer;
+                }
+                return bytes;
+            };
+            const DefaultMemory d = choose_default_memory(n_ctx_asked, c.n_ctx_train, p_.n_seq_max,
+                                                          static_cast<uint32_t>(p_.block_tokens), physical_memory_bytes(), per_seq);
+            if (d.n_ctx != p_.n_ctx)
+                log::at(log::Info, [&] {
+                    return "context: n_ctx " + std::to_string(d.n_ctx) + " instead of the training context " +
+                           std::to_string(p_.n_ctx) + ": " + std::to_string(p_.n_seq_max) +
+                           " full sequence(s) would need more than a quarter of physical memory (set n_ctx or "
+                           "cache_bytes to choose)";
+                });
+            p_.n_ctx = d.n_ctx;
+            budget = d.budget_bytes;
         }
-        cache_ = std::make_shared<cache::Cache>(cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, budget));
+        cache_ = std::make_shared<cache::Cache>(
+            cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, budget, p_.kv_v_dtype));
     } else {
         const cache::ResolvedLayout& lay = cache_->layout();
-        const cache::CacheConfig want = cache_config_for(*model_, p_.kv_dtype, cache_->block_tokens(), 0);
+        const cache::CacheConfig want = cache_config_for(*model_, p_.kv_dtype, cache_->block_tokens(), 0, p_.kv_v_dtype);
         bool ok = lay.layers.size() == want.layers.size();
         for (size_t l = 0; ok && l < want.layers.size(); ++l) {
             const cache::LayerSpec &a = lay.layers[l], &b = want.layers[l];
             ok = a.kind == b.kind && a.n_kv_heads == b.n_kv_heads && a.head_dim == b.head_dim &&
-                 a.window == b.window && a.dtype == b.dtype;
+                 a.window == b.window && a.dtype == b.dtype &&
+                 a.v_dtype.value_or(a.dtype) == b.v_dtype.value_or(b.dtype);
         }
         KVRT_CHECK(ok, KVRT_ERR_MISMATCH,
                    "the shared cache's layout does not match this model and KV dtype (" +
@@ -155,6 +188,7 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     keys_.fingerprint_hi = model_->fingerprint().hi;
     keys_.salt = p_.salt;
     seqs_.resize(p_.n_seq_max);
+    scratch_.cancel = &cancel_;
 }
 
 Context::~Context() {
@@ -190,7 +224,13 @@ void Context::drop(Seq& s) {
     s.has_logits = false;
 }
 
-void Context::release(int32_t seq) { drop(seq_ref(seq)); }
+void Context::release(int32_t seq) {
+    Seq& s = seq_ref(seq);
+    drop(s);
+    s.pos_list.clear();  // prefill_positions' rows (context_position_logits.cpp)
+    s.pos_rows = {};
+    s.pos_tokens.clear();
+}
 
 const std::vector<int32_t>& Context::tokens(int32_t seq) const { return seq_ref(seq).tokens; }
 bool Context::has_logits(int32_t seq) const { return seq_ref(seq).has_logits; }
@@ -214,20 +254,28 @@ void Context::check_prompt(const char* what, const int32_t* tokens, size_t n) co
     check_tokens(tokens, n);
 }
 
-Context::PrefillPlan Context::plan_prefill(Seq& s, const int32_t* tokens, size_t n, bool all_logits) {
+Context::PrefillPlan Context::plan_prefill(Seq& s, const int32_t* tokens, size_t n, bool all_logits,
+                                           size_t reuse_max) {
     PrefillPlan plan;
     // The common prefix with the sequence's own tokens...
     size_t common = 0;
     while (common < s.tokens.size() && common < n && s.tokens[common] == tokens[common]) ++common;
-    if (common == n && s.tokens.size() == n && s.has_logits && !all_logits) {
+    if (common == n && s.tokens.size() == n && s.has_logits && !all_logits && reuse_max >= n) {
         plan.start = n;
         plan.done = true;
         return plan;
     }
     if (common == n) common = n - 1;  // the last token's logits must be computed
-    // ... or the shared prefix cache, when it offers more.
+    common = std::min(common, reuse_max);
+    // ... or the shared prefix cache, when it offers more (a hit never covers the last of the
+    // tokens it is given, so n_look tokens give at most reuse_max).
+    const size_t n_look = std::min(n, reuse_max == SIZE_MAX ? n : reuse_max + 1);
+    // Lower tiers (disk, Redis) first: the blocks they hold after RAM's come back into RAM.
+    cache::TierFetch fetched;
+    if (p_.prefix_caching && !all_logits && cache_->has_tiers())
+        fetched = cache_->fetch_from_tiers(keys_, tokens, static_cast<int64_t>(n_look));
     const int64_t hit = p_.prefix_caching && !all_logits
-                            ? cache_->lookup_prefix(keys_, tokens, static_cast<int64_t>(n))
+                            ? cache_->lookup_prefix(keys_, tokens, static_cast<int64_t>(n_look))
                             : 0;
     s.has_logits = false;
     if (s.id != 0 && static_cast<size_t>(hit) <= common && common > 0) {
@@ -246,8 +294,12 @@ Context::PrefillPlan Context::plan_prefill(Seq& s, const int32_t* tokens, size_t
     if (s.id == 0) {
         s.id = cache_->create_sequence(keys_);
         if (p_.prefix_caching && !all_logits) {
-            plan.from_cache = static_cast<size_t>(cache_->match_prefix(s.id, tokens, static_cast<int64_t>(n)));
+            plan.from_cache = static_cast<size_t>(cache_->match_prefix(s.id, tokens, static_cast<int64_t>(n_look)));
             s.tokens.assign(tokens, tokens + plan.from_cache);
+            const int64_t hit_blocks = static_cast<int64_t>(plan.from_cache) / p_.block_tokens;
+            for (size_t i = 0; i < fetched.loaded_from.size(); ++i)
+                if (fetched.ram_blocks + static_cast<int64_t>(i) < hit_blocks)
+                    (fetched.loaded_from[i] ? plan.from_remote : plan.from_disk) += static_cast<size_t>(p_.block_tokens);
         }
         common = plan.from_cache;
     }
@@ -264,6 +316,9 @@ void Context::compute_prompts(std::span<PromptWork> work, std::vector<float>* al
     }
     const size_t first = work.empty() ? 0 : work[0].pos;  // all_logits: single prompt only
     if (all_logits) all_logits->assign(total * V, 0.0f);
+    phase_.store(1, std::memory_order_relaxed);
+    act_total_.store(total, std::memory_order_relaxed);
+    act_done_.store(0, std::memory_order_relaxed);
     std::vector<size_t> members;
     std::vector<std::unique_ptr<CacheKv>> kvs;
     std::vector<SeqStep> steps;
@@ -278,6 +333,9 @@ void Context::compute_prompts(std::span<PromptWork> work, std::vector<float>* al
                 members.push_back(i);
             }
         if (members.empty()) break;
+        if (cancel_requested())
+            fail(KVRT_ERR_CANCELLED, "prefill cancelled by kvrt_context_cancel after " + std::to_string(done) +
+                                         " of " + std::to_string(total) + " tokens");
         size_t appended = 0;
         try {
             for (; appended < members.size(); ++appended) {
@@ -297,6 +355,10 @@ void Context::compute_prompts(std::span<PromptWork> work, std::vector<float>* al
                 if (all_logits) {
                     step.logits = all_logits->data() + (w.pos - first) * V;
                     step.logits_all = true;
+                } else if (w.want) {
+                    step.logits = w.rows + w.rows_done * V;
+                    step.logits_all = true;
+                    step.logits_mask = w.want + w.pos;
                 } else if (w.pos + w.len == w.n) {
                     step.logits = w.seq->logits.data();
                 }
@@ -317,10 +379,13 @@ void Context::compute_prompts(std::span<PromptWork> work, std::vector<float>* al
         for (size_t idx : members) {
             PromptWork& w = work[idx];
             w.seq->tokens.insert(w.seq->tokens.end(), w.tokens + w.pos, w.tokens + w.pos + w.len);
+            if (w.want) w.rows_done += static_cast<size_t>(std::count(w.want + w.pos, w.want + w.pos + w.len, uint8_t{1}));
             w.pos += w.len;
             done += w.len;
+            act_done_.store(done, std::memory_order_relaxed);
             if (w.pos == w.n) {
                 if (all_logits) std::copy_n(all_logits->data() + (w.n - 1 - first) * V, V, w.seq->logits.data());
+                if (w.want) std::copy_n(w.rows + (w.rows_done - 1) * V, V, w.seq->logits.data());  // want[n-1] is set
                 w.seq->has_logits = true;
             }
         }
@@ -337,6 +402,8 @@ void Context::fill_prefill_stats(RequestStats* stats, const PromptWork& w, int32
     stats->prompt_tokens = w.n;
     stats->reused_tokens = w.start;
     stats->reused_from_cache = w.from_cache;
+    stats->reused_from_disk = w.from_disk;
+    stats->reused_from_remote = w.from_remote;
     stats->computed_tokens = w.n - w.start;
     stats->prefill_s = now_s() - t0;
     stats->ttft_s = stats->prefill_s;
@@ -362,7 +429,18 @@ void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats
     }
     const PrefillPlan plan = plan_prefill(s, tokens, n, all_logits != nullptr);
     PromptWork w{&s, tokens, n, plan.start, plan.from_cache, plan.start, 0};
-    if (!plan.done) compute_prompts(std::span<PromptWork>(&w, 1), all_logits);
+    w.from_disk = plan.from_disk;
+    w.from_remote = plan.from_remote;
+    try {
+        if (!plan.done) compute_prompts(std::span<PromptWork>(&w, 1), all_logits);
+    } catch (const Error& e) {
+        if (e.status() == KVRT_ERR_CANCELLED && stats) {  // how far it got
+            fill_prefill_stats(stats, w, seq, t0);
+            stats->computed_tokens = w.pos - w.start;
+            stats->stop_reason = KVRT_STOP_CANCELLED;
+        }
+        throw;
+    }
     fill_prefill_stats(stats, w, seq, t0);
 }
 
@@ -394,6 +472,8 @@ void Context::prefill_batch(const int32_t* seqs, const int32_t* const* tokens, c
         const PrefillPlan plan = plan_prefill(*w.seq, w.tokens, w.n, false);
         w.start = w.pos = plan.start;
         w.from_cache = plan.from_cache;
+        w.from_disk = plan.from_disk;
+        w.from_remote = plan.from_remote;
     }
     compute_prompts(work, nullptr);
     if (stats)
@@ -530,7 +610,12 @@ void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, cons
                        RequestStats* stats, std::vector<int32_t>* out_tokens) {
     const double t0 = now_s();
     RequestStats st;
-    prefill(seq, prompt, n_prompt, &st);
+    try {
+        prefill(seq, prompt, n_prompt, &st);
+    } catch (const Error& e) {
+        if (e.status() == KVRT_ERR_CANCELLED && stats) *stats = st;
+        throw;
+    }
     Sampler greedy_sampler(SamplerParams{});
     Sampler& sampler = gp.sampler ? *gp.sampler : greedy_sampler;
     const uint32_t V = model_->config().n_vocab;
@@ -541,19 +626,52 @@ void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, cons
     int reason = KVRT_STOP_NONE;
     double decode_s = 0;
     uint64_t decoded = 0;
+    // The caller's buffers (kvrt_generate_config's output fields), kept current after every
+    // token so that they hold what was produced even when a later step fails.
+    size_t text_in_buf = 0;
+    if (gp.tokens_written) *gp.tokens_written = 0;
+    if (gp.text_written) *gp.text_written = 0;
+    if (gp.text_out && gp.text_capacity > 0) gp.text_out[0] = '\0';
+    auto emit_text = [&](size_t upto) {  // text[0, upto) is the answer so far
+        if (gp.text_written) *gp.text_written = upto;
+        if (!gp.text_out || gp.text_capacity == 0) return;
+        size_t n = std::min(upto, gp.text_capacity - 1);
+        while (n > text_in_buf && n < upto && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+        if (n > text_in_buf) {
+            std::memcpy(gp.text_out + text_in_buf, text.data() + text_in_buf, n - text_in_buf);
+            text_in_buf = n;
+            gp.text_out[n] = '\0';
+        }
+    };
+    // Penalty stages see the prompt, then every token sampled (sampler_chain.hpp).
+    sampler.begin(prompt, n_prompt);
+    phase_.store(2, std::memory_order_relaxed);
+    auto cancelled = [&] {
+        st.decode_s = decode_s;
+        st.stop_reason = KVRT_STOP_CANCELLED;
+        st.kv_bytes = kv_bytes(seq);
+        if (stats) *stats = st;
+        fail(KVRT_ERR_CANCELLED, "generate cancelled by kvrt_context_cancel after " +
+                                     std::to_string(st.generated_tokens) + " tokens");
+    };
     for (uint32_t i = 0;; ++i) {
         if (i >= gp.max_tokens) {
             reason = KVRT_STOP_MAX_TOKENS;
             break;
         }
+        if (cancel_requested()) cancelled();
         const int32_t tok = sampler.sample(logits(seq).data(), V);
+        sampler.accept(tok);
         if (i == 0) st.ttft_s = now_s() - t0;
         if (gp.stop_at_eog && model_->is_eog(tok)) {
             reason = KVRT_STOP_EOG;
             break;
         }
         st.generated_tokens++;
+        act_generated_.store(st.generated_tokens, std::memory_order_relaxed);
         if (out_tokens) out_tokens->push_back(tok);
+        if (gp.tokens_out && st.generated_tokens <= gp.tokens_capacity) gp.tokens_out[st.generated_tokens - 1] = tok;
+        if (gp.tokens_written) *gp.tokens_written = st.generated_tokens;
         text += model_->token_piece(tok);
         // Stop strings: cut the text before the first occurrence.
         size_t stop_at = std::string::npos;
@@ -578,6 +696,7 @@ void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, cons
             safe = std::max(safe, emitted);
         }
         bool go_on = true;
+        emit_text(safe);
         if (gp.on_token) go_on = gp.on_token(tok, text.data() + emitted, safe - emitted);
         emitted = safe;
         if (stop_at != std::string::npos) {
@@ -596,14 +715,17 @@ void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, cons
             reason = KVRT_STOP_CONTEXT_FULL;
             break;
         }
+        if (cancel_requested()) cancelled();
         const double td = now_s();
         decode(&seq, &tok, 1);
         decode_s += now_s() - td;
         decoded++;
     }
     // Flush text held back for a stop string that never came.
-    if (reason != KVRT_STOP_STRING && emitted < text.size() && gp.on_token && !text.empty())
-        gp.on_token(-1, text.data() + emitted, text.size() - emitted);
+    if (reason != KVRT_STOP_STRING && emitted < text.size() && !text.empty()) {
+        emit_text(text.size());
+        if (gp.on_token) gp.on_token(-1, text.data() + emitted, text.size() - emitted);
+    }
     (void)max_stop;
     st.decode_s = decode_s;
     st.stop_reason = reason;

@@ -18,9 +18,11 @@
 #include "model/arch/ced_runtime.hpp"
 #include "runtime/sampler.hpp"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +37,8 @@ struct ContextParams {
     uint32_t n_seq_max = 1;
     uint32_t n_batch = 512;
     int n_threads = 0;        // 0 = OpenMP default
-    DType kv_dtype = DType::F16;
+    DType kv_dtype = DType::F16;      // the K rows' type (and the V rows' unless kv_v_dtype is set)
+    std::optional<DType> kv_v_dtype;  // the V rows' type when it differs (util/kv_quant.hpp)
     int32_t block_tokens = 16;
     uint64_t cache_bytes = 0;  // 0 = n_seq_max x n_ctx x 2 (see kvrt_context_config)
     bool prefix_caching = true;
@@ -59,6 +62,8 @@ struct RequestStats {
     double decode_s = 0;
     uint64_t kv_bytes = 0;
     int stop_reason = 0;  // kvrt_stop_reason
+    uint64_t reused_from_disk = 0;    // of reused_from_cache: loaded back from a disk tier
+    uint64_t reused_from_remote = 0;  // ... from a remote tier (Redis)
 };
 
 struct GenerateParams {
@@ -68,10 +73,31 @@ struct GenerateParams {
     std::vector<std::string> stop_strings;
     // (token, text completed by it) -> false to stop.
     std::function<bool(int32_t, const char*, size_t)> on_token;
+    // Caller buffers (kvrt_generate_config's output fields): the first tokens_capacity
+    // generated tokens; the answer's text, NUL-terminated, cut at a character boundary.
+    // *_written (when not null) receive the full counts (more than the capacity = truncated).
+    int32_t* tokens_out = nullptr;
+    size_t tokens_capacity = 0;
+    size_t* tokens_written = nullptr;
+    char* text_out = nullptr;
+    size_t text_capacity = 0;
+    size_t* text_written = nullptr;
+};
+
+// What a context is doing, readable from any thread while it works (kvrt_context_activity).
+struct Activity {
+    int32_t phase = 0;  // 0 idle, 1 prefill, 2 decode
+    bool cancel_pending = false;
+    uint64_t prefill_total = 0;
+    uint64_t prefill_done = 0;
+    uint64_t generated = 0;
+    uint64_t calls = 0;
 };
 
 // The cache layout a decoder-family model needs (one Full or Window layer per model layer).
-cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget);
+// v_dtype: the V rows' type when it differs from kv_dtype (the K rows').
+cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget,
+                                    std::optional<DType> v_dtype = std::nullopt);
 
 class Context {
 public:
@@ -111,9 +137,57 @@ public:
     // INVALID_STATE when it has none.
     const std::vector<float>& logits(int32_t seq) const;
     bool has_logits(int32_t seq) const;
+
+    // ---- logits at chosen positions (runtime/context_position_logits.cpp) ----
+    // prefill() that also computes the logits of positions[0, n_positions) (strictly
+    // increasing, each < n_tokens): reuse (kept prefix, prefix cache) stops at positions[0],
+    // so every requested row is computed. CED models: only {n_tokens - 1} (UNSUPPORTED else).
+    void prefill_positions(int32_t seq, const int32_t* tokens, size_t n_tokens, const uint32_t* positions,
+                           size_t n_positions, RequestStats* stats = nullptr);
+    // The logits of a position requested by the sequence's last prefill_positions, while the
+    // sequence still holds the tokens [0, position] it was computed from (n_vocab floats).
+    // NOT_FOUND for a position not requested; INVALID_STATE when the tokens changed since.
+    const float* position_logits(int32_t seq, size_t position) const;
     const std::vector<int32_t>& tokens(int32_t seq) const;
     void release(int32_t seq);
     uint64_t kv_bytes(int32_t seq) const;
+
+    // ---- cancellation, re-entrancy, activity (runtime/context_call.cpp) ----
+    // Asks the running call to stop (any thread, any time): prefill stops between chunks and
+    // between layers, generate between decode steps, with KVRT_ERR_CANCELLED; the sequence
+    // keeps what was computed. The flag is cleared when a call is entered (Call below).
+    void cancel() noexcept { cancel_.store(true, std::memory_order_relaxed); }
+    bool cancel_requested() const noexcept { return cancel_.load(std::memory_order_relaxed); }
+    // One public call on this context: marks it busy (a second call while one runs, e.g. from
+    // inside a callback, throws INVALID_STATE naming `what`), clears the cancel flag, and
+    // counts itself in running_calls(). Every C API call that changes the context holds one.
+    class Call {
+    public:
+        Call(Context& c, const char* what);
+        ~Call();
+        Call(const Call&) = delete;
+        Call& operator=(const Call&) = delete;
+
+    private:
+        Context& c_;
+    };
+    // A snapshot of what the context is doing; any thread.
+    Activity activity() const noexcept;
+    // Calls running on any context of the process (kvrt_isa_set refuses to switch meanwhile).
+    static int running_calls() noexcept;
+
+    // ---- one sequence's state (runtime/context_state.cpp) ----
+    // Saves the sequence (tokens, logits, KV rows; CED: also the window rings and tail
+    // state) with the model fingerprint, salt, KV dtype and block size, atomically.
+    void save_seq(int32_t seq, const std::string& path) const;
+    // Replaces the sequence with a saved one. Every check comes first: MISMATCH (another
+    // model, dtype, block size, salt, architecture), BAD_FORMAT (truncated, corrupted,
+    // foreign), CACHE_FULL: the context is unchanged then.
+    void load_seq(int32_t seq, const std::string& path);
+    // dst (released first) becomes a copy of src sharing its blocks; src == dst is a no-op.
+    void fork_seq(int32_t src, int32_t dst);
+    // Keeps positions [0, n) (n <= length); the logits are unset when n < length.
+    void truncate_seq(int32_t seq, size_t n);
 
 private:
     struct Seq {
@@ -122,6 +196,11 @@ private:
         std::vector<int32_t> tokens;  // == the computed positions
         std::vector<float> logits;
         bool has_logits = false;
+        // prefill_positions: the positions asked for, their logits (n_vocab each, in order)
+        // and the tokens they were computed from.
+        std::vector<uint32_t> pos_list;
+        std::vector<float> pos_rows;
+        std::vector<int32_t> pos_tokens;
     };
     class CacheKv;
     // What prefill keeps of a sequence before computing: positions [0, start) stay.
@@ -129,6 +208,7 @@ private:
         size_t start = 0;
         size_t from_cache = 0;
         bool done = false;  // the sequence already holds the prompt and its logits
+        size_t from_disk = 0, from_remote = 0;  // of from_cache: loaded from lower tiers
     };
     // A prompt being computed: positions [pos, n) remain; len is the current round's share.
     struct PromptWork {
@@ -139,9 +219,15 @@ private:
         size_t from_cache = 0;
         size_t pos = 0;
         size_t len = 0;
+        const uint8_t* want = nullptr;  // prefill_positions: rows [0, n) whose logits go to `rows`
+        float* rows = nullptr;          // ... one after another; rows_done written so far
+        size_t rows_done = 0;
+        size_t from_disk = 0, from_remote = 0;  // of from_cache: loaded from lower tiers
     };
     void check_prompt(const char* what, const int32_t* tokens, size_t n) const;
-    PrefillPlan plan_prefill(Seq& s, const int32_t* tokens, size_t n, bool all_logits);
+    // reuse_max: keep (or attach from the prefix cache) at most this many positions.
+    PrefillPlan plan_prefill(Seq& s, const int32_t* tokens, size_t n, bool all_logits,
+                             size_t reuse_max = SIZE_MAX);
     void compute_prompts(std::span<PromptWork> work, std::vector<float>* all_logits);
     void fill_prefill_stats(RequestStats* stats, const PromptWork& w, int32_t seq, double t0) const;
 
@@ -160,6 +246,13 @@ private:
     cache::SeqKeys keys_;
     std::vector<Seq> seqs_;
     ForwardScratch scratch_;
+    // Cancellation and the activity snapshot (context_call.cpp): written by the working
+    // thread, read by any.
+    void check_cancel(const char* where) const;
+    std::atomic<bool> cancel_{false};
+    std::atomic<bool> busy_{false};
+    std::atomic<int32_t> phase_{0};
+    std::atomic<uint64_t> act_total_{0}, act_done_{0}, act_generated_{0}, act_calls_{0};
 };
 
 }  // namespace kvrt::runtime

@@ -107,6 +107,13 @@ public:
     std::vector<float> extend(SeqId seq, const int32_t* tokens, int64_t n);
     std::vector<float> decode(SeqId seq, int32_t token) { return extend(seq, &token, 1); }
 
+    // A sequence's whole state as a KVRTCED container (ced_runtime_state.cpp): tokens, decoder
+    // progress, the tail state of every open group and its bank and window cache sequences, so
+    // that a loaded sequence continues bit for bit. load_state validates everything first
+    // (BAD_FORMAT, MISMATCH; CACHE_FULL when the rows do not fit) and then adds a new sequence.
+    std::vector<uint8_t> save_state(SeqId seq) const;
+    SeqId load_state(std::vector<uint8_t> blob, const std::string& what);
+
     int64_t length(SeqId seq) const;
     const std::vector<int32_t>& tokens(SeqId seq) const;
     // Bytes the sequence's blocks take in the bank and window caches (shared blocks counted).
