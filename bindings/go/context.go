@@ -301,6 +301,57 @@ func (c *Context) Logits(seq int32) ([]float32, error) {
 	return out, nil
 }
 
+// PrefillLogits is Prefill that also computes the logits of positions (strictly
+// increasing, each below len(tokens)): position p's logits equal those of prefilling
+// tokens[:p+1] alone, bit for bit. Reuse stops at the first position. Read them with
+// LogitsAt.
+func (c *Context) PrefillLogits(seq int32, tokens []int32, positions []uint32) (RequestStats, error) {
+	var st C.kvrt_request_stats
+	var pp *C.uint32_t
+	if len(positions) > 0 {
+		mem := C.malloc(C.size_t(len(positions)) * 4)
+		defer C.free(mem)
+		ps := unsafe.Slice((*C.uint32_t)(mem), len(positions))
+		for i, p := range positions {
+			ps[i] = C.uint32_t(p)
+		}
+		pp = (*C.uint32_t)(mem)
+	}
+	err := c.with(func(p *C.kvrt_context) C.kvrt_status {
+		if s := C.kvrt_request_stats_init(&st, C.size_t(unsafe.Sizeof(st))); s != C.KVRT_OK {
+			return s
+		}
+		return C.kvrt_context_prefill_logits(&st, p, C.int32_t(seq), tokensPtr(tokens), C.size_t(len(tokens)), pp,
+			C.size_t(len(positions)))
+	})
+	if err != nil {
+		return RequestStats{}, err
+	}
+	return statsFrom(&st), nil
+}
+
+// LogitsAt returns the logits of a position the last PrefillLogits of seq asked for.
+func (c *Context) LogitsAt(seq int32, position int) ([]float32, error) {
+	if position < 0 {
+		return nil, bindingError(ErrOutOfRange, "logits at: position %d is negative", position)
+	}
+	var out []float32
+	err := c.with(func(p *C.kvrt_context) C.kvrt_status {
+		var n C.size_t
+		if st := C.kvrt_context_get_logits_at(nil, 0, &n, p, C.int32_t(seq), C.size_t(position)); st != C.KVRT_OK && st != C.KVRT_ERR_BUFFER_TOO_SMALL {
+			return st
+		}
+		out = make([]float32, int(n)+1)
+		st := C.kvrt_context_get_logits_at((*C.float)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &n, p, C.int32_t(seq), C.size_t(position))
+		out = out[:n]
+		return st
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SeqLength is the number of tokens sequence seq holds.
 func (c *Context) SeqLength(seq int32) (int, error) {
 	var n C.size_t

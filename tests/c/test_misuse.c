@@ -340,6 +340,11 @@ static kvrt_status use_stats_prefill_batch(size_t n) {
     set_size(n);
     return kvrt_context_prefill_batch((kvrt_request_stats *)(void *)big.b, G.ctx, ids, toks, lens, 1);
 }
+static kvrt_status use_stats_prefill_logits(size_t n) {
+    uint32_t pos = 0;
+    set_size(n);
+    return kvrt_context_prefill_logits((kvrt_request_stats *)(void *)big.b, G.ctx, 1, G.prompt, G.n_prompt, &pos, 1);
+}
 static kvrt_status use_stats_generate(size_t n) {
     set_size(n);
     return kvrt_context_generate((kvrt_request_stats *)(void *)big.b, G.ctx, 1, G.prompt, G.n_prompt, NULL);
@@ -380,6 +385,7 @@ static const struct {
     {"kvrt_context_create(cfg)", sizeof(kvrt_context_config), use_context_config},
     {"kvrt_context_prefill(stats)", sizeof(kvrt_request_stats), use_stats_prefill},
     {"kvrt_context_prefill_batch(stats)", sizeof(kvrt_request_stats), use_stats_prefill_batch},
+    {"kvrt_context_prefill_logits(stats)", sizeof(kvrt_request_stats), use_stats_prefill_logits},
     {"kvrt_context_generate(stats)", sizeof(kvrt_request_stats), use_stats_generate},
     {"kvrt_sampler_create(cfg)", sizeof(kvrt_sampler_config), use_sampler_config},
     {"kvrt_context_generate(cfg)", sizeof(kvrt_generate_config), use_generate_config},
@@ -609,6 +615,14 @@ static kvrt_status h_prefill_batch(void *h) {
     lens[0] = G.n_prompt;
     return kvrt_context_prefill_batch(NULL, (kvrt_context *)h, ids, toks, lens, 1);
 }
+static kvrt_status h_prefill_logits(void *h) {
+    uint32_t pos = 0;
+    return kvrt_context_prefill_logits(NULL, (kvrt_context *)h, 1, G.prompt, G.n_prompt, &pos, 1);
+}
+static kvrt_status h_get_logits_at(void *h) {
+    size_t w;
+    return kvrt_context_get_logits_at(logits_buf, G.n_vocab, &w, (const kvrt_context *)h, 0, 0);
+}
 static kvrt_status h_decode(void *h) {
     int32_t id = 0, t = 100;
     return kvrt_context_decode((kvrt_context *)h, &id, &t, 1);
@@ -688,6 +702,8 @@ static const struct {
     {"kvrt_context_prefill_batch", H_CTX, 0, h_prefill_batch},
     {"kvrt_context_decode", H_CTX, 0, h_decode},
     {"kvrt_context_get_logits", H_CTX, 0, h_get_logits},
+    {"kvrt_context_prefill_logits", H_CTX, 0, h_prefill_logits},
+    {"kvrt_context_get_logits_at", H_CTX, 0, h_get_logits_at},
     {"kvrt_context_seq_length", H_CTX, 0, h_seq_length},
     {"kvrt_context_seq_kv_bytes", H_CTX, 0, h_seq_kv_bytes},
     {"kvrt_context_seq_release", H_CTX, 0, h_ctx_seq_release},

@@ -124,6 +124,34 @@ class Context(Handle):
                                               ctypes.byref(n), self._p, seq))
         return n.value
 
+    def prefill_logits(self, seq, tokens, positions):
+        """prefill() that also computes the logits of `positions` (strictly increasing, each
+        below len(tokens)): position p's logits equal those of prefilling tokens[:p + 1]
+        alone, bit for bit. Reuse stops at the first position. Returns RequestStats; read
+        the rows with logits_at()."""
+        s = C.init_struct(C.request_stats, "kvrt_request_stats_init")
+        arr, n = _tokens(tokens)
+        pos = (ctypes.c_uint32 * len(positions))(*positions)
+        check(C.lib().kvrt_context_prefill_logits(ctypes.byref(s), self._p, seq, arr, n, pos, len(positions)))
+        return RequestStats._from(s)
+
+    @_locked
+    def logits_at(self, seq, position):
+        """The logits (array('f'), n_vocab floats) of a position the last prefill_logits()
+        of `seq` asked for."""
+        if position < 0:
+            raise KvrtError(Status.OUT_OF_RANGE, "position %d is negative" % position)
+        n = ctypes.c_size_t()
+        status = C.lib().kvrt_context_get_logits_at(None, 0, ctypes.byref(n), self._p, seq, position)
+        if status not in (0, int(Status.BUFFER_TOO_SMALL)):
+            check(status)
+        out = array.array("f", bytes(4 * n.value))
+        raw = (ctypes.c_char * (4 * n.value)).from_buffer(out)
+        check(C.lib().kvrt_context_get_logits_at(ctypes.addressof(raw), n.value, ctypes.byref(n), self._p, seq,
+                                                 position))
+        return out
+
+    @_locked
     def seq_length(self, seq=0):
         n = ctypes.c_size_t()
         check(C.lib().kvrt_context_seq_length(ctypes.byref(n), self._p, seq))

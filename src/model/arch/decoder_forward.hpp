@@ -71,6 +71,9 @@ struct SeqStep {
     // logits_all: n_tokens x n_vocab floats; else the last token's n_vocab (nullptr = none wanted).
     float* logits = nullptr;
     bool logits_all = false;
+    // With logits_all: NULL = every row; else only rows t with logits_mask[t] != 0, written
+    // one after another (the k-th wanted row to logits + k x n_vocab).
+    const uint8_t* logits_mask = nullptr;
 };
 
 enum class KernelSet : uint8_t { Fast, Reference };

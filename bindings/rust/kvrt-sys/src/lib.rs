@@ -416,6 +416,11 @@ extern "C" {
     pub fn kvrt_context_decode(ctx: *mut kvrt_context, seq_ids: *const i32, tokens: *const i32, n: usize) -> kvrt_status;
     pub fn kvrt_context_get_logits(dst: *mut f32, capacity: usize, written: *mut usize,
                                    ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;
+    pub fn kvrt_context_prefill_logits(stats: *mut kvrt_request_stats, ctx: *mut kvrt_context, seq_id: i32,
+                                       tokens: *const i32, n_tokens: usize, positions: *const u32,
+                                       n_positions: usize) -> kvrt_status;
+    pub fn kvrt_context_get_logits_at(dst: *mut f32, capacity: usize, written: *mut usize,
+                                      ctx: *const kvrt_context, seq_id: i32, position: usize) -> kvrt_status;
     pub fn kvrt_context_seq_length(out: *mut usize, ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;
     pub fn kvrt_context_seq_kv_bytes(out: *mut u64, ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;
     pub fn kvrt_context_seq_release(ctx: *mut kvrt_context, seq_id: i32) -> kvrt_status;

@@ -291,6 +291,25 @@ impl<'m> Context<'m> {
         Ok(written)
     }
 
+    /// `prefill` that also computes the logits of `positions` (strictly increasing, each
+    /// below `tokens.len()`): position p's logits equal those of prefilling `tokens[..=p]`
+    /// alone, bit for bit. Reuse stops at the first position. Read them with `logits_at`.
+    pub fn prefill_logits(&mut self, seq: i32, tokens: &[i32], positions: &[u32]) -> Result<RequestStats> {
+        let mut stats = new_stats()?;
+        check(unsafe {
+            sys::kvrt_context_prefill_logits(&mut stats, self.raw.as_ptr(), seq, tokens.as_ptr(), tokens.len(),
+                                             positions.as_ptr(), positions.len())
+        })?;
+        Ok(stats.into())
+    }
+
+    /// The logits (n_vocab floats) of a position the last `prefill_logits` of `seq` asked for.
+    pub fn logits_at(&self, seq: i32, position: usize) -> Result<Vec<f32>> {
+        read_buffer::<f32>(|dst, cap, written| unsafe {
+            sys::kvrt_context_get_logits_at(dst, cap, written, self.raw.as_ptr(), seq, position)
+        })
+    }
+
     pub fn seq_length(&self, seq: i32) -> Result<usize> {
         let mut n = 0usize;
         check(unsafe { sys::kvrt_context_seq_length(&mut n, self.raw.as_ptr(), seq) })?;
