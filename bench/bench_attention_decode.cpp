@@ -63,14 +63,14 @@ int main(int argc, char** argv) {
     const Shape shapes[] = {{9, 3, 64}, {32, 8, 128}};
     const size_t llc = llc_bytes();
     for (const Shape& s : shapes)
-        for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
+        for (DType dt : {DType::F16, DType::BF16, DType::F32, DType::I8, DType::FP8_E4M3}) {
             for (int64_t n : {int64_t(512), int64_t(8192), int64_t(131072)}) {
-                if (quick && (n < 8192 || (s.h == 32 && dt != DType::BF16))) continue;
+                if (quick && (n < 8192 || (s.h == 32 && dt != DType::BF16 && !dtype_quantized(dt)))) continue;
                 if (dt == DType::F32 && s.h == 32 && n > 8192) continue;  // 1 GiB: skip
                 char label[64];
                 std::snprintf(label, sizeof label, "%d/%d %s %lld", s.h, s.hkv, dtype_name(dt), (long long)n);
                 if (only && !std::strstr(label, only)) continue;
-                const size_t layer_bytes = size_t(n) * s.hkv * s.d * dtype_size(dt) * 2;
+                const size_t layer_bytes = size_t(n) * s.hkv * kv_head_bytes(dt, s.d) * 2;
                 const int32_t layers = force_layers > 0 ? force_layers : bench_layers(layer_bytes);
                 BenchKV kv(n, s.hkv, s.d, dt, block_tokens, false, 1, layers, thp);
                 AttnParams p;

@@ -11,6 +11,7 @@
 #include "kernels/paged_kv.hpp"
 #include "memory/arena.hpp"
 #include "util/dtype.hpp"
+#include "util/kv_quant.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -38,12 +39,11 @@ struct BenchKV {
 
     BenchKV(int64_t n_tokens, int32_t n_kv_heads, int32_t head_dim, DType dt, int32_t block_tokens,
             bool kv_shared = false, uint32_t seed = 1, int32_t layers = 1, bool huge_pages = true) {
-        const size_t es = dtype_size(dt);
         kv.block_tokens = block_tokens;
         kv.n_kv_heads = n_kv_heads;
         kv.head_dim = head_dim;
         kv.dtype = dt;
-        kv.row_bytes = size_t(n_kv_heads) * head_dim * es;
+        kv.row_bytes = size_t(n_kv_heads) * kv_head_bytes(dt, head_dim);  // quantised: scales included
         const size_t region = (kv.row_bytes * block_tokens + 63) & ~size_t(63);
         const size_t layer_bytes = (kv_shared ? 1 : 2) * region;
         const size_t block_bytes = layer_bytes * size_t(layers);
@@ -62,7 +62,22 @@ struct BenchKV {
         uint32_t x = seed * 2654435761u + 1;
         for (void* m : mem) {
             uint8_t* b = static_cast<uint8_t*>(m) + kv.k_offset;
-            if (dt == DType::F32) {
+            if (dtype_quantized(dt)) {  // random elements, every scale 1/127 (a valid row)
+                for (size_t i = 0; i < layer_bytes; ++i) {
+                    x = x * 1664525u + 1013904223u;
+                    b[i] = uint8_t(x >> 24) & (dt == DType::FP8_E4M3 ? 0xf7u : 0xffu);  // fp8: no NaN code
+                }
+                const uint16_t sc = f32_to_f16(1.0f / 127.0f);
+                const size_t hb = kv_head_bytes(dt, head_dim);
+                const int32_t ng = head_dim / kv_scale_group(dt, head_dim);
+                for (int which = 0; which < (kv_shared ? 1 : 2); ++which)
+                    for (int32_t r = 0; r < block_tokens; ++r)
+                        for (int32_t h = 0; h < n_kv_heads; ++h)
+                            for (int32_t g = 0; g < ng; ++g)
+                                std::memcpy(b + size_t(which) * region + size_t(r) * kv.row_bytes + size_t(h) * hb +
+                                                size_t(head_dim) + 2 * size_t(g),
+                                            &sc, 2);
+            } else if (dt == DType::F32) {
                 float* f = reinterpret_cast<float*>(b);
                 for (size_t i = 0; i < layer_bytes / 4; ++i) {
                     x = x * 1664525u + 1013904223u;

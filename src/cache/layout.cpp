@@ -2,6 +2,7 @@
 
 #include "memory/arena.hpp"
 #include "util/error.hpp"
+#include "util/kv_quant.hpp"
 
 #include <limits>
 
@@ -61,9 +62,21 @@ ResolvedLayout resolve_layout(const CacheConfig& cfg) {
         if (s.kind == LayerKind::BankReader) continue;  // filled below from its source
         KVRT_CHECK(s.n_kv_heads > 0, KVRT_ERR_INVALID_ARGUMENT, L + "n_kv_heads is " + std::to_string(s.n_kv_heads));
         KVRT_CHECK(s.head_dim > 0, KVRT_ERR_INVALID_ARGUMENT, L + "head_dim is " + std::to_string(s.head_dim));
-        KVRT_CHECK(s.dtype == DType::F32 || s.dtype == DType::F16 || s.dtype == DType::BF16,
-                   KVRT_ERR_UNSUPPORTED, L + "element type " + std::to_string(static_cast<int>(s.dtype)) +
-                                             " is not supported yet (f32, f16, bf16)");
+        const DType vdt = s.v_dtype ? *s.v_dtype : s.dtype;
+        for (DType t : {s.dtype, vdt}) {
+            KVRT_CHECK(static_cast<int>(t) <= static_cast<int>(DType::FP8_E4M3), KVRT_ERR_UNSUPPORTED,
+                       L + "element type " + std::to_string(static_cast<int>(t)) +
+                           " is not supported (f32, f16, bf16, int8, fp8)");
+            KVRT_CHECK(!dtype_quantized(t) || s.kind == LayerKind::Full || s.kind == LayerKind::Window,
+                       KVRT_ERR_UNSUPPORTED,
+                       L + "element type " + dtype_name(t) + " is only held by full and window layers");
+            KVRT_CHECK(kv_head_dim_ok(t, s.head_dim), KVRT_ERR_INVALID_ARGUMENT,
+                       L + "head_dim " + std::to_string(s.head_dim) + " is not a multiple of " + dtype_name(t) +
+                           "'s scale group of " + std::to_string(kv_scale_group(t, s.head_dim)) + " elements");
+        }
+        KVRT_CHECK(!s.v_dtype || (s.kind != LayerKind::BankSource && s.kind != LayerKind::IndexerKeys && !s.shared_kv) ||
+                       *s.v_dtype == s.dtype,
+                   KVRT_ERR_INVALID_ARGUMENT, L + "a V type differing from the K type needs separate K and V rows");
         if (s.kind == LayerKind::Window)
             KVRT_CHECK(s.window > 0, KVRT_ERR_INVALID_ARGUMENT, L + "window is " + std::to_string(s.window));
         int32_t ratio = 1;
@@ -82,8 +95,10 @@ ResolvedLayout resolve_layout(const CacheConfig& cfg) {
         g.dtype = s.dtype;
         g.window = s.kind == LayerKind::Window ? s.window : 0;
         g.separate_v = (s.kind == LayerKind::Full || s.kind == LayerKind::Window) && !s.shared_kv;
-        g.row_bytes = checked_mul(checked_mul(size_t(s.n_kv_heads), size_t(s.head_dim), L + "row width"),
-                                  dtype_size(s.dtype), L + "row bytes");
+        checked_mul(checked_mul(size_t(s.n_kv_heads), size_t(s.head_dim), L + "row width"), 4, L + "row bytes");
+        g.row_bytes = size_t(s.n_kv_heads) * kv_head_bytes(s.dtype, s.head_dim);
+        g.v_dtype = g.separate_v ? vdt : s.dtype;
+        g.v_row_bytes = size_t(s.n_kv_heads) * kv_head_bytes(g.v_dtype, s.head_dim);
     }
     // Bank readers share their source's geometry.
     for (int32_t i = 0; i < n; i++) {
@@ -120,9 +135,11 @@ ResolvedLayout resolve_layout(const CacheConfig& cfg) {
         ms.block_bytes += aligned;
         ms.padding_bytes += aligned - region;
         if (g.separate_v) {
+            const size_t vregion = checked_mul(g.v_row_bytes, size_t(g.rows_per_block), L + "block region");
+            const size_t valigned = align_up(vregion);
             g.v_offset = ms.block_bytes;
-            ms.block_bytes += aligned;
-            ms.padding_bytes += aligned - region;
+            ms.block_bytes += valigned;
+            ms.padding_bytes += valigned - vregion;
         } else {
             g.v_offset = g.k_offset;
         }
@@ -137,8 +154,19 @@ ResolvedLayout resolve_layout(const CacheConfig& cfg) {
 
 double layer_bytes_per_token(const LayerGeometry& g) {
     if (g.kind == LayerKind::BankReader) return 0.0;
-    double per_row = static_cast<double>(g.row_bytes) * (g.separate_v ? 2.0 : 1.0);
+    double per_row = static_cast<double>(g.row_bytes) + (g.separate_v ? static_cast<double>(g.v_row_bytes) : 0.0);
     return per_row / static_cast<double>(g.ratio);
+}
+
+std::string layout_dtype_signature(const ResolvedLayout& l) {
+    std::string s;
+    for (const LayerGeometry& g : l.geometry) {
+        s += dtype_name(g.dtype);
+        s += '/';
+        s += dtype_name(g.v_dtype);
+        s += ';';
+    }
+    return s;
 }
 
 }  // namespace kvrt::cache

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct LayerSpec {
     int32_t ratio = 1;   // BankSource: r > 0 (IndexerKeys inherit their source's)
     int32_t source = -1; // BankReader / IndexerKeys: index of a BankSource layer
     bool shared_kv = false;  // Full / Window: one row serves as both K and V (CED windows)
+    // Full / Window with separate K and V: the V rows' type when it differs from K's (`dtype`);
+    // unset: V rows are of `dtype`. Quantised types (int8, fp8: util/kv_quant.hpp) only on full
+    // and window layers.
+    std::optional<DType> v_dtype;
 };
 
 struct CacheConfig {
@@ -57,14 +62,16 @@ struct LayerGeometry {
     int32_t row_layer = 0;        // the layer that owns the rows (source for a BankReader)
     int32_t ratio = 1;            // positions per row
     int32_t rows_per_block = 0;   // block_tokens / ratio
-    size_t row_bytes = 0;         // n_kv_heads x head_dim x dtype size
+    size_t row_bytes = 0;         // K rows: n_kv_heads x kv_head_bytes(dtype, head_dim) (scales included)
     size_t k_offset = 0;          // byte offset of the K rows in the block
     size_t v_offset = 0;          // == k_offset when K = V (bank, indexer keys)
     bool separate_v = true;
     int32_t n_kv_heads = 0;
     int32_t head_dim = 0;
-    DType dtype = DType::F32;
+    DType dtype = DType::F32;     // K rows (and K = V rows)
     int32_t window = 0;
+    DType v_dtype = DType::F32;   // V rows (== dtype unless the spec set v_dtype)
+    size_t v_row_bytes = 0;       // V rows (== row_bytes when K = V)
 };
 
 struct ManagerSpec {
@@ -86,7 +93,11 @@ struct ResolvedLayout {
 };
 ResolvedLayout resolve_layout(const CacheConfig& cfg);
 
-// Bytes one position adds to a layer (fractional for banks with ratio > 1).
+// Bytes one position adds to a layer (fractional for banks with ratio > 1), scales included.
 double layer_bytes_per_token(const LayerGeometry& g);
+
+// The element types of a layout, in a fixed order (layer by layer: K type, V type): what a
+// prefix hash, a tier key or a state file must carry so that rows of another type never match.
+std::string layout_dtype_signature(const ResolvedLayout& l);
 
 }  // namespace kvrt::cache

@@ -1,6 +1,7 @@
 #include "kernels/kv_checks.hpp"
 
 #include "util/error.hpp"
+#include "util/kv_quant.hpp"
 
 #include <cmath>
 #include <string>
@@ -17,12 +18,18 @@ void check_paged_kv(const PagedKV& kv, const char* what) {
     if (kv.n_blocks > 0 && kv.blocks == nullptr) bad(what, "PagedKV.blocks is null");
     if (kv.block_tokens <= 0) bad(what, "PagedKV.block_tokens must be positive");
     if (kv.n_kv_heads <= 0 || kv.head_dim <= 0) bad(what, "PagedKV n_kv_heads and head_dim must be positive");
-    if (kv.dtype != DType::F32 && kv.dtype != DType::F16 && kv.dtype != DType::BF16)
-        bad(what, "PagedKV.dtype must be f32, f16 or bf16");
-    size_t need = static_cast<size_t>(kv.n_kv_heads) * static_cast<size_t>(kv.head_dim) * dtype_size(kv.dtype);
-    if (kv.row_bytes < need)
-        bad(what, "PagedKV.row_bytes (" + std::to_string(kv.row_bytes) + ") is smaller than a row (" +
-                      std::to_string(need) + " bytes)");
+    for (DType t : {kv.dtype, kv.vdt()}) {
+        if (static_cast<int>(t) > static_cast<int>(DType::FP8_E4M3))
+            bad(what, "PagedKV.dtype must be f32, f16, bf16, int8 or fp8");
+        if (!kv_head_dim_ok(t, kv.head_dim))
+            bad(what, "head_dim " + std::to_string(kv.head_dim) + " is not a multiple of " + dtype_name(t) +
+                          "'s scale group");
+    }
+    const size_t need = static_cast<size_t>(kv.n_kv_heads) * kv_head_bytes(kv.dtype, kv.head_dim);
+    const size_t vneed = static_cast<size_t>(kv.n_kv_heads) * kv_head_bytes(kv.vdt(), kv.head_dim);
+    if (kv.row_bytes < need || kv.vrb() < vneed)
+        bad(what, "PagedKV.row_bytes (" + std::to_string(kv.row_bytes) + ", V " + std::to_string(kv.vrb()) +
+                      ") is smaller than a row (" + std::to_string(need) + ", V " + std::to_string(vneed) + " bytes)");
     if (kv.n_tokens < 0 || static_cast<int64_t>(kv.n_tokens) > static_cast<int64_t>(kv.n_blocks) * kv.block_tokens)
         bad(what, "PagedKV.n_tokens (" + std::to_string(kv.n_tokens) + ") exceeds n_blocks * block_tokens");
 }

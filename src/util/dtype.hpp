@@ -12,7 +12,10 @@ enum class DType : uint8_t {
     F32 = 0,
     F16 = 1,
     BF16 = 2,
-    // reserved: I8 = 3, FP8_E4M3 = 4, FP4 = 5 (sizes in bits differ; see dtype_row_bytes)
+    // Quantised KV element types (util/kv_quant.hpp: the row format, scales included).
+    I8 = 3,        // int8, one f16 scale per 32 elements of a head (q8_0-like)
+    FP8_E4M3 = 4,  // fp8 e4m3, one f16 scale per head of a row
+    // reserved: FP4 = 5
 };
 
 inline constexpr size_t dtype_size(DType t) {
@@ -20,6 +23,8 @@ inline constexpr size_t dtype_size(DType t) {
         case DType::F32: return 4;
         case DType::F16: return 2;
         case DType::BF16: return 2;
+        case DType::I8: return 1;        // the element bytes; the scales come on top (kv_head_bytes)
+        case DType::FP8_E4M3: return 1;
     }
     return 0;
 }
@@ -29,6 +34,8 @@ inline const char* dtype_name(DType t) {
         case DType::F32: return "f32";
         case DType::F16: return "f16";
         case DType::BF16: return "bf16";
+        case DType::I8: return "int8";
+        case DType::FP8_E4M3: return "fp8";
     }
     return "?";
 }

@@ -5,35 +5,51 @@
 #include "util/isa.hpp"
 #include "kernels/paged_kv.hpp"
 #include "util/dtype.hpp"
+#include "util/kv_quant.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace kvrt::test {
 
+// The K and V element types of a TestKV (a single DType: both).
+struct KvTypes {
+    DType k, v;
+    KvTypes(DType t) : k(t), v(t) {}  // NOLINT: implicit on purpose
+    KvTypes(DType kt, DType vt) : k(kt), v(vt) {}
+};
+inline std::string kv_types_name(KvTypes t) {
+    return t.k == t.v ? dtype_name(t.k) : std::string(dtype_name(t.k)) + "/" + dtype_name(t.v);
+}
+
 // Owns blocks of `block_tokens` rows; K rows at k_offset, V rows after them (or the same
-// rows when kv_shared), with `pad` spare bytes per row to catch stride mistakes.
+// rows when kv_shared), with `pad` spare bytes per row to catch stride mistakes. Quantised
+// types (util/kv_quant.hpp) are written with kv_store_head, scales included.
 struct TestKV {
     std::vector<std::vector<uint8_t>> storage;
     std::vector<const uint8_t*> ptrs;
     PagedKV kv;
 
-    TestKV(int32_t n_tokens, int32_t n_kv_heads, int32_t head_dim, DType dt, int32_t block_tokens, uint32_t seed,
+    TestKV(int32_t n_tokens, int32_t n_kv_heads, int32_t head_dim, KvTypes dt, int32_t block_tokens, uint32_t seed,
            bool kv_shared = false, size_t pad = 16) {
-        const size_t es = dtype_size(dt);
         kv.block_tokens = block_tokens;
         kv.n_kv_heads = n_kv_heads;
         kv.head_dim = head_dim;
-        kv.dtype = dt;
-        kv.row_bytes = size_t(n_kv_heads) * head_dim * es + pad;
+        kv.dtype = dt.k;
+        kv.row_bytes = size_t(n_kv_heads) * kv_head_bytes(dt.k, head_dim) + pad;
+        if (dt.v != dt.k) {
+            kv.v_dtype = dt.v;
+            kv.v_row_bytes = size_t(n_kv_heads) * kv_head_bytes(dt.v, head_dim) + pad;
+        }
         kv.k_offset = 64;
         kv.v_offset = kv_shared ? kv.k_offset : kv.k_offset + kv.row_bytes * block_tokens;
         kv.n_tokens = n_tokens;
         kv.n_blocks = (n_tokens + block_tokens - 1) / block_tokens;
-        const size_t block_bytes = kv.v_offset + kv.row_bytes * block_tokens + 64;
+        const size_t block_bytes = kv.v_offset + kv.vrb() * block_tokens + 64;
         std::mt19937 rng(seed);
         std::uniform_real_distribution<float> u(-1.0f, 1.0f);
         storage.resize(kv.n_blocks);
@@ -42,22 +58,20 @@ struct TestKV {
             storage[b].assign(block_bytes, 0xFF);  // padding = NaN patterns: must never be read
             ptrs[b] = storage[b].data();
         }
+        std::vector<float> x(size_t(n_kv_heads) * head_dim);
         for (int32_t pos = 0; pos < n_tokens; ++pos)
             for (int which = 0; which < (kv_shared ? 1 : 2); ++which) {
                 uint8_t* row = const_cast<uint8_t*>(which == 0 ? kv_k(pos) : kv_v(pos));
-                for (int32_t i = 0; i < n_kv_heads * head_dim; ++i) store(row, i, u(rng));
+                const DType t = which == 0 ? dt.k : dt.v;
+                for (auto& e : x) e = u(rng);
+                for (int32_t h = 0; h < n_kv_heads; ++h)
+                    kv_store_head(row + size_t(h) * kv_head_bytes(t, head_dim), x.data() + size_t(h) * head_dim, t,
+                                  head_dim);
             }
         kv.blocks = ptrs.data();
     }
     const uint8_t* kv_k(int64_t pos) { return storage[pos / kv.block_tokens].data() + kv.k_offset + (pos % kv.block_tokens) * kv.row_bytes; }
-    const uint8_t* kv_v(int64_t pos) { return storage[pos / kv.block_tokens].data() + kv.v_offset + (pos % kv.block_tokens) * kv.row_bytes; }
-    void store(uint8_t* row, int32_t i, float v) {
-        switch (kv.dtype) {
-            case DType::F32: std::memcpy(row + size_t(i) * 4, &v, 4); break;
-            case DType::BF16: { uint16_t h = f32_to_bf16(v); std::memcpy(row + size_t(i) * 2, &h, 2); break; }
-            case DType::F16: { uint16_t h = f32_to_f16(v); std::memcpy(row + size_t(i) * 2, &h, 2); break; }
-        }
-    }
+    const uint8_t* kv_v(int64_t pos) { return storage[pos / kv.block_tokens].data() + kv.v_offset + (pos % kv.block_tokens) * kv.vrb(); }
     // Drops (nulls) every block wholly before position `pos`, as a sliding window would.
     void drop_before(int64_t pos) {
         for (int64_t b = 0; (b + 1) * kv.block_tokens <= pos; ++b) ptrs[b] = nullptr;
@@ -125,14 +139,15 @@ inline std::vector<float> bf16_rounded(std::vector<float> v) {
     return v;
 }
 
-// Element i of a cached row of dtype dt, as f32 (exact).
+// Element i of a cached row of dtype dt, as f32 (exact; rows of one head for quantised types).
 inline float row_elem(const uint8_t* row, DType dt, int32_t i) {
     switch (dt) {
         case DType::F32: { float f; std::memcpy(&f, row + size_t(i) * 4, 4); return f; }
         case DType::BF16: { uint16_t h; std::memcpy(&h, row + size_t(i) * 2, 2); return bf16_to_f32(h); }
         case DType::F16: { uint16_t h; std::memcpy(&h, row + size_t(i) * 2, 2); return f16_to_f32(h); }
+        default: break;
     }
-    return 0.0f;
+    return NAN;
 }
 
 // How far rounding the query to bf16 can move the indexer score of the key at `pos`:

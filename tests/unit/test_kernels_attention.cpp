@@ -13,6 +13,7 @@
 
 using namespace kvrt;
 using kvrt::test::TestKV;
+using kvrt::test::KvTypes;
 
 namespace {
 
@@ -48,22 +49,25 @@ void prefill_chunked(const TestKV& t, const AttnParams& p, const std::vector<flo
 
 TEST_CASE("kernels.attention.prefill_matches_ref") {
     const Shape shapes[] = {{9, 3, 64}, {4, 1, 128}, {2, 2, 256}, {2, 1, 512}, {3, 3, 40}, {2, 1, 33}};
-    const DType dts[] = {DType::F32, DType::BF16, DType::F16};
+    // The quantised types (int8 per-32 scales, fp8 per-head scales) and K/V of different types.
+    const KvTypes dts[] = {DType::F32, DType::BF16, DType::F16, DType::I8, DType::FP8_E4M3, {DType::I8, DType::F16},
+                           {DType::F16, DType::FP8_E4M3}};
     uint32_t seed = 1;
     for (Isa isa : test::available_isas()) {
         test::IsaScope scope(isa);
         for (const Shape& s : shapes)
-            for (DType dt : dts) {
+            for (KvTypes dt : dts) {
+                if (!kv_head_dim_ok(dt.k, s.d) || !kv_head_dim_ok(dt.v, s.d)) continue;  // int8: d % 32
                 for (int32_t n_tok : {1, 45, 530}) {
                     // keep the suite fast: one shape crosses a chunk (512) boundary per dtype
-                    if (n_tok > 100 && !(s.d == 64 || (s.d == 128 && dt == DType::BF16))) continue;
+                    if (n_tok > 100 && !(s.d == 64 || (s.d == 128 && dt.k == DType::BF16))) continue;
                     for (int32_t window : {0, 16, 1000}) {
                         for (int32_t bt : {16, 7}) {
                             if (bt == 7 && n_tok > 100) continue;
                             CAPTURE(std::string(isa_name(isa)));
                             CAPTURE(s.h);
                             CAPTURE(s.d);
-                            CAPTURE(std::string(dtype_name(dt)));
+                            CAPTURE(test::kv_types_name(dt));
                             CAPTURE(n_tok);
                             CAPTURE(window);
                             CAPTURE(bt);
@@ -76,7 +80,7 @@ TEST_CASE("kernels.attention.prefill_matches_ref") {
                                 l_cpu(size_t(n_q) * s.h);
                             ref::attention_prefill(t.kv, p, q.data(), n_q, q0, o_ref.data(), l_ref.data());
                             cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o_cpu.data(), l_cpu.data());
-                            const float tol = test::attn_tolerance(isa, dt);
+                            const float tol = test::attn_tolerance(isa, dt.k);
                             CHECK(test::max_abs_diff(o_ref, o_cpu) < tol);
                             CHECK(test::max_abs_diff(l_ref, l_cpu) < tol);
                         }
@@ -123,11 +127,13 @@ TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {
     for (Isa isa : test::available_isas()) {
         test::IsaScope scope(isa);
         for (const Shape& s : shapes)
-            for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+            for (KvTypes dt : {KvTypes(DType::F32), KvTypes(DType::BF16), KvTypes(DType::F16), KvTypes(DType::I8),
+                               KvTypes(DType::FP8_E4M3), KvTypes(DType::I8, DType::F16)}) {
+                if (!kv_head_dim_ok(dt.k, s.d) || !kv_head_dim_ok(dt.v, s.d)) continue;
                 CAPTURE(std::string(isa_name(isa)));
                 CAPTURE(s.h);
                 CAPTURE(s.d);
-                CAPTURE(std::string(dtype_name(dt)));
+                CAPTURE(test::kv_types_name(dt));
                 const int32_t n_tok = s.d >= 256 ? 300 : 600;  // crosses a chunk (512) boundary
                 TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
                 for (int32_t window : {0, 100}) {
@@ -159,8 +165,8 @@ TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {
                         sq.lse = l_ref.data() + off / s.d;
                     }
                     ref::attention_decode(seqs.data(), n_q, p);
-                    CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt));
-                    CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt));
+                    CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt.k));
+                    CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt.k));
                 }
             }
     }
@@ -172,7 +178,7 @@ TEST_CASE("kernels.attention.prefill_chunking_is_bit_exact") {
     for (Isa isa : test::available_isas()) {
         test::IsaScope scope(isa);
         for (const Shape& s : shapes)
-            for (DType dt : {DType::F32, DType::BF16}) {
+            for (DType dt : {DType::F32, DType::BF16, DType::I8, DType::FP8_E4M3}) {
                 for (int32_t window : {0, 50}) {
                     CAPTURE(std::string(isa_name(isa)));
                     CAPTURE(s.d);
@@ -204,7 +210,7 @@ TEST_CASE("kernels.attention.few_queries_split_along_keys_is_bit_exact") {
     const size_t row = size_t(s.h) * s.d;
     for (Isa isa : test::available_isas()) {
         test::IsaScope scope(isa);
-        for (DType dt : {DType::F16, DType::F32, DType::BF16}) {
+        for (DType dt : {DType::F16, DType::F32, DType::BF16, DType::I8, DType::FP8_E4M3}) {
             CAPTURE(std::string(isa_name(isa)));
             CAPTURE(std::string(dtype_name(dt)));
             const int32_t n_tok = 1300, n_many = 200, n_few = 11;

@@ -44,14 +44,24 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
     return c;
 }
 
-void chunked_prefill(const char* arch) {
+// The cache's K/V element types (issue 15): f16 (the default), int8, fp8, and K and V apart.
+struct KvTypes {
+    DType k = DType::F16, v = DType::F16;
+};
+runtime::ContextParams typed(runtime::ContextParams p, KvTypes t) {
+    p.kv_dtype = t.k;
+    if (t.v != t.k) p.kv_v_dtype = t.v;
+    return p;
+}
+
+void chunked_prefill(const char* arch, KvTypes kt = {}) {
     const Arch A(arch);
     if (!A.ok) return;
     const std::vector<int32_t> p = A.encode("The quick brown fox jumps over the lazy dog because it was late.");
     REQUIRE(p.size() >= 12);
-    const std::vector<float> want = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), DType::F16);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), kt.k, kt.v);
     for (uint32_t chunk : {1u, 5u, 512u}) {
-        runtime::Context ctx(A.m, small_params(256, chunk, false));
+        runtime::Context ctx(A.m, typed(small_params(256, chunk, false), kt));
         std::vector<float> all;
         ctx.prefill(0, p.data(), p.size(), nullptr, &all);
         REQUIRE(all.size() == p.size() * A.vocab());
@@ -61,22 +71,22 @@ void chunked_prefill(const char* arch) {
     }
 }
 
-void greedy_decode(const char* arch) {
+void greedy_decode(const char* arch, KvTypes kt = {}) {
     const Arch A(arch);
     if (!A.ok) return;
     const std::vector<int32_t> p = A.encode("Once upon a time, in a small village,");
     const int steps = kvrt::test::kSanitized ? 12 : 32;
-    runtime::Context ctx(A.m, small_params(256));
+    runtime::Context ctx(A.m, typed(small_params(256), kt));
     const kvrt::test::GreedyRun run = greedy_run(ctx, 0, p, steps);
     std::vector<int32_t> all = p;
     all.insert(all.end(), run.tokens.begin(), run.tokens.end() - 1);  // the last choice was not decoded
-    const std::vector<float> want = runtime::uncached_forward(*A.m, all.data(), static_cast<int32_t>(all.size()), DType::F16);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, all.data(), static_cast<int32_t>(all.size()), kt.k, kt.v);
     for (int s = 0; s <= steps; ++s)
         CHECK_MESSAGE(bit_equal(run.logits[static_cast<size_t>(s)].data(), A.row(want, p.size() - 1 + static_cast<size_t>(s)), A.vocab()),
                       std::string(arch) << ": decode step " << s);
 }
 
-void prefix_hit(const char* arch) {
+void prefix_hit(const char* arch, KvTypes kt = {}) {
     const Arch A(arch);
     if (!A.ok) return;
     // Two prompts sharing a 40+ token document prefix; block size 16 so the hit covers >= 32 tokens.
@@ -89,7 +99,7 @@ void prefix_hit(const char* arch) {
     REQUIRE(common >= 32);
     const int steps = kvrt::test::kSanitized ? 4 : 16;
 
-    runtime::Context warm(A.m, small_params(256));
+    runtime::Context warm(A.m, typed(small_params(256), kt));
     runtime::RequestStats sa, sb;
     greedy_run(warm, 0, a, 2, &sa);
     CHECK(sa.reused_tokens == 0);
@@ -100,7 +110,7 @@ void prefix_hit(const char* arch) {
     CHECK(sb.reused_tokens == sb.reused_from_cache);
     CHECK(sb.computed_tokens == b.size() - sb.reused_tokens);
 
-    runtime::Context cold(A.m, small_params(256));
+    runtime::Context cold(A.m, typed(small_params(256), kt));
     runtime::RequestStats sc;
     const kvrt::test::GreedyRun ref = greedy_run(cold, 0, b, steps, &sc);
     CHECK(sc.reused_tokens == 0);
@@ -256,7 +266,17 @@ void thread_count(const char* arch) {
     TEST_CASE("runtime[" ARCH "]: a batched prefill equals each sequence prefilled alone, bit for bit") {              \
         batched_prefill(ARCH);                                                                                         \
     }                                                                                                                  \
-    TEST_CASE("runtime[" ARCH "]: the thread count does not change a bit of the logits") { thread_count(ARCH); }
+    TEST_CASE("runtime[" ARCH "]: the thread count does not change a bit of the logits") { thread_count(ARCH); }   \
+    TEST_CASE("runtime[" ARCH "]: int8 KV, chunked prefill, decode and prefix hits equal the uncached int8 run") {  \
+        chunked_prefill(ARCH, {DType::I8, DType::I8});                                                               \
+        greedy_decode(ARCH, {DType::I8, DType::I8});                                                                 \
+        prefix_hit(ARCH, {DType::I8, DType::I8});                                                                    \
+    }                                                                                                                  \
+    TEST_CASE("runtime[" ARCH "]: fp8 KV and K,V of different types, chunked prefill equals the uncached run") {    \
+        chunked_prefill(ARCH, {DType::FP8_E4M3, DType::FP8_E4M3});                                                   \
+        chunked_prefill(ARCH, {DType::F16, DType::I8});                                                              \
+        greedy_decode(ARCH, {DType::I8, DType::FP8_E4M3});                                                           \
+    }
 
 KVRT_EXACTNESS_CASES("llama")
 KVRT_EXACTNESS_CASES("qwen2")

@@ -211,4 +211,48 @@ Args parse_args(int argc, char** argv, const std::vector<std::string>& value_opt
     return a;
 }
 
+
+int32_t kv_type_from_name(const std::string& s) {
+    if (s == "f32") return KVRT_KV_F32;
+    if (s == "f16") return KVRT_KV_F16;
+    if (s == "bf16") return KVRT_KV_BF16;
+    if (s == "int8" || s == "q8" || s == "i8") return KVRT_KV_I8;
+    if (s == "fp8" || s == "fp8_e4m3") return KVRT_KV_FP8_E4M3;
+    return -1;
+}
+
+const char* kv_type_name(int32_t t) {
+    switch (t) {
+        case KVRT_KV_F32: return "f32";
+        case KVRT_KV_F16: return "f16";
+        case KVRT_KV_BF16: return "bf16";
+        case KVRT_KV_I8: return "int8";
+        case KVRT_KV_FP8_E4M3: return "fp8";
+        default: return "?";
+    }
+}
+
+std::vector<std::string> with_kv_type_opts(std::vector<std::string> value_opts) {
+    for (const char* o : {"--kv-type", "--k-type", "--v-type"}) value_opts.emplace_back(o);
+    return value_opts;
+}
+
+bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc) {
+    struct {
+        const char* opt;
+        int32_t* field;
+    } const opts[] = {{"--kv-type", &cc.kv_dtype}, {"--k-type", &cc.k_dtype}, {"--v-type", &cc.v_dtype}};
+    for (const auto& o : opts) {
+        if (!a.has(o.opt)) continue;
+        const int32_t t = kv_type_from_name(a.get(o.opt));
+        if (t < 0) {
+            std::fprintf(stderr, "kvrt %s: %s '%s' is not a KV type (f32, f16, bf16, int8, fp8)\n", cmd, o.opt,
+                         a.get(o.opt).c_str());
+            return false;
+        }
+        *o.field = t;
+    }
+    return true;
+}
+
 }  // namespace kvrt_cli

@@ -99,11 +99,11 @@ std::map<std::string, double> read_baseline(const std::string& path, int threads
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-    Args a = parse_args(argc, argv, {"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only"});
+    Args a = parse_args(argc, argv, with_kv_type_opts({"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only"}));
     if (a.has("-h") || a.has("--help")) {
         std::fprintf(stderr,
                      "usage: kvrt bench [-m MODEL] [-t THREADS] [--reps 3] [--only prefill,decode,ttft]\n"
-                     "                  [--baseline llamacpp.jsonl] [--json]\n");
+                     "                  [--baseline llamacpp.jsonl] [--json] [--kv-type T] [--k-type T] [--v-type T]\n");
         return 0;
     }
     const std::string path = a.get("-m", a.get("--model", default_model_path()));
@@ -147,6 +147,7 @@ int cmd_bench(int argc, char** argv) {
         kvrt_context_config_init(&cc, sizeof cc);
         cc.n_ctx = 8192;
         cc.n_threads = threads;
+        if (!apply_kv_types("bench", a, cc)) return static_cast<kvrt_context*>(nullptr);
         cc.prefix_caching = prefix_caching;
         kvrt_context* c = nullptr;
         kvrt_status s = kvrt_context_create(&c, model, &cc);

@@ -38,14 +38,20 @@ struct LayoutSummary {
     }
 };
 
-bool read_layout(kvrt_model* m, LayoutSummary& out) {
+// types: the context's KV types (nullptr: the default f16). quiet: no error report.
+bool read_layout(kvrt_model* m, LayoutSummary& out, const kvrt_context_config* types = nullptr, bool quiet = false) {
     kvrt_context_config cc;
     kvrt_context_config_init(&cc, sizeof cc);
+    if (types) {
+        cc.kv_dtype = types->kv_dtype;
+        cc.k_dtype = types->k_dtype;
+        cc.v_dtype = types->v_dtype;
+    }
     cc.n_ctx = 1;  // the layout does not depend on n_ctx; keep the context's own cache small
     cc.cache_bytes = 1u << 20;
     kvrt_context* ctx = nullptr;
     kvrt_status s = kvrt_context_create(&ctx, m, &cc);
-    if (s != KVRT_OK) return report_error("inspect", "context", s), false;
+    if (s != KVRT_OK) return quiet ? false : (report_error("inspect", "context", s), false);
     kvrt_cache* c = nullptr;
     kvrt_context_get_cache(&c, ctx);
     int32_t n = 0;
@@ -62,7 +68,7 @@ bool read_layout(kvrt_model* m, LayoutSummary& out) {
     for (const kvrt_cache_layer_info& l : out.layers) {
         (l.kind == KVRT_LAYER_WINDOW ? out.n_window : out.n_full)++;
         if (l.kind == KVRT_LAYER_WINDOW) out.window = l.window;
-        out.layer_bytes_per_token = l.row_bytes * (l.separate_v ? 2 : 1);
+        out.layer_bytes_per_token = l.row_bytes + (l.separate_v ? l.v_row_bytes : 0);
         out.managers[l.manager] = {l.kind, l.block_bytes};
     }
     return true;
@@ -83,6 +89,7 @@ uint64_t measure(const LayoutSummary& L, bool all_full, int64_t n, uint64_t budg
         lc.n_kv_heads = li.n_kv_heads;
         lc.head_dim = li.head_dim;
         lc.dtype = li.dtype;
+        if (li.separate_v && li.v_dtype != li.dtype) lc.v_dtype = li.v_dtype;
         lc.shared_kv = li.separate_v ? 0 : 1;
         if (kvrt_cache_layout_add_layers(nullptr, lay, &lc, 1) != KVRT_OK) {
             kvrt_cache_layout_destroy(lay);
@@ -117,7 +124,8 @@ uint64_t formula(const LayoutSummary& L, bool all_full, int64_t n) {
     const int64_t bt = L.block_tokens, blocks = (n + bt - 1) / bt;
     uint64_t total = 0;
     if (all_full) {
-        for (const kvrt_cache_layer_info& l : L.layers) total += static_cast<uint64_t>(blocks) * bt * l.row_bytes * (l.separate_v ? 2 : 1);
+        for (const kvrt_cache_layer_info& l : L.layers)
+            total += static_cast<uint64_t>(blocks) * bt * (l.row_bytes + (l.separate_v ? l.v_row_bytes : 0));
         return total;
     }
     for (const auto& [m, kb] : L.managers) {
@@ -126,6 +134,51 @@ uint64_t formula(const LayoutSummary& L, bool all_full, int64_t n) {
         total += static_cast<uint64_t>(held) * kb.second;
     }
     return total;
+}
+
+// Per KV element type: bytes per token of one full and one window layer (K + V rows, scales
+// included, from the cache layout), and the longest sequence whose KV fits `budget` bytes by
+// the block formula, checked against the cache's own accounting of a sequence that long.
+struct KvTypeRow {
+    int32_t type = 0;
+    bool ok = false;             // the model's layers can hold this type
+    std::string why;             // else the reason
+    uint64_t full_layer = 0;     // bytes per token of one full layer
+    uint64_t window_layer = 0;   // of one window layer
+    uint64_t all_layers = 0;     // every layer, per token (window layers counted as full)
+    int64_t longest = 0;         // tokens fitting the budget (formula)
+    uint64_t at_longest = 0, measured = 0;  // formula and cache at `longest`
+};
+
+KvTypeRow kv_type_row(kvrt_model* m, int32_t type, uint64_t budget) {
+    KvTypeRow r;
+    r.type = type;
+    kvrt_context_config t;
+    kvrt_context_config_init(&t, sizeof t);
+    t.kv_dtype = type;
+    LayoutSummary L;
+    if (!read_layout(m, L, &t, true)) {
+        r.why = kvrt_last_error();
+        kvrt_clear_error();
+        return r;
+    }
+    r.ok = true;
+    for (const kvrt_cache_layer_info& l : L.layers) {
+        const uint64_t b = l.row_bytes + (l.separate_v ? l.v_row_bytes : 0);
+        (l.kind == KVRT_LAYER_WINDOW ? r.window_layer : r.full_layer) = b;
+        r.all_layers += b;
+    }
+    int64_t lo = 1, hi = int64_t(1) << 30;  // formula(n) grows with n
+    if (formula(L, false, lo) > budget) return r;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo + 1) / 2;
+        if (formula(L, false, mid) <= budget) lo = mid;
+        else hi = mid - 1;
+    }
+    r.longest = lo;
+    r.at_longest = formula(L, false, lo);
+    r.measured = measure(L, false, lo, budget + (1u << 20));
+    return r;
 }
 
 std::vector<int64_t> parse_lengths(const std::string& s) {
@@ -151,13 +204,17 @@ std::vector<int64_t> parse_lengths(const std::string& s) {
 }  // namespace
 
 int cmd_inspect(int argc, char** argv) {
-    Args a = parse_args(argc, argv, {"-m", "--model", "--at"});
+    Args a = parse_args(argc, argv, with_kv_type_opts({"-m", "--model", "--at"}));
     if (a.has("-h") || a.has("--help")) {
         std::fprintf(stderr,
                      "usage: kvrt inspect [MODEL | -m MODEL] [--tensors] [--json] [--at N[,M...]]\n"
                      "  --at N,M  KV bytes of one sequence of N (M, ...) tokens (f16 K/V, 16-token blocks):\n"
                      "            the window formula vs every layer full, checked against a cache holding it\n"
-                     "            (K suffix = x1024, e.g. --at 8K,32K)\n");
+                     "            (K suffix = x1024, e.g. --at 8K,32K)\n"
+                     "  --kv-type T, --k-type T, --v-type T  the K/V element types of --at (f32 f16 bf16 int8 fp8)\n"
+                     "  The table 'KV bytes per token by element type' (every type, scales included, and the\n"
+                     "  longest sequence a 1 GiB KV budget holds, checked against the cache's accounting)\n"
+                     "  is always printed.\n");
         return 0;
     }
     std::vector<int64_t> at;
@@ -189,8 +246,21 @@ int cmd_inspect(int argc, char** argv) {
     LayoutSummary lay;
     std::vector<KvAt> kv_at;
     bool kv_at_ok = true;
+    kvrt_context_config types;
+    kvrt_context_config_init(&types, sizeof types);
+    if (!apply_kv_types("inspect", a, types)) {
+        kvrt_model_destroy(m);
+        return 2;
+    }
+    const uint64_t kGiB = uint64_t(1) << 30;
+    std::vector<KvTypeRow> type_rows;
+    for (int32_t t : {KVRT_KV_F32, KVRT_KV_F16, KVRT_KV_BF16, KVRT_KV_I8, KVRT_KV_FP8_E4M3}) {
+        type_rows.push_back(kv_type_row(m, t, kGiB));
+        const KvTypeRow& r = type_rows.back();
+        if (r.ok && r.longest > 0 && r.measured != r.at_longest) kv_at_ok = false;
+    }
     if (!at.empty()) {
-        if (!read_layout(m, lay)) {
+        if (!read_layout(m, lay, &types)) {
             kvrt_model_destroy(m);
             std::fprintf(stderr, "kvrt inspect: --at: could not read the cache layout of %s\n", path.c_str());
             return 1;
@@ -262,6 +332,22 @@ int cmd_inspect(int argc, char** argv) {
                     "\"layers_window\":%u,\"element_bytes\":2},",
                     (unsigned long long)info.kv_bytes_per_token_full, (unsigned long long)info.kv_bytes_per_token_window,
                     (unsigned long long)info.kv_bytes_per_token, info.n_layers_full, info.n_layers_window);
+        std::printf("\"kv_types\":[");
+        for (size_t i = 0; i < type_rows.size(); ++i) {
+            const KvTypeRow& r = type_rows[i];
+            if (!r.ok) {
+                std::printf("%s{\"type\":\"%s\",\"supported\":false,\"why\":\"%s\"}", i ? "," : "",
+                            kv_type_name(r.type), json_escape(r.why).c_str());
+                continue;
+            }
+            std::printf("%s{\"type\":\"%s\",\"supported\":true,\"full_layer_bytes_per_token\":%llu,"
+                        "\"window_layer_bytes_per_token\":%llu,\"all_layers_bytes_per_token\":%llu,"
+                        "\"longest_tokens_1gib\":%lld,\"formula_bytes\":%llu,\"cache_bytes\":%llu}",
+                        i ? "," : "", kv_type_name(r.type), (unsigned long long)r.full_layer,
+                        (unsigned long long)r.window_layer, (unsigned long long)r.all_layers, (long long)r.longest,
+                        (unsigned long long)r.at_longest, (unsigned long long)r.measured);
+        }
+        std::printf("],");
         if (!kv_at.empty()) {
             std::printf("\"kv_at\":{\"block_tokens\":%d,\"window\":%d,\"layers_full\":%u,\"layers_window\":%u,"
                         "\"layer_bytes_per_token\":%llu,\"lengths\":[",
@@ -308,6 +394,21 @@ int cmd_inspect(int argc, char** argv) {
         std::printf("  total:              %8llu bytes/token; %.1f MiB for %u tokens\n",
                     (unsigned long long)info.kv_bytes_per_token, info.kv_bytes_per_token * (double)info.n_ctx_train / 1048576.0,
                     info.n_ctx_train);
+        std::printf("\nKV bytes per token by element type (K + V rows of one layer, scales included; from the\n"
+                    "cache layout), and the longest sequence a 1 GiB KV budget holds (block formula, checked\n"
+                    "against the cache's accounting of a sequence that long):\n");
+        std::printf("  %-5s %12s %12s %12s %14s  %s\n", "type", "full layer", "window layer", "all layers", "1 GiB holds",
+                    "cache check");
+        for (const KvTypeRow& r : type_rows) {
+            if (!r.ok) {
+                std::printf("  %-5s not supported: %s\n", kv_type_name(r.type), r.why.c_str());
+                continue;
+            }
+            std::printf("  %-5s %12llu %12llu %12llu %14lld  %s (%llu bytes)\n", kv_type_name(r.type),
+                        (unsigned long long)r.full_layer, (unsigned long long)r.window_layer,
+                        (unsigned long long)r.all_layers, (long long)r.longest,
+                        r.measured == r.at_longest ? "ok" : "MISMATCH", (unsigned long long)r.measured);
+        }
         if (!kv_at.empty()) {
             const double mib = 1048576.0;
             std::printf("\nKV bytes of one sequence (f16 K/V, %d-token blocks, as a decode loop leaves it):\n", lay.block_tokens);

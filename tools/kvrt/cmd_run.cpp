@@ -1,6 +1,7 @@
 // kvrt run -m MODEL -p TEXT: generates a continuation, streaming tokens.
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "sampler_opts.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,12 +17,13 @@ void run_usage() {
                  "  -p, --prompt TEXT  the prompt\n"
                  "  --chat             wrap the prompt as a user turn with the model's chat template\n"
                  "  -n, --max-tokens N tokens to generate (default 128)\n"
-                 "  --temp T           temperature (default 0: greedy)\n"
-                 "  --top-k K, --top-p P, --min-p M, --seed S   sampling (with --temp > 0)\n"
                  "  --stop STR         stop string (repeatable)\n"
                  "  --ignore-eos       do not stop at end-of-generation tokens\n"
                  "  -t, --threads N    threads (default: all)\n"
+                 "  --kv-type T        KV cache element type: f32, f16 (default), bf16, int8, fp8\n"
+                 "  --k-type T, --v-type T   K and V rows of different types\n"
                  "  --json             print one JSON object (text + stats) instead of streaming\n");
+    std::fputs(sampler_opts_usage(), stderr);
 }
 
 struct StreamState {
@@ -50,8 +52,8 @@ int on_token(int32_t token, const char* text, size_t len, void* ud) {
 
 int cmd_run(int argc, char** argv) {
     Args a = parse_args(argc, argv,
-                        {"-m", "--model", "-p", "--prompt", "-n", "--max-tokens", "--temp", "--top-k", "--top-p",
-                         "--min-p", "--seed", "--stop", "-t", "--threads"});
+                        with_sampler_opts(with_kv_type_opts({"-m", "--model", "-p", "--prompt", "-n", "--max-tokens", "--stop", "-t",
+                                                             "--threads"})));
     if (a.has("-h") || a.has("--help")) return run_usage(), 0;
     std::string prompt = a.get("-p", a.get("--prompt"));
     if (prompt.empty() && !a.positional.empty()) prompt = a.positional[0];
@@ -78,21 +80,17 @@ int cmd_run(int argc, char** argv) {
         kvrt_context_config_init(&cc, sizeof cc);
         cc.n_threads = threads;
         if (stderr_is_tty()) cc.progress = progress_bar;
+        if (!apply_kv_types("run", a, cc)) {
+            rc = 2;
+            break;
+        }
         kvrt_status s = kvrt_context_create(&ctx, model, &cc);
         if (s != KVRT_OK) {
             rc = report_error("run", "context", s);
             break;
         }
-        kvrt_sampler_config sc;
-        kvrt_sampler_config_init(&sc, sizeof sc);
-        sc.temperature = static_cast<float>(std::atof(a.get("--temp", "0").c_str()));
-        sc.top_k = std::atoi(a.get("--top-k", "0").c_str());
-        sc.top_p = static_cast<float>(std::atof(a.get("--top-p", "1").c_str()));
-        sc.min_p = static_cast<float>(std::atof(a.get("--min-p", "0").c_str()));
-        sc.seed = std::strtoull(a.get("--seed", "0").c_str(), nullptr, 10);
-        s = kvrt_sampler_create(&sampler, &sc);
-        if (s != KVRT_OK) {
-            rc = report_error("run", "sampler", s);
+        if (!make_sampler("run", a, false, &sampler)) {
+            rc = 2;
             break;
         }
         std::vector<std::string> stops = a.all("--stop");

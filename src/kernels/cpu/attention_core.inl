@@ -119,6 +119,11 @@ struct KeyTile {
     const float* vrow[T];   // f32 tiles: value j's row (absent keys: zero); 16-bit tiles: zero
     const uint8_t* vraw[T]; // value j's row in the dtype vdt (absent keys: zero)
     DType vdt = DType::F32;
+    // Quantised V (util/kv_quant.hpp): vsc[j * vng + c / vgroup] = the scale of element c of
+    // value j (times kv_raw_unit), for j in [ja, jb]. Quantised K is dequantised into kbuf rows
+    // (raw * scale, exact in f32) and transposed from there like f32 keys.
+    float* vsc = nullptr;
+    int vgroup = 1, vng = 0;
     int ja = 0, jb = -1;  // keys present: [ja, jb]
     bool pairs = false;   // a pair tile (see above)
     const uint32_t* kp = nullptr;  // pair tiles: [(d + 1) / 2][T] (in kt's memory)
@@ -129,7 +134,8 @@ struct KeyTile {
 
 inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
 inline size_t tile_floats(int d) {
-    return size_t(d) * T * 2 + size_t(d + 16) * T + size_t(d) + size_t(kRowsScore) * tile_qbuf(d);
+    return size_t(d) * T * 2 + size_t(d + 16) * T + size_t(d) + size_t(kRowsScore) * tile_qbuf(d) +
+           size_t(T) * size_t(d / 32 + 1);
 }
 
 inline void tile_init(KeyTile& t, float* mem, int d) {
@@ -140,6 +146,33 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     for (int i = 0; i < d; ++i) z[i] = 0.0f;
     t.zero = z;
     t.qbuf = reinterpret_cast<uint32_t*>(z + d);
+    t.vsc = reinterpret_cast<float*>(t.qbuf + size_t(kRowsScore) * tile_qbuf(d));
+}
+
+// True when a tile of K type kdt and V type vdt is a pair tile (bf16 both, where Ops has bf16
+// dot products). need_v = false: K only.
+inline bool pair_tile(DType kdt, DType vdt, bool need_v) {
+    return Ops::kBf16Dot && kdt == DType::BF16 && (!need_v || vdt == DType::BF16);
+}
+
+// Raw elements of a quantised head (kv_quant.hpp): W of them from h, or one.
+inline V load_raw(const uint8_t* h, DType t) { return t == DType::I8 ? Ops::load_i8(h) : Ops::load_fp8(h); }
+inline float raw_elem(uint8_t b, DType t) {
+    return t == DType::I8 ? float(static_cast<int8_t>(b)) : f16_to_f32(fp8_e4m3_raw_f16(b));
+}
+
+// A quantised head of width d -> d f32 (raw * scale: exact, the value kv_load gives).
+inline void dequant_head(const uint8_t* h, DType t, int d, float* out, LineStream* pf) {
+    const int g = kv_scale_group(t, d);
+    const float unit = kv_raw_unit(t);
+    for (int c0 = 0; c0 < d; c0 += g) {
+        if (pf) pf->step();
+        const float sc = kv_scale_at(h, t, d, c0) * unit;
+        const V vs = Ops::set1(sc);
+        int c = c0;
+        for (; c + Ops::W <= c0 + g; c += Ops::W) Ops::store(out + c, Ops::mul(load_raw(h + c, t), vs));
+        for (; c < c0 + g; ++c) out[c] = raw_elem(h[c], t) * sc;
+    }
 }
 
 // The pair layout of a bf16 tile (KeyTile): kr[j] / t.vraw[j] are key j's K / V rows (absent
@@ -203,7 +236,8 @@ inline void prefetch_rows(const PagedKV& kv, int64_t a, int64_t b) {
         const uint8_t* base = kv.blocks[blk];
         const size_t off = size_t(a - blk * bt) * kv.row_bytes, bytes = size_t(e - a + 1) * kv.row_bytes;
         prefetch_range<HINT>(base + kv.k_offset + off, bytes);
-        if (kv.v_offset != kv.k_offset) prefetch_range<HINT>(base + kv.v_offset + off, bytes);
+        if (kv.v_offset != kv.k_offset)
+            prefetch_range<HINT>(base + kv.v_offset + size_t(a - blk * bt) * kv.vrb(), size_t(e - a + 1) * kv.vrb());
         a = e + 1;
     }
     // GCC's IPA deems a void function of prefetches alone "const" and deletes its calls
@@ -219,7 +253,7 @@ inline void add_rows(LineStream& s, const PagedKV& kv, int64_t a, int64_t b) {
         const uint8_t* base = kv.blocks[blk];
         const size_t off = size_t(a - blk * bt) * kv.row_bytes, bytes = size_t(e - a + 1) * kv.row_bytes;
         s.add(base + kv.k_offset + off, bytes);
-        if (kv.v_offset != kv.k_offset) s.add(base + kv.v_offset + off, bytes);
+        if (kv.v_offset != kv.k_offset) s.add(base + kv.v_offset + size_t(a - blk * bt) * kv.vrb(), size_t(e - a + 1) * kv.vrb());
         a = e + 1;
     }
 }
@@ -232,7 +266,7 @@ inline void row_ptrs(const PagedKV& kv, int64_t base, int ja, int jb, const uint
     for (int j = ja; j <= jb; ++j) {
         const uint8_t* b = kv.blocks[blk];
         kr[j] = b + kv.k_offset + size_t(o) * kv.row_bytes;
-        vr[j] = b + kv.v_offset + size_t(o) * kv.row_bytes;
+        vr[j] = b + kv.v_offset + size_t(o) * kv.vrb();
         if (++o == bt) {
             o = 0;
             ++blk;
@@ -242,23 +276,37 @@ inline void row_ptrs(const PagedKV& kv, int64_t base, int ja, int jb, const uint
 
 inline float cvt16(uint16_t h, DType dt) { return dt == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h); }
 
-// Fills the tile with keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j (in the
-// dtype dt). need_v = false skips V (indexer).
+// Fills the tile with keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j (K in the
+// dtype dt, V in vdt). need_v = false skips V (indexer).
 template <class KP, class VP>
-inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp, bool need_v) {
+inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, KP kp, VP vp, bool need_v) {
     t.ja = ja;
     t.jb = jb;
-    t.vdt = dt;
+    t.vdt = vdt;
     // Pair tiles for bf16 KV (and bf16 indexer keys) where the CPU has bf16 dot products.
-    t.pairs = Ops::kBf16Dot && dt == DType::BF16;
+    t.pairs = pair_tile(dt, vdt, need_v);
+    const bool kq = dtype_quantized(dt);
     const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
     const uint8_t* kr[T];
     for (int j = 0; j < T; ++j) {
         const bool in = j >= ja && j <= jb;
         kr[j] = in ? kp(j) : zero;
         t.vraw[j] = in && need_v ? vp(j) : zero;
-        t.krow[j] = dt == DType::F32 ? reinterpret_cast<const float*>(kr[j]) : t.zero;
-        t.vrow[j] = dt == DType::F32 ? reinterpret_cast<const float*>(t.vraw[j]) : t.zero;
+        if (kq && in) {
+            float* row = t.kbuf + size_t(j) * d;
+            dequant_head(kr[j], dt, d, row, t.pf);
+            t.krow[j] = row;
+        } else {
+            t.krow[j] = dt == DType::F32 ? reinterpret_cast<const float*>(kr[j]) : t.zero;
+        }
+        t.vrow[j] = vdt == DType::F32 ? reinterpret_cast<const float*>(t.vraw[j]) : t.zero;
+    }
+    if (need_v && dtype_quantized(vdt)) {
+        t.vgroup = kv_scale_group(vdt, d);
+        t.vng = d / t.vgroup;
+        const float unit = kv_raw_unit(vdt);
+        for (int j = ja; j <= jb; ++j)
+            for (int gi = 0; gi < t.vng; ++gi) t.vsc[j * t.vng + gi] = kv_scale_at(t.vraw[j], vdt, d, gi * t.vgroup) * unit;
     }
     if constexpr (Ops::kBf16Dot) {
         if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb, need_v);
@@ -273,7 +321,7 @@ inline void tile_build(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, VP vp
             continue;
         }
         int c = 0;
-        if (dt == DType::F32) {
+        if (dt == DType::F32 || kq) {
             for (; c + W <= d; c += W) {
                 if (t.pf) t.pf->step();
                 Ops::transpose(t.krow + g, c, t.kt + size_t(c) * T + g, T);
@@ -416,12 +464,21 @@ template <DType VD>
 inline V load_v(const uint8_t* row, int c) {
     if constexpr (VD == DType::F32) return Ops::load(reinterpret_cast<const float*>(row) + c);
     else if constexpr (VD == DType::BF16) return Ops::load_bf16(reinterpret_cast<const uint16_t*>(row) + c);
+    else if constexpr (VD == DType::I8) return Ops::load_i8(row + c);     // raw: times the tile's vsc
+    else if constexpr (VD == DType::FP8_E4M3) return Ops::load_fp8(row + c);
     else return Ops::load_f16(reinterpret_cast<const uint16_t*>(row) + c);
 }
 template <DType VD>
 inline float elem_v(const uint8_t* row, int c) {
     if constexpr (VD == DType::F32) return reinterpret_cast<const float*>(row)[c];
+    else if constexpr (dtype_quantized(VD)) return raw_elem(row[c], VD);
     else return cvt16(reinterpret_cast<const uint16_t*>(row)[c], VD);
+}
+// Value j's element c in f32 (quantised: raw * scale, as the vector path computes it).
+template <DType VD>
+inline float value_elem(const KeyTile& t, int j, int c) {
+    if constexpr (dtype_quantized(VD)) return elem_v<VD>(t.vraw[j], c) * t.vsc[j * t.vng + c / t.vgroup];
+    else return elem_v<VD>(t.vraw[j], c);
 }
 
 // o_r[c0 .. c0 + CB*W) = alpha_r * o_r[...] + sum_j p_r[j] * v_j[...] for j in [ja, jb] (masked to
@@ -440,6 +497,10 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, co
         const uint8_t* vr = t.vraw[j];
         V vv[CB];
         for (int cb = 0; cb < CB; ++cb) vv[cb] = load_v<VD>(vr, c0 + cb * Ops::W);
+        if constexpr (dtype_quantized(VD)) {  // W divides the group: one scale per vector
+            const float* sc = t.vsc + j * t.vng;
+            for (int cb = 0; cb < CB; ++cb) vv[cb] = Ops::mul(vv[cb], Ops::set1(sc[(c0 + cb * Ops::W) / t.vgroup]));
+        }
         for (int r = 0; r < R; ++r) {
             V p = Ops::set1(pbuf[r * T + j]);
             if constexpr (MASKED) {
@@ -465,7 +526,7 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
         for (int r = 0; r < R; ++r) {
             float o = rows[r].o[c] * alpha[r];
             for (int j = ja; j <= jb; ++j)
-                if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = Ops::fmas(pbuf[r * T + j], elem_v<VD>(t.vraw[j], c), o);
+                if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = Ops::fmas(pbuf[r * T + j], value_elem<VD>(t, j, c), o);
             rows[r].o[c] = o;
         }
 }
@@ -528,6 +589,8 @@ inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pb
         case DType::F32: return pv_rows_dt<R, MASKED, DType::F32>(t, d, rows, pbuf, alpha, ja, jb);
         case DType::BF16: return pv_rows_dt<R, MASKED, DType::BF16>(t, d, rows, pbuf, alpha, ja, jb);
         case DType::F16: return pv_rows_dt<R, MASKED, DType::F16>(t, d, rows, pbuf, alpha, ja, jb);
+        case DType::I8: return pv_rows_dt<R, MASKED, DType::I8>(t, d, rows, pbuf, alpha, ja, jb);
+        case DType::FP8_E4M3: return pv_rows_dt<R, MASKED, DType::FP8_E4M3>(t, d, rows, pbuf, alpha, ja, jb);
     }
 }
 
@@ -734,7 +797,7 @@ struct PrefillItem {
 inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0, float* out,
                     float* lse) {
     const int d = p.head_dim, H = p.n_heads, n_kv = kv.n_kv_heads, G = H / n_kv;
-    const size_t es = dtype_size(kv.dtype);
+    const size_t es = kv_head_bytes(kv.dtype, d), ves = kv_head_bytes(kv.vdt(), d);  // bytes per head
     const size_t stride = size_t(d) + 2;  // a partial per row: m, l, o[d]
     const float qscale = p.scale * kLog2e;
     const double work = double(n_q) * H * d * double(int64_t(q_pos0) + n_q - attn_first_key(p, q_pos0));
@@ -785,7 +848,7 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
         const int t0 = qb * QB, t1 = static_cast<int>(mn(n_q, t0 + QB)), nr = (t1 - t0) * G;
         // scratch: tile | q[nr][d] | oc[nr][d] | ot[nr][d] | mc, lc, mt, lt [nr] | q pairs [nr][qbuf]
         const size_t tf = tile_floats(d);
-        const bool pairs = Ops::kBf16Dot && kv.dtype == DType::BF16;  // tile_build's pair tiles
+        const bool pairs = pair_tile(kv.dtype, kv.vdt(), true);  // tile_build's pair tiles
         const size_t qps = tile_qbuf(d);
         float* mem = scratch_floats(tf + size_t(nr) * (3 * size_t(d) + 4) + (pairs ? size_t(nr) * qps : 0));
         KeyTile tile;
@@ -837,10 +900,10 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                 const int jb = static_cast<int>(mn(hi[r1 - 1], last) - base);
                 if (last < uhi) prefetch_rows(kv, last + 1, mn(uhi, last + T));
                 row_ptrs(kv, base, ja, jb, kr, vr);
-                const size_t off = size_t(g) * d * es;
+                const size_t off = size_t(g) * es, voff = size_t(g) * ves;
                 tile_build(
-                    tile, d, kv.dtype, ja, jb, [&](int j) { return kr[j] + off; }, [&](int j) { return vr[j] + off; },
-                    true);
+                    tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
+                    [&](int j) { return vr[j] + voff; }, true);
                 for (int r = r0; r < r1; ++r) {
                     if (cur[r] != chunk) {
                         if (cur[r] >= 0) fold(mt[r], lt[r], ot + size_t(r) * d, mc[r], lc[r], oc + size_t(r) * d, d);
@@ -934,7 +997,7 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
         const PagedKV& kv = *sq.kv;
         const int n_kv = kv.n_kv_heads, G = H / n_kv;
         const size_t tf = tile_floats(d);
-        const size_t es = dtype_size(kv.dtype);
+        const size_t es = kv_head_bytes(kv.dtype, d), ves = kv_head_bytes(kv.vdt(), d);
         float* mem = scratch_floats(tf + size_t(H) * d);
         KeyTile tile;
         tile_init(tile, mem, d);
@@ -950,7 +1013,7 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             st[1] = 0.0f;
             for (int c = 0; c < d; ++c) st[2 + c] = 0.0f;
         }
-        const size_t tile_bytes = kv.row_bytes * T * (kv.v_offset == kv.k_offset ? 1 : 2);
+        const size_t tile_bytes = (kv.row_bytes + (kv.v_offset == kv.k_offset ? 0 : kv.vrb())) * T;
         const int64_t ahead = mx(1, int64_t(kDecodePrefetchBytes / tile_bytes));
         // The keys this thread reads next: this chunk's, then the next chunk's when that is the
         // thread's next item of the same sequence (it starts at ci.hi + 1).
@@ -976,10 +1039,10 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             stream.next_tile();
             if (pf <= pfe) add_rows(stream, kv, pf, pfe);
             for (int g = 0; g < n_kv; ++g) {
-                const size_t off = size_t(g) * d * es;
+                const size_t off = size_t(g) * es, voff = size_t(g) * ves;
                 tile_build(
-                    tile, d, kv.dtype, ja, jb, [&](int j) { return kr[j] + off; }, [&](int j) { return vr[j] + off; },
-                    true);
+                    tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
+                    [&](int j) { return vr[j] + voff; }, true);
                 for (int i = 0; i < G; ++i) {
                     const int h = g * G + i;
                     float* st = pp + size_t(h) * stride;
@@ -1025,7 +1088,7 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
     first[n_queries] = n_items;
     float* part = scratch<float>(6, size_t(n_items) * H * stride);
     const float qscale = p.scale * kLog2e;
-    const size_t row_bytes = size_t(d) * dtype_size(bank.dtype);
+    const size_t row_bytes = kv_head_bytes(bank.dtype, d);
     double work = 0;
     for (int it = 0; it < n_items; ++it) work += double(items[it].hi - items[it].lo + 1) * H * d;
 #pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
@@ -1058,7 +1121,7 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
             stream.next_tile();
             for (int64_t j = base + T; j <= mn(ci.hi, base + 2 * T - 1); ++j) stream.add(bank.k_row(sq.rows[j]), row_bytes);
             auto row = [&](int j) { return bank.k_row(sq.rows[base + j]); };
-            tile_build(tile, d, bank.dtype, 0, jb, row, row, true);
+            tile_build(tile, d, bank.dtype, bank.dtype, 0, jb, row, row, true);
             for (int h = 0; h < H; ++h) {
                 float* st = pp + size_t(h) * stride;
                 rows[h] = RowRef{qs + size_t(h) * d, st, st + 1, st + 2, 0, jb};

@@ -49,7 +49,7 @@ constexpr size_t kIdxPrefetchBytes = size_t(64) << 10;
 // Queues the K rows of tile `ti` (keys [ti * T, ti * T + T) below n; ids as in indexer()).
 inline void idx_queue_tile(LineStream& s, const PagedKV& keys, const int32_t* ids, int32_t n, int ti) {
     const int64_t a = int64_t(ti) * T, b = mn(a + T, n);
-    const size_t rb = size_t(keys.head_dim) * dtype_size(keys.dtype);
+    const size_t rb = kv_head_bytes(keys.dtype, keys.head_dim);
     for (int64_t i = a; i < b && s.n < LineStream::kMaxRuns; ++i) {
         // Rows of consecutive positions in one block are one run.
         const int64_t pos = ids ? ids[i] : i;
@@ -69,7 +69,7 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
     const size_t qs = tile_qbuf(d);
     const uint32_t* qp_all = idx_q_pairs(iq.q, iq.n_heads, d, keys.dtype);
     const int n_tiles = (n + T - 1) / T;
-    const size_t tile_bytes = size_t(T) * d * dtype_size(keys.dtype);
+    const size_t tile_bytes = size_t(T) * kv_head_bytes(keys.dtype, d);
     const int ahead = static_cast<int>(mx(1, int64_t(kIdxPrefetchBytes / tile_bytes)));
 #pragma omp parallel if (n_tiles > 1 && double(n) * iq.n_heads * d > kParallelWork)
     {
@@ -101,7 +101,7 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
             } else {
                 row_ptrs(keys, base, 0, jb, kr, vr);
             }
-            tile_build(tile, d, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, [&](int j) { return kr[j]; }, false);
+            tile_build(tile, d, keys.dtype, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, [&](int j) { return kr[j]; }, false);
             V acc[NV];
             for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
             int h = 0;
@@ -180,7 +180,7 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
         const uint8_t* kr[T];
         const uint8_t* vr[T];
         row_ptrs(keys, base, 0, jb, kr, vr);
-        tile_build(tile, d, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, [&](int j) { return kr[j]; }, false);
+        tile_build(tile, d, keys.dtype, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, [&](int j) { return kr[j]; }, false);
         // The (query, head) rows of the queries that see this tile, query-major.
         int32_t n_rows = 0;
         for (int32_t i = 0; i < n_queries; ++i)

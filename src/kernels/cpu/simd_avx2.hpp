@@ -76,6 +76,16 @@ struct Ops {
         return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
     }
     static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+    // 8 int8 -> f32 (exact). 8 fp8 e4m3 -> f32 value / 256 (exact; util/kv_quant.hpp).
+    static V load_i8(const uint8_t* p) {
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    }
+    static V load_fp8(const uint8_t* p) {
+        const __m128i x = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+        const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x80)), 8),
+                                       _mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x7f)), 7));
+        return _mm256_cvtph_ps(h);
+    }
     // In-register 8 x 8 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
     static void transpose8x8(__m256 (&r)[8]) {
         __m256 t[8];

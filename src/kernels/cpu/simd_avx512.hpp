@@ -155,6 +155,16 @@ struct Ops {
     static V load_f16(const uint16_t* p) {  // 16 f16 -> f32 (exact)
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
+    // 16 int8 -> f32 (exact). 16 fp8 e4m3 -> f32 value / 256 (exact; util/kv_quant.hpp).
+    static V load_i8(const uint8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    }
+    static V load_fp8(const uint8_t* p) {
+        const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x80)), 8),
+                                          _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x7f)), 7));
+        return _mm512_cvtph_ps(h);
+    }
     // In-register 16 x 16 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
     static void transpose16x16(__m512 (&r)[16]) {
         __m512 t[16];

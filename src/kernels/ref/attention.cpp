@@ -3,6 +3,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/kv_checks.hpp"
 #include "kernels/ref/elem.hpp"
+#include "util/kv_quant.hpp"
 #include "util/error.hpp"
 
 #include <algorithm>
@@ -19,13 +20,15 @@ template <class KeyRow, class ValRow>
 void attend(const PagedKV& kv, int32_t kv_head, const float* q, int64_t n, KeyRow key, ValRow val, double scale,
             const float* sink, float* out, float* lse) {
     const int32_t d = kv.head_dim;
-    const size_t off = static_cast<size_t>(kv_head) * d * dtype_size(kv.dtype);
+    const DType kdt = kv.dtype, vdt = kv.vdt();
+    const size_t off = static_cast<size_t>(kv_head) * kv_head_bytes(kdt, d);
+    const size_t voff = static_cast<size_t>(kv_head) * kv_head_bytes(vdt, d);
     std::vector<double> s(static_cast<size_t>(n));
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < n; ++i) {
         const uint8_t* k = key(i) + off;
         double acc = 0;
-        for (int32_t c = 0; c < d; ++c) acc += double(q[c]) * load_elem(k, kv.dtype, c);
+        for (int32_t c = 0; c < d; ++c) acc += double(q[c]) * kv_load(k, kdt, d, c);
         s[i] = acc * scale;
         m = std::max(m, s[i]);
     }
@@ -36,8 +39,8 @@ void attend(const PagedKV& kv, int32_t kv_head, const float* q, int64_t n, KeyRo
         for (int64_t i = 0; i < n; ++i) {
             double p = std::exp(s[i] - m);
             l += p;
-            const uint8_t* v = val(i) + off;
-            for (int32_t c = 0; c < d; ++c) o[c] += p * load_elem(v, kv.dtype, c);
+            const uint8_t* v = val(i) + voff;
+            for (int32_t c = 0; c < d; ++c) o[c] += p * kv_load(v, vdt, d, c);
         }
         if (sink) l += std::exp(double(*sink) - m);
     }

@@ -1,32 +1,5 @@
-// Element access for the reference kernels: element c of a row of `dtype`, as double.
+// Element access for the reference kernels: kv_load (util/kv_quant.hpp) reads element c of a
+// head of any KV type (f32, f16, bf16, and the quantised int8 / fp8 with their scales).
 #pragma once
 
-#include "util/dtype.hpp"
-
-#include <cstdint>
-#include <cstring>
-
-namespace kvrt::ref {
-
-inline double load_elem(const uint8_t* row, DType t, int64_t c) {
-    switch (t) {
-        case DType::F32: {
-            float f;
-            std::memcpy(&f, row + c * 4, 4);
-            return f;
-        }
-        case DType::F16: {
-            uint16_t h;
-            std::memcpy(&h, row + c * 2, 2);
-            return f16_to_f32(h);
-        }
-        case DType::BF16: {
-            uint16_t h;
-            std::memcpy(&h, row + c * 2, 2);
-            return bf16_to_f32(h);
-        }
-    }
-    return 0;
-}
-
-}  // namespace kvrt::ref
+#include "util/kv_quant.hpp"

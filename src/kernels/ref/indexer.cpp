@@ -14,7 +14,7 @@ float score(const PagedKV& keys, const IndexerQuery& q, int64_t pos) {
     for (int32_t h = 0; h < q.n_heads; ++h) {
         double dot = 0;
         for (int32_t c = 0; c < keys.head_dim; ++c)
-            dot += double(q.q[size_t(h) * keys.head_dim + c]) * load_elem(k, keys.dtype, c);
+            dot += double(q.q[size_t(h) * keys.head_dim + c]) * kv_load(k, keys.dtype, keys.head_dim, c);
         total += double(q.w[h]) * (dot > 0 ? dot : 0);
     }
     return float(total);

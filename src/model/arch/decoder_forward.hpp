@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,8 @@ class KvStore {
 public:
     virtual ~KvStore() = default;
     virtual DType dtype() const noexcept = 0;
+    // The V rows' type (K's unless the store was made with another; util/kv_quant.hpp).
+    virtual DType v_dtype() const noexcept { return dtype(); }
     // Rows of `layer` at position pos (already reserved): n_kv_heads x head_dim elements.
     virtual uint8_t* k_row_mut(int32_t layer, int64_t pos) = 0;
     virtual uint8_t* v_row_mut(int32_t layer, int64_t pos) = 0;
@@ -49,7 +52,10 @@ public:
 class ContiguousKv final : public KvStore {
 public:
     ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType dtype, int64_t capacity);
+    // K rows of k_dtype, V rows of v_dtype.
+    ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType k_dtype, DType v_dtype, int64_t capacity);
     DType dtype() const noexcept override { return dtype_; }
+    DType v_dtype() const noexcept override { return v_dtype_; }
     uint8_t* k_row_mut(int32_t layer, int64_t pos) override;
     uint8_t* v_row_mut(int32_t layer, int64_t pos) override;
     PagedKV view(int32_t layer, int64_t n_tokens) override;
@@ -60,6 +66,8 @@ private:
     int64_t capacity_;
     size_t row_bytes_;
     std::vector<uint8_t> data_;        // [layer][K rows | V rows]
+    DType v_dtype_ = DType::F32;
+    size_t v_row_bytes_ = 0;
     std::vector<const uint8_t*> ptrs_;  // one "block" per layer
 };
 
@@ -86,6 +94,10 @@ struct ForwardScratch {
     std::vector<DecodeSeq> decode;
     std::vector<float> team;             // decode path: per-thread residual copies
     std::vector<uint8_t*> krow, vrow;    // decode path: cache rows per (layer, row)
+    // Set by the owner (a Context): checked before each layer of a batch of more than
+    // kTeamRows rows; when true the forward throws KVRT_ERR_CANCELLED (rows it wrote are
+    // the caller's to roll back, as for any failure).
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // Runs the forward for a batch. Token ids must be < n_vocab and the stores must

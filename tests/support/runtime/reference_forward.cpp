@@ -7,7 +7,8 @@
 namespace kvrt::runtime {
 
 namespace {
-std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype, KernelSet ks) {
+std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype, KernelSet ks,
+                            DType v_dtype) {
     const DecoderConfig& c = model.config();
     KVRT_CHECK(tokens != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, "reference forward: empty token list");
     for (int32_t i = 0; i < n; ++i)
@@ -15,7 +16,7 @@ std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n
                    "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                        " is past the vocabulary (" + std::to_string(c.n_vocab) + ")");
     ContiguousKv kv(static_cast<int32_t>(c.n_layers), static_cast<int32_t>(c.n_kv_heads),
-                    static_cast<int32_t>(c.head_dim), kv_dtype, n);
+                    static_cast<int32_t>(c.head_dim), kv_dtype, v_dtype, n);
     std::vector<float> logits(static_cast<size_t>(n) * c.n_vocab);
     SeqStep step;
     step.kv = &kv;
@@ -31,11 +32,16 @@ std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n
 }  // namespace
 
 std::vector<float> reference_forward(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype) {
-    return one_pass(model, tokens, n, kv_dtype, KernelSet::Reference);
+    return one_pass(model, tokens, n, kv_dtype, KernelSet::Reference, kv_dtype);
 }
 
 std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype) {
-    return one_pass(model, tokens, n, kv_dtype, KernelSet::Fast);
+    return one_pass(model, tokens, n, kv_dtype, KernelSet::Fast, kv_dtype);
+}
+
+std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType k_dtype,
+                                    DType v_dtype) {
+    return one_pass(model, tokens, n, k_dtype, KernelSet::Fast, v_dtype);
 }
 
 }  // namespace kvrt::runtime

@@ -24,5 +24,8 @@ std::vector<float> reference_forward(const Model& model, const int32_t* tokens, 
 // buffer for this call only): the "uncached" run the tests compare with the
 // cached runtime bit for bit.
 std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype);
+// K rows of k_dtype, V rows of v_dtype (the quantised KV types: util/kv_quant.hpp).
+std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType k_dtype,
+                                    DType v_dtype);
 
 }  // namespace kvrt::runtime

@@ -1,0 +1,183 @@
+// Quantised KV element types (util/kv_quant.hpp): the row format, the conversions, what the
+// kernels read from it, and the layout's bytes and refusals.
+#include "cache/layout.hpp"
+#include "kernel_fixtures.hpp"
+#include "kernels/attention.hpp"
+#include "util/error.hpp"
+#include "util/kv_quant.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace kvrt;
+
+TEST_CASE("kv_quant.fp8_e4m3_codes_round_trip") {
+    // Every finite code decodes to a value that encodes back to the same code; the largest is 448.
+    int finite = 0;
+    for (int b = 0; b < 256; ++b) {
+        if ((b & 0x7f) == 0x7f) continue;  // NaN
+        const float v = fp8_e4m3_to_f32(uint8_t(b));
+        CHECK(std::isfinite(v));
+        CHECK(f32_to_fp8_e4m3(v) == uint8_t(b));
+        ++finite;
+    }
+    CHECK(finite == 254);
+    CHECK(fp8_e4m3_to_f32(0x7e) == 448.0f);
+    CHECK(fp8_e4m3_to_f32(0x01) == std::ldexp(1.0f, -9));
+    CHECK(f32_to_fp8_e4m3(1e6f) == 0x7e);   // saturates
+    CHECK(f32_to_fp8_e4m3(-1e6f) == 0xfe);
+    CHECK(f32_to_fp8_e4m3(0.0f) == 0x00);
+    // Round to nearest even between 1 (0x38) and 1.125 (0x39): the midpoint goes to 1.
+    CHECK(f32_to_fp8_e4m3(1.0625f) == 0x38);
+    CHECK(f32_to_fp8_e4m3(1.0626f) == 0x39);
+}
+
+TEST_CASE("kv_quant.head_round_trip_error_bounds") {
+    for (DType t : {DType::I8, DType::FP8_E4M3}) {
+        for (int32_t d : {32, 64, 128, 256}) {
+            CAPTURE(std::string(dtype_name(t)));
+            CAPTURE(d);
+            auto x = test::random_vec(size_t(d), 7 + uint32_t(d), -3.0f, 3.0f);
+            x[5] = 40.0f;  // an outlier channel
+            std::vector<uint8_t> head(kv_head_bytes(t, d));
+            kv_store_head(head.data(), x.data(), t, d);
+            const int32_t g = kv_scale_group(t, d);
+            for (int32_t c = 0; c < d; ++c) {
+                float amax = 0;
+                for (int32_t i = c / g * g; i < c / g * g + g; ++i) amax = std::max(amax, std::fabs(x[size_t(i)]));
+                const float y = kv_load(head.data(), t, d, c);
+                // int8: half a step of amax / 127 (+ the f16 rounding of the scale: 2^-11 relative);
+                // e4m3: 2^-4 relative, or half the smallest subnormal step (2^-10) of the scale.
+                const float s = amax / (t == DType::I8 ? 127.0f : 448.0f);
+                const float bound = t == DType::I8 ? 0.5f * s + amax * 1e-3f
+                                                   : std::fabs(x[size_t(c)]) * 0.0625f + s * std::ldexp(1.0f, -10) + amax * 1e-3f;
+                CHECK(std::fabs(y - x[size_t(c)]) <= bound);
+            }
+        }
+    }
+    // A zero group stores scale 0 and zeros.
+    std::vector<float> z(64, 0.0f);
+    std::vector<uint8_t> head(kv_head_bytes(DType::I8, 64), 0xff);
+    kv_store_head(head.data(), z.data(), DType::I8, 64);
+    for (int32_t c = 0; c < 64; ++c) CHECK(kv_load(head.data(), DType::I8, 64, c) == 0.0f);
+}
+
+TEST_CASE("kv_quant.one_key_output_is_the_dequantised_value") {
+    // With one key the softmax weight is 1: every path returns the dequantised V row exactly.
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (DType t : {DType::I8, DType::FP8_E4M3}) {
+            CAPTURE(std::string(isa_name(isa)));
+            CAPTURE(std::string(dtype_name(t)));
+            const int32_t h = 4, hkv = 2, d = 64;
+            test::TestKV kv(1, hkv, d, t, 16, 11);
+            AttnParams p;
+            p.n_heads = h;
+            p.head_dim = d;
+            p.scale = 0.125f;
+            auto q = test::random_vec(size_t(h) * d, 12);
+            std::vector<float> o(q.size());
+            cpu::attention_prefill(kv.kv, p, q.data(), 1, 0, o.data());
+            for (int32_t i = 0; i < h; ++i)
+                for (int32_t c = 0; c < d; ++c)
+                    CHECK(o[size_t(i) * d + c] == kv_load(kv.kv_v(0) + size_t(i / 2) * kv_head_bytes(t, d), t, d, c));
+        }
+    }
+}
+
+TEST_CASE("kv_quant.int8_is_closer_to_f32_than_fp8") {
+    // The same random rows stored as f32, int8 and fp8: attention over int8 stays within ~1e-2
+    // of f32 (inputs in [-1, 1]), fp8 within ~5e-2, and int8 is the closer of the two.
+    const int32_t h = 8, hkv = 2, d = 128, n = 300;
+    AttnParams p;
+    p.n_heads = h;
+    p.head_dim = d;
+    p.scale = 1.0f / std::sqrt(float(d));
+    auto q = test::random_vec(size_t(h) * d, 21, -3.0f, 3.0f);
+    auto run = [&](DType t) {
+        test::TestKV kv(n, hkv, d, t, 16, 22);  // same seed: the same values before storage
+        std::vector<float> o(q.size());
+        DecodeSeq s{&kv.kv, q.data(), o.data(), nullptr, n - 1};
+        cpu::attention_decode(&s, 1, p);
+        return o;
+    };
+    const auto f = run(DType::F32), i8 = run(DType::I8), f8 = run(DType::FP8_E4M3);
+    const float e8 = test::max_abs_diff(f, i8), ef = test::max_abs_diff(f, f8);
+    CHECK(e8 > 0.0f);
+    CHECK(e8 < 1e-2f);
+    CHECK(ef < 5e-2f);
+    CHECK(e8 < ef);
+}
+
+TEST_CASE("kv_quant.kernels_refuse_a_head_dim_the_grouping_does_not_divide") {
+    test::TestKV kv(4, 1, 64, DType::I8, 16, 31);
+    kv.kv.head_dim = 40;  // int8 groups are 32 wide
+    kv.kv.row_bytes = 64;
+    AttnParams p;
+    p.n_heads = 1;
+    p.head_dim = 40;
+    p.scale = 0.1f;
+    std::vector<float> q(40, 0.5f), o(40);
+    CHECK_THROWS_AS(cpu::attention_prefill(kv.kv, p, q.data(), 1, 0, o.data()), Error);
+    CHECK_THROWS_AS(ref::attention_prefill(kv.kv, p, q.data(), 1, 0, o.data()), Error);
+}
+
+TEST_CASE("kv_quant.layout_bytes_and_refusals") {
+    using namespace kvrt::cache;
+    auto layer = [](LayerKind k, DType t) {
+        LayerSpec s;
+        s.kind = k;
+        s.n_kv_heads = 3;
+        s.head_dim = 64;
+        s.dtype = t;
+        s.window = k == LayerKind::Window ? 32 : 0;
+        return s;
+    };
+    CacheConfig cfg;
+    cfg.block_tokens = 16;
+    cfg.budget_bytes = 1 << 20;
+    cfg.layers = {layer(LayerKind::Full, DType::I8), layer(LayerKind::Window, DType::FP8_E4M3),
+                  layer(LayerKind::Full, DType::F16)};
+    cfg.layers[2].v_dtype = DType::I8;  // K f16, V int8
+    const ResolvedLayout l = resolve_layout(cfg);
+    // int8: 3 heads x (64 + 2 scales x 2 bytes) = 204 bytes per row, K and V.
+    CHECK(l.geometry[0].row_bytes == 204);
+    CHECK(l.geometry[0].v_row_bytes == 204);
+    CHECK(layer_bytes_per_token(l.geometry[0]) == 408.0);
+    // fp8: 3 x (64 + 2) = 198.
+    CHECK(l.geometry[1].row_bytes == 198);
+    CHECK(layer_bytes_per_token(l.geometry[1]) == 396.0);
+    // K f16 (384) + V int8 (204).
+    CHECK(l.geometry[2].row_bytes == 384);
+    CHECK(l.geometry[2].v_row_bytes == 204);
+    CHECK(l.geometry[2].v_dtype == DType::I8);
+    CHECK(layer_bytes_per_token(l.geometry[2]) == 588.0);
+    // The block regions hold the rows exactly (plus 64-byte alignment padding).
+    size_t rows = 0;
+    for (const auto& g : l.geometry) rows += (g.row_bytes + g.v_row_bytes) * 16;
+    size_t blocks = 0, pad = 0;
+    for (const auto& m : l.managers) {
+        blocks += m.block_bytes;
+        pad += m.padding_bytes;
+    }
+    CHECK(blocks == rows + pad);
+    CHECK(layout_dtype_signature(l) == "int8/int8;fp8/fp8;f16/int8;");
+
+    // Refusals: int8 on a bank, a head_dim int8's group does not divide, a V type on K = V rows.
+    CacheConfig bad = cfg;
+    bad.layers = {layer(LayerKind::Full, DType::I8)};
+    bad.layers[0].head_dim = 48;
+    CHECK_THROWS_WITH_AS(resolve_layout(bad), doctest::Contains("not a multiple of int8's scale group"), Error);
+    bad.layers = {layer(LayerKind::BankSource, DType::I8)};
+    bad.layers[0].n_kv_heads = 1;
+    CHECK_THROWS_WITH_AS(resolve_layout(bad), doctest::Contains("only held by full and window layers"), Error);
+    bad.layers = {layer(LayerKind::Window, DType::F16)};
+    bad.layers[0].shared_kv = true;
+    bad.layers[0].v_dtype = DType::I8;
+    CHECK_THROWS_WITH_AS(resolve_layout(bad), doctest::Contains("separate K and V rows"), Error);
+    bad.layers = {layer(LayerKind::Full, static_cast<DType>(5))};
+    CHECK_THROWS_AS(resolve_layout(bad), Error);
+}
