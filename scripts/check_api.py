@@ -107,11 +107,62 @@ def read_all(paths):
     return "\n".join(open(p, encoding="utf-8").read() for p in paths)
 
 
+def self_test():
+    """Runs the checks on a small tree with one known defect per check; each must be named."""
+    import shutil
+    import subprocess
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="check_api_selftest.")
+    try:
+        def put(rel, text):
+            os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
+            with open(os.path.join(tmp, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+        spdx_c = "/* SPDX-License-Identifier: MIT */\n"
+        put("include/kvrt/x.h", spdx_c + "typedef struct kvrt_a { size_t struct_size; int32_t f; } kvrt_a;\n"
+            "/* Documented. */\nKVRT_API kvrt_status kvrt_a_init(kvrt_a *a, size_t n);\n"
+            "typedef struct kvrt_b { size_t struct_size; int32_t g; } kvrt_b;\n"
+            "KVRT_API kvrt_status kvrt_undocumented(void);\n")
+        put("src/api/struct_versions.h", spdx_c + "#define KVRT_MIN_SIZE_kvrt_a KVRT_STRUCT_END(kvrt_a, nofield)\n")
+        put("cmake/kvrt.symbols", "kvrt_a_init\nkvrt_undocumented\nkvrt_gone\n")
+        put("bindings/rust/kvrt-sys/src/lib.rs", "// SPDX-License-Identifier: MIT\npub fn kvrt_a_init();\n")
+        put("bindings/go/x.go", "// SPDX-License-Identifier: MIT\nfunc f() { C.kvrt_a_init() }\n")
+        put("bindings/python/kvrt/_capi.py", "# SPDX-License-Identifier: MIT\nX = {'kvrt_a_init': 1}\n")
+        put("src/no_spdx.cpp", "int x;\n")
+        put("LICENSE", "MIT\n")
+        for d in ["bindings/go", "bindings/python", "bindings/rust/kvrt", "bindings/rust/kvrt-sys"]:
+            put(d + "/LICENSE", "MIT\n" if d != "bindings/go" else "other\n")
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--root", tmp], capture_output=True,
+                             text=True).stdout
+        expected = ["[comment] include/kvrt/x.h:6: kvrt_undocumented", "[init] include/kvrt/x.h: kvrt_b has",
+                    "[min_size] src/api/struct_versions.h: KVRT_MIN_SIZE_kvrt_a names nofield",
+                    "[min_size] include/kvrt/x.h: kvrt_b has no pinned", "[symbols] cmake/kvrt.symbols lists kvrt_gone",
+                    "[rust] kvrt_undocumented", "[go] kvrt_undocumented", "[python] kvrt_undocumented",
+                    "[rust] kvrt_gone", "[go] kvrt_gone", "[python] kvrt_gone",
+                    "[spdx] src/no_spdx.cpp", "[license] bindings/go/LICENSE differs"]
+        missed = [e for e in expected if e not in out]
+        unexpected = [l for l in out.splitlines() if l.startswith("[") and not any(l.startswith(e) for e in expected)]
+        for e in missed:
+            print(f"self-test: not found: {e}")
+        for l in unexpected:
+            print(f"self-test: unexpected finding: {l}")
+        if missed or unexpected:
+            print(out)
+            return 1
+        print(f"check_api self-test: all {len(expected)} planted defects found, nothing else")
+        return 0
+    finally:
+        shutil.rmtree(tmp)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", default=os.path.dirname(HERE))
+    ap.add_argument("--self-test", action="store_true", help="check the checker on a tree with planted defects")
     ap.add_argument("--only", default=",".join(CHECKS), help="comma-separated subset of: " + ", ".join(CHECKS))
     args = ap.parse_args()
+    if args.self_test:
+        return self_test()
     root = args.root
     only = set(args.only.split(","))
     unknown = only - set(CHECKS)

@@ -247,7 +247,9 @@ type SeqInfo struct {
 
 func (c *Cache) SeqInfo(seq uint64) (SeqInfo, error) {
 	var i C.kvrt_cache_seq_info
-	i.struct_size = C.size_t(unsafe.Sizeof(i))
+	if err := call(func() C.kvrt_status { return C.kvrt_cache_seq_info_init(&i, C.size_t(unsafe.Sizeof(i))) }); err != nil {
+		return SeqInfo{}, err
+	}
 	err := c.with(func(p *C.kvrt_cache) C.kvrt_status { return C.kvrt_cache_seq_info_get(&i, p, C.uint64_t(seq)) })
 	return SeqInfo{int64(i.length), int64(i.computed), int64(i.n_blocks), uint64(i.bytes), i.is_pin != 0}, err
 }
@@ -255,7 +257,9 @@ func (c *Cache) SeqInfo(seq uint64) (SeqInfo, error) {
 // RowBytes is the size of one row of layer.
 func (c *Cache) RowBytes(layer int32) (int, error) {
 	var i C.kvrt_cache_layer_info
-	i.struct_size = C.size_t(unsafe.Sizeof(i))
+	if err := call(func() C.kvrt_status { return C.kvrt_cache_layer_info_init(&i, C.size_t(unsafe.Sizeof(i))) }); err != nil {
+		return 0, err
+	}
 	err := c.with(func(p *C.kvrt_cache) C.kvrt_status { return C.kvrt_cache_layer_info_get(&i, p, C.int32_t(layer)) })
 	return int(i.row_bytes), err
 }
@@ -333,7 +337,9 @@ type CacheStats struct {
 
 func statsOf(p *C.kvrt_cache) (CacheStats, error) {
 	var s C.kvrt_cache_stats
-	s.struct_size = C.size_t(unsafe.Sizeof(s))
+	if err := call(func() C.kvrt_status { return C.kvrt_cache_stats_init(&s, C.size_t(unsafe.Sizeof(s))) }); err != nil {
+		return CacheStats{}, err
+	}
 	err := call(func() C.kvrt_status { return C.kvrt_cache_stats_get(&s, p) })
 	return CacheStats{uint64(s.budget_bytes), uint64(s.bytes_in_use), uint64(s.bytes_cached), uint64(s.bytes_free),
 		uint64(s.n_sequences), uint64(s.n_pins), uint64(s.queried_tokens), uint64(s.hit_tokens),

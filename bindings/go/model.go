@@ -150,7 +150,9 @@ type CedMemory struct {
 // model of another architecture.
 func (m *Model) CedMemory(dtype DType) (CedMemory, error) {
 	var c C.kvrt_ced_memory
-	c.struct_size = C.size_t(unsafe.Sizeof(c))
+	if err := call(func() C.kvrt_status { return C.kvrt_ced_memory_init(&c, C.size_t(unsafe.Sizeof(c))) }); err != nil {
+		return CedMemory{}, err
+	}
 	err := m.with(func(p *C.kvrt_model) C.kvrt_status { return C.kvrt_ced_memory_get(&c, p, C.int32_t(dtype)) })
 	if err != nil {
 		return CedMemory{}, err

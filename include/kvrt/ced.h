@@ -61,11 +61,19 @@ typedef struct kvrt_ced_memory {
     double dense_bytes_per_token;        /* 2 x layers x n_kv x 64 x elem_bytes */
 } kvrt_ced_memory;
 
+/* Prepares *out for kvrt_ced_memory_get: sets out->struct_size = struct_size and
+ * zeroes the rest of its first struct_size bytes. struct_size: sizeof(kvrt_ced_memory)
+ * as the caller was compiled with (any size from this struct's first published one to
+ * the library's). Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out, another
+ * struct_size; nothing written). Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_ced_memory_init(kvrt_ced_memory *out, size_t struct_size);
+
 /* Fills *out (set out->struct_size = sizeof *out first) for a CED model whose
  * cached rows are of element type `dtype` (a kvrt_dtype: KVRT_DTYPE_F32, _F16
  * or _BF16).
- * Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out, a struct_size other
- * than sizeof(kvrt_ced_memory), a dtype kvrt cannot cache for CED);
+ * Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out, a struct_size outside
+ * [its first published size, sizeof(kvrt_ced_memory)]: the first struct_size bytes
+ * are filled; a dtype kvrt cannot cache for CED);
  * KVRT_ERR_UNSUPPORTED (the model is not a CED model); KVRT_ERR_BAD_HANDLE.
  * Thread-safe. O(layers). */
 KVRT_API kvrt_status kvrt_ced_memory_get(kvrt_ced_memory *out, const kvrt_model *model, int32_t dtype);

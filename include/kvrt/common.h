@@ -23,11 +23,17 @@
 #define KVRT_VERSION_NUMBER \
     ((KVRT_VERSION_MAJOR << 16) | (KVRT_VERSION_MINOR << 8) | KVRT_VERSION_PATCH)
 
-#if defined(_WIN32)
+/* KVRT_API marks the exported functions. Windows: dllexport while building the
+ * DLL (KVRT_BUILDING), dllimport for programs using the DLL, nothing for programs
+ * linking the static library (define KVRT_STATIC before including kvrt). Elsewhere:
+ * default visibility (the library is built with -fvisibility=hidden). */
+#if defined(_WIN32) || defined(__CYGWIN__)
 #  if defined(KVRT_BUILDING)
 #    define KVRT_API __declspec(dllexport)
-#  else
+#  elif defined(KVRT_STATIC)
 #    define KVRT_API
+#  else
+#    define KVRT_API __declspec(dllimport)
 #  endif
 #else
 #  define KVRT_API __attribute__((visibility("default")))

@@ -140,6 +140,11 @@ KVRT_API kvrt_status kvrt_model_meta_string(char *dst, size_t capacity, size_t *
 /* Number of metadata entries, and the key of entry i (for listing; as
  * kvrt_model_meta_string, plus KVRT_ERR_OUT_OF_RANGE for index >= count). */
 KVRT_API kvrt_status kvrt_model_meta_count(size_t *out, const kvrt_model *model);
+/* The key of metadata entry `index` (file order), written as kvrt_model_meta_string
+ * writes values (NUL-terminated; *written without the NUL; the size needed with it
+ * on KVRT_ERR_BUFFER_TOO_SMALL). Returns KVRT_OK, KVRT_ERR_OUT_OF_RANGE (index >=
+ * kvrt_model_meta_count), KVRT_ERR_BUFFER_TOO_SMALL, KVRT_ERR_INVALID_ARGUMENT,
+ * KVRT_ERR_BAD_HANDLE. Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_model_meta_key(char *dst, size_t capacity, size_t *written,
                                          const kvrt_model *model, size_t index);
 
@@ -149,6 +154,10 @@ KVRT_API kvrt_status kvrt_model_meta_key(char *dst, size_t capacity, size_t *wri
  * KVRT_ERR_OUT_OF_RANGE (index >= count), KVRT_ERR_BUFFER_TOO_SMALL (name),
  * KVRT_ERR_BAD_HANDLE. Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_model_tensor_count(size_t *out, const kvrt_model *model);
+/* Tensor `index` (file order): its name into (name, name_capacity, name_written)
+ * as the text-buffer convention says, a static ggml type name, its element count
+ * and bytes; see kvrt_model_tensor_count above for the statuses. The type name
+ * lives as long as the library. Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_model_tensor_info(char *name, size_t name_capacity, size_t *name_written,
                                             const char **type_name, uint64_t *n_elements,
                                             uint64_t *n_bytes, const kvrt_model *model, size_t index);

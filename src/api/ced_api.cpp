@@ -3,11 +3,13 @@
 // context_api.cpp).
 #include "api/boundary.hpp"
 #include "api/model_handles.hpp"
+#include "api/struct_versions.h"
 #include "kvrt/ced.h"
 #include "model/arch/ced_memory.hpp"
 #include "model/arch/ced_weights.hpp"
 #include "model/model.hpp"
 
+#include <cstring>
 #include <string>
 
 using kvrt::Error;
@@ -36,13 +38,30 @@ uint32_t elem_bytes_of(int32_t dtype) {
 
 extern "C" {
 
+KVRT_API kvrt_status kvrt_ced_memory_init(kvrt_ced_memory* out, size_t struct_size) {
+    return guard("kvrt_ced_memory_init", [&] {
+        kvrt::api::require_non_null(out, "out");
+        if (struct_size < KVRT_MIN_SIZE_kvrt_ced_memory || struct_size > sizeof(kvrt_ced_memory))
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "struct_size " + std::to_string(struct_size) +
+                                                       " is not one this library knows (" +
+                                                       std::to_string(KVRT_MIN_SIZE_kvrt_ced_memory) + ".." +
+                                                       std::to_string(sizeof(kvrt_ced_memory)) + ")");
+        std::memset(static_cast<void*>(out), 0, struct_size);
+        out->struct_size = struct_size;
+    });
+}
+
 KVRT_API kvrt_status kvrt_ced_memory_get(kvrt_ced_memory* out, const kvrt_model* model, int32_t dtype) {
     return guard("kvrt_ced_memory_get", [&] {
         kvrt::api::require_non_null(out, "out");
-        if (out->struct_size != sizeof(kvrt_ced_memory))
-            throw Error(KVRT_ERR_INVALID_ARGUMENT, "out->struct_size " + std::to_string(out->struct_size) +
-                                                       " is not sizeof(kvrt_ced_memory) = " +
-                                                       std::to_string(sizeof(kvrt_ced_memory)));
+        // Any size from the first published one (api/struct_versions.h) to ours: the
+        // first struct_size bytes are filled, nothing past them.
+        const size_t n = out->struct_size;
+        if (n < KVRT_MIN_SIZE_kvrt_ced_memory || n > sizeof(kvrt_ced_memory))
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "out->struct_size " + std::to_string(n) + " is not in [" +
+                                                       std::to_string(KVRT_MIN_SIZE_kvrt_ced_memory) + ", " +
+                                                       std::to_string(sizeof(kvrt_ced_memory)) +
+                                                       "]: set it with kvrt_ced_memory_init");
         const uint32_t eb = elem_bytes_of(dtype);
         const auto m = kvrt::api::model_of(model);
         const kvrt::ced::CedConfig& c = ced_config_of(*m);
@@ -60,7 +79,8 @@ KVRT_API kvrt_status kvrt_ced_memory_get(kvrt_ced_memory* out, const kvrt_model*
         r.dense_kv_heads = uint32_t(mem.dense_kv_heads);
         r.dense_head_dim = uint32_t(mem.dense_head_dim);
         r.dense_bytes_per_token = mem.dense_bytes_per_token;
-        *out = r;
+        r.struct_size = n;
+        std::memcpy(static_cast<void*>(out), &r, n);
     });
 }
 

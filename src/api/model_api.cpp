@@ -1,5 +1,6 @@
 // kvrt_model_*: loading, facts, metadata, tensors, tokenizer, chat template.
 #include "api/model_handles.hpp"
+#include "api/struct_versions.h"
 #include "model/arch/ced_memory.hpp"
 #include "model/arch/ced_weights.hpp"
 #include "model/tokenizer/chat_template.hpp"
@@ -53,7 +54,7 @@ extern "C" {
 KVRT_API kvrt_status kvrt_model_config_init(kvrt_model_config* cfg, size_t struct_size) {
     return guard("kvrt_model_config_init", [&] {
         require_non_null(cfg, "cfg");
-        if (struct_size < offsetof(kvrt_model_config, n_threads) || struct_size > sizeof(kvrt_model_config))
+        if (struct_size < KVRT_MIN_SIZE_kvrt_model_config || struct_size > sizeof(kvrt_model_config))
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "struct_size " + std::to_string(struct_size) + " is not a known size of kvrt_model_config");
         std::memset(cfg, 0, struct_size);
         cfg->struct_size = struct_size;
@@ -68,7 +69,7 @@ KVRT_API kvrt_status kvrt_model_load(kvrt_model** out, const char* path, const k
         kvrt_model_config c;
         kvrt_model_config_init(&c, sizeof c);
         if (cfg) {
-            kvrt::api::require_config(cfg, "cfg", offsetof(kvrt_model_config, n_threads));
+            kvrt::api::require_config(cfg, "cfg", KVRT_MIN_SIZE_kvrt_model_config);
             std::memcpy(&c, cfg, cfg->struct_size);
             kvrt::api::require_thread_count(c.n_threads, "cfg->n_threads");
             if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
@@ -92,7 +93,7 @@ KVRT_API void kvrt_model_destroy(kvrt_model* model) {
 KVRT_API kvrt_status kvrt_model_info_init(kvrt_model_info* info, size_t struct_size) {
     return guard("kvrt_model_info_init", [&] {
         require_non_null(info, "info");
-        if (struct_size < offsetof(kvrt_model_info, fingerprint) + 16 || struct_size > sizeof(kvrt_model_info))
+        if (struct_size < KVRT_MIN_SIZE_kvrt_model_info || struct_size > sizeof(kvrt_model_info))
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "struct_size " + std::to_string(struct_size) + " is not a known size of kvrt_model_info");
         std::memset(info, 0, struct_size);
         info->struct_size = struct_size;
@@ -103,7 +104,7 @@ KVRT_API kvrt_status kvrt_model_get_info(kvrt_model_info* info, const kvrt_model
     return guard("kvrt_model_get_info", [&] {
         require_non_null(info, "info");
         auto mp = model_of(model);
-        kvrt::api::require_config(info, "info", offsetof(kvrt_model_info, fingerprint) + 16);
+        kvrt::api::require_config(info, "info", KVRT_MIN_SIZE_kvrt_model_info);
         const kvrt::Model& m = *mp;
         const kvrt::DecoderConfig& c = m.config();
         kvrt_model_info r;

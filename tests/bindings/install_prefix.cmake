@@ -12,6 +12,7 @@ foreach(f include/kvrt/kvrt.h include/kvrt/common.h include/kvrt/cache.h include
           ${LIBDIR}/libkvrt.so ${LIBDIR}/libkvrt.so.0 ${LIBDIR}/libkvrt.a
           ${LIBDIR}/pkgconfig/kvrt.pc ${LIBDIR}/cmake/kvrt/kvrtConfig.cmake
           ${LIBDIR}/cmake/kvrt/kvrtConfigVersion.cmake ${LIBDIR}/cmake/kvrt/kvrtTargets.cmake
+          share/doc/kvrt/LICENSE share/doc/kvrt/THIRD_PARTY_NOTICES
           ${CLI})
   if(NOT EXISTS ${PREFIX}/${f})
     message(FATAL_ERROR "the installed prefix lacks ${f}")

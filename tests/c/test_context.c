@@ -236,7 +236,10 @@ int main(void) {
     sc.top_p = 1.0f;
     sc.top_k = -2;
     EXPECT(kvrt_sampler_create(&smp, &sc) == KVRT_ERR_INVALID_ARGUMENT);
-    EXPECT(kvrt_sampler_create(&smp, NULL) == KVRT_ERR_INVALID_ARGUMENT);
+    /* NULL cfg: the defaults (greedy), as every create takes a NULL config */
+    EXPECT(kvrt_sampler_create(&smp, NULL) == KVRT_OK && smp != NULL);
+    kvrt_sampler_destroy(smp);
+    smp = NULL;
     kvrt_sampler_config_init(&sc, sizeof sc);
     EXPECT(kvrt_sampler_create(&smp, &sc) == KVRT_OK);
     EXPECT(kvrt_sampler_sample(&tok, smp, logits2, 49152) == KVRT_OK && tok == argmax(logits2, 49152));

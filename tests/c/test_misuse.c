@@ -1467,10 +1467,6 @@ static kvrt_status n_sampler_create_out(void) {
     kvrt_sampler_config_init(&c, sizeof c);
     return kvrt_sampler_create(NULL, &c);
 }
-static kvrt_status n_sampler_create_cfg(void) {
-    kvrt_sampler *s = NULL;
-    return kvrt_sampler_create(&s, NULL);
-}
 static kvrt_status n_sample_out(void) {
     float l[2] = {0.0f, 1.0f};
     return kvrt_sampler_sample(NULL, G.sampler, l, 2);
@@ -1548,7 +1544,6 @@ static const struct {
     {"kvrt_context_seq_length(out)", n_seq_length},
     {"kvrt_context_seq_kv_bytes(out)", n_seq_kv_bytes},
     {"kvrt_sampler_create(out)", n_sampler_create_out},
-    {"kvrt_sampler_create(cfg)", n_sampler_create_cfg},
     {"kvrt_sampler_sample(out)", n_sample_out},
     {"kvrt_sampler_sample(logits)", n_sample_logits},
     {"kvrt_context_generate(prompt)", n_generate_prompt},

@@ -63,7 +63,7 @@ class cache_stats(Structure):
         "hit_tokens", "evictions")] + [
         ("bytes_per_token", c_double), ("arena_reserved_bytes", c_uint64), ("dedicated_arena", c_int32),
         ("large_pages", c_int32), ("n_managers", c_int32), ("block_tokens", c_int32),
-        ("kinds", cache_kind_stats * CACHE_KIND_SLOTS)]
+        ("kinds", cache_kind_stats * CACHE_KIND_SLOTS), ("n_kinds", c_int32), ("kind_stats_size", c_int32)]
 
 
 # ---- model.h -----------------------------------------------------------------
@@ -171,10 +171,12 @@ SIGNATURES = {
     "kvrt_cache_seq_append": (status_t, [P, c_uint64, _i32p, c_size_t]),
     "kvrt_cache_seq_mark_computed": (status_t, [P, c_uint64, c_int64]),
     "kvrt_cache_seq_match_prefix": (status_t, [_i64p, P, c_uint64, _i32p, c_size_t]),
+    "kvrt_cache_seq_info_init": (status_t, [POINTER(cache_seq_info), c_size_t]),
     "kvrt_cache_seq_info_get": (status_t, [POINTER(cache_seq_info), P, c_uint64]),
     "kvrt_cache_lookup_prefix": (status_t, [_i64p, P, POINTER(cache_keys), _i32p, c_size_t]),
     "kvrt_cache_pin_prefix": (status_t, [_u64p, _i64p, P, POINTER(cache_keys), _i32p, c_size_t]),
     "kvrt_cache_unpin": (status_t, [P, c_uint64]),
+    "kvrt_cache_layer_info_init": (status_t, [POINTER(cache_layer_info), c_size_t]),
     "kvrt_cache_layer_info_get": (status_t, [POINTER(cache_layer_info), P, c_int32]),
     "kvrt_cache_write_rows": (status_t, [P, c_uint64, c_int32, c_int64, c_int64, c_void_p, c_void_p]),
     "kvrt_cache_read_rows": (status_t, [c_void_p, c_void_p, P, c_uint64, c_int32, c_int64, c_int64]),
@@ -183,6 +185,7 @@ SIGNATURES = {
     "kvrt_cache_load_prefixes": (status_t, [_u64p, P, c_char_p, c_uint64, c_uint64]),
     "kvrt_cache_seq_save": (status_t, [P, c_uint64, c_char_p]),
     "kvrt_cache_seq_load": (status_t, [_u64p, P, c_char_p, c_uint64, c_uint64]),
+    "kvrt_cache_stats_init": (status_t, [POINTER(cache_stats), c_size_t]),
     "kvrt_cache_stats_get": (status_t, [POINTER(cache_stats), P]),
 
     "kvrt_model_config_init": (status_t, [POINTER(model_config), c_size_t]),
@@ -224,6 +227,7 @@ SIGNATURES = {
     "kvrt_context_generate": (status_t, [POINTER(request_stats), P, c_int32, _i32p, c_size_t,
                                          POINTER(generate_config)]),
 
+    "kvrt_ced_memory_init": (status_t, [POINTER(ced_memory), c_size_t]),
     "kvrt_ced_memory_get": (status_t, [POINTER(ced_memory), P, c_int32]),
     "kvrt_ced_memory_source": (status_t, [_i32p, _i32p, POINTER(c_double), POINTER(c_double), P, c_uint32,
                                           c_int32]),

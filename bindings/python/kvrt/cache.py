@@ -53,13 +53,15 @@ class Layout(Handle):
 
 
 def _stats_dict(s):
-    out = {name: getattr(s, name) for name, _ in C.cache_stats._fields_ if name not in ("struct_size", "kinds")}
-    out["kinds"] = [{n: getattr(k, n) for n, _ in C.cache_kind_stats._fields_ if n != "reserved0"} for k in s.kinds]
+    out = {name: getattr(s, name) for name, _ in C.cache_stats._fields_
+           if name not in ("struct_size", "kinds", "n_kinds", "kind_stats_size")}
+    out["kinds"] = [{n: getattr(k, n) for n, _ in C.cache_kind_stats._fields_ if n != "reserved0"}
+                    for k in s.kinds[:s.n_kinds]]
     return out
 
 
 def stats_of(ptr):
-    s = C.init_struct(C.cache_stats)
+    s = C.init_struct(C.cache_stats, "kvrt_cache_stats_init")
     check(C.lib().kvrt_cache_stats_get(ctypes.byref(s), ptr))
     return _stats_dict(s)
 
@@ -124,13 +126,13 @@ class Cache(Handle):
         check(C.lib().kvrt_cache_unpin(self._p, pin))
 
     def seq_info(self, seq):
-        i = C.init_struct(C.cache_seq_info)
+        i = C.init_struct(C.cache_seq_info, "kvrt_cache_seq_info_init")
         check(C.lib().kvrt_cache_seq_info_get(ctypes.byref(i), self._p, seq))
         return {"length": i.length, "computed": i.computed, "n_blocks": i.n_blocks, "bytes": i.bytes,
                 "is_pin": bool(i.is_pin)}
 
     def layer_info(self, layer):
-        i = C.init_struct(C.cache_layer_info)
+        i = C.init_struct(C.cache_layer_info, "kvrt_cache_layer_info_init")
         check(C.lib().kvrt_cache_layer_info_get(ctypes.byref(i), self._p, layer))
         return {n: getattr(i, n) for n, _ in C.cache_layer_info._fields_ if n != "struct_size"}
 

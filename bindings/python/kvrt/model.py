@@ -49,7 +49,7 @@ class Model(Handle):
         """KV memory of a CED model whose cached rows are of element type `dtype`
         (kvrt.DTYPE_F32, DTYPE_F16 or DTYPE_BF16), as a dict of kvrt_ced_memory's fields.
         KvrtError UNSUPPORTED for a model of another architecture."""
-        m = C.init_struct(C.ced_memory)
+        m = C.init_struct(C.ced_memory, "kvrt_ced_memory_init")
         check(C.lib().kvrt_ced_memory_get(ctypes.byref(m), self._p, dtype))
         return {n: getattr(m, n) for n, _ in C.ced_memory._fields_ if n != "struct_size"}
 

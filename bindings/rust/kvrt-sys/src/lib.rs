@@ -172,6 +172,8 @@ pub struct kvrt_cache_stats {
     pub n_managers: i32,
     pub block_tokens: i32,
     pub kinds: [kvrt_cache_kind_stats; KVRT_CACHE_KIND_SLOTS],
+    pub n_kinds: i32,
+    pub kind_stats_size: i32,
 }
 
 extern "C" {
@@ -196,6 +198,7 @@ extern "C" {
     pub fn kvrt_cache_seq_mark_computed(cache: *mut kvrt_cache, seq: u64, n_positions: i64) -> kvrt_status;
     pub fn kvrt_cache_seq_match_prefix(out_hit: *mut i64, cache: *mut kvrt_cache, seq: u64,
                                        tokens: *const i32, n: usize) -> kvrt_status;
+    pub fn kvrt_cache_seq_info_init(out: *mut kvrt_cache_seq_info, struct_size: usize) -> kvrt_status;
     pub fn kvrt_cache_seq_info_get(out: *mut kvrt_cache_seq_info, cache: *const kvrt_cache, seq: u64) -> kvrt_status;
 
     pub fn kvrt_cache_lookup_prefix(out_hit: *mut i64, cache: *const kvrt_cache, keys: *const kvrt_cache_keys,
@@ -204,6 +207,7 @@ extern "C" {
                                  keys: *const kvrt_cache_keys, tokens: *const i32, n: usize) -> kvrt_status;
     pub fn kvrt_cache_unpin(cache: *mut kvrt_cache, pin: u64) -> kvrt_status;
 
+    pub fn kvrt_cache_layer_info_init(out: *mut kvrt_cache_layer_info, struct_size: usize) -> kvrt_status;
     pub fn kvrt_cache_layer_info_get(out: *mut kvrt_cache_layer_info, cache: *const kvrt_cache, layer: i32) -> kvrt_status;
     pub fn kvrt_cache_write_rows(cache: *mut kvrt_cache, seq: u64, layer: i32, first_row: i64, n_rows: i64,
                                  k: *const c_void, v: *const c_void) -> kvrt_status;
@@ -220,6 +224,7 @@ extern "C" {
     pub fn kvrt_cache_seq_load(out_seq: *mut u64, cache: *mut kvrt_cache, path: *const c_char,
                                fingerprint_lo: u64, fingerprint_hi: u64) -> kvrt_status;
 
+    pub fn kvrt_cache_stats_init(out: *mut kvrt_cache_stats, struct_size: usize) -> kvrt_status;
     pub fn kvrt_cache_stats_get(out: *mut kvrt_cache_stats, cache: *const kvrt_cache) -> kvrt_status;
 }
 
@@ -465,6 +470,7 @@ pub struct kvrt_ced_memory {
 
 extern "C" {
     /// `dtype`: a `KVRT_DTYPE_*` value (F32, F16 or BF16).
+    pub fn kvrt_ced_memory_init(out: *mut kvrt_ced_memory, struct_size: usize) -> kvrt_status;
     pub fn kvrt_ced_memory_get(out: *mut kvrt_ced_memory, model: *const kvrt_model, dtype: i32) -> kvrt_status;
     pub fn kvrt_ced_memory_source(layer: *mut i32, ratio: *mut i32, main_bytes_per_token: *mut f64,
                                   indexer_bytes_per_token: *mut f64, model: *const kvrt_model,

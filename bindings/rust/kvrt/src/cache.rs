@@ -167,7 +167,7 @@ pub type CacheStats = sys::kvrt_cache_stats;
 
 pub(crate) fn stats_of(cache: *const sys::kvrt_cache) -> Result<CacheStats> {
     let mut s = CacheStats::default();
-    s.struct_size = size_of::<CacheStats>();
+    check(unsafe { sys::kvrt_cache_stats_init(&mut s, size_of::<CacheStats>()) })?;
     check(unsafe { sys::kvrt_cache_stats_get(&mut s, cache) })?;
     Ok(s)
 }
@@ -235,7 +235,8 @@ impl Cache {
         Ok(hit)
     }
     pub fn seq_info(&self, seq: u64) -> Result<SeqInfo> {
-        let mut i = sys::kvrt_cache_seq_info { struct_size: size_of::<sys::kvrt_cache_seq_info>(), ..Default::default() };
+        let mut i = sys::kvrt_cache_seq_info::default();
+        check(unsafe { sys::kvrt_cache_seq_info_init(&mut i, size_of::<sys::kvrt_cache_seq_info>()) })?;
         check(unsafe { sys::kvrt_cache_seq_info_get(&mut i, self.raw.as_ptr(), seq) })?;
         Ok(SeqInfo { length: i.length, computed: i.computed, n_blocks: i.n_blocks, bytes: i.bytes, is_pin: i.is_pin != 0 })
     }
@@ -258,7 +259,8 @@ impl Cache {
         check(unsafe { sys::kvrt_cache_unpin(self.raw.as_ptr(), pin) })
     }
     pub fn layer_info(&self, layer: i32) -> Result<LayerInfo> {
-        let mut i = LayerInfo { struct_size: size_of::<LayerInfo>(), ..Default::default() };
+        let mut i = LayerInfo::default();
+        check(unsafe { sys::kvrt_cache_layer_info_init(&mut i, size_of::<LayerInfo>()) })?;
         check(unsafe { sys::kvrt_cache_layer_info_get(&mut i, self.raw.as_ptr(), layer) })?;
         Ok(i)
     }

@@ -290,7 +290,8 @@ impl Model {
     /// KV memory of a CED model whose cached rows are of element type `dtype`
     /// (kvrt_ced_memory_get). `Err(Unsupported)` for a model of another architecture.
     pub fn ced_memory(&self, dtype: DType) -> Result<CedMemory> {
-        let mut m = sys::kvrt_ced_memory { struct_size: size_of::<sys::kvrt_ced_memory>(), ..Default::default() };
+        let mut m = sys::kvrt_ced_memory::default();
+        check(unsafe { sys::kvrt_ced_memory_init(&mut m, size_of::<sys::kvrt_ced_memory>()) })?;
         check(unsafe { sys::kvrt_ced_memory_get(&mut m, self.raw.as_ptr(), dtype.raw()) })?;
         Ok(CedMemory {
             n_layers: m.n_layers,
