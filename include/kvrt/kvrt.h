@@ -9,5 +9,6 @@
 #include "kvrt/model.h"
 #include "kvrt/context.h"
 #include "kvrt/ced.h"
+#include "kvrt/process.h"
 
 #endif /* KVRT_KVRT_H */

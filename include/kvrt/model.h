@@ -81,6 +81,14 @@ KVRT_API kvrt_status kvrt_model_load(kvrt_model **out, const char *path, const k
  * NULL is ignored. Thread-safe with respect to contexts using the model. */
 KVRT_API void kvrt_model_destroy(kvrt_model *model);
 
+/* A new handle to the same loaded model: one more reference, dropped by
+ * kvrt_model_destroy on the new handle (each handle is destroyed once; the
+ * weights live while any handle or context holds them). For bindings whose
+ * objects each own their handle (a Rust Context owning its Model). Returns
+ * KVRT_OK, KVRT_ERR_INVALID_ARGUMENT (NULL out), KVRT_ERR_BAD_HANDLE (NULL,
+ * destroyed or foreign model; *out = NULL). Thread-safe. O(1). */
+KVRT_API kvrt_status kvrt_model_retain(kvrt_model **out, kvrt_model *model);
+
 /* Facts about a loaded model. Initialise struct_size (or use
  * kvrt_model_info_init); fields are only ever appended. String pointers are
  * owned by the model and valid until it is freed. */
@@ -202,7 +210,10 @@ typedef struct kvrt_chat_message {
 
 /* Renders messages with the model's chat template (tokenizer.chat_template;
  * kvrt recognises the common template families — ChatML, Llama 3, ... — and
- * returns KVRT_ERR_UNSUPPORTED for a template it does not know).
+ * returns KVRT_ERR_UNSUPPORTED for a template it does not know). A GGUF
+ * without tokenizer.chat_template (or without a vocabulary) gives
+ * KVRT_ERR_UNSUPPORTED too, with a message saying so: kvrt never guesses a
+ * template; choose one with kvrt_model_chat_apply_template (e.g. "chatml").
  * add_assistant != 0 appends the opening of the assistant's turn. Writes
  * NUL-terminated text; *written excludes the NUL, the size needed includes
  * it. Tokenize the result with KVRT_TOKENIZE_PARSE_SPECIAL. Returns KVRT_OK,
@@ -211,6 +222,22 @@ typedef struct kvrt_chat_message {
 KVRT_API kvrt_status kvrt_model_chat_apply(char *dst, size_t capacity, size_t *written,
                                            const kvrt_model *model, const kvrt_chat_message *messages,
                                            size_t n_messages, int add_assistant);
+
+/* As kvrt_model_chat_apply with a template chosen by the caller:
+ *   chat_template  NULL: the model's own (exactly kvrt_model_chat_apply);
+ *                  a family name: "chatml", "llama2", "llama3", "gemma" or
+ *                  "zephyr" (rendered natively, no default system prompt;
+ *                  BOS/EOS text from the model's vocabulary);
+ *                  anything else: a Jinja template text, recognised by
+ *                  signature as the model's is (kvrt does not run Jinja).
+ * Returns KVRT_OK, KVRT_ERR_BUFFER_TOO_SMALL, KVRT_ERR_INVALID_ARGUMENT (NULL
+ * written or message field, an empty chat_template, roles the family has no
+ * place for), KVRT_ERR_UNSUPPORTED (a template text of no known family: the
+ * message names the families), KVRT_ERR_BAD_HANDLE. Thread-safe. O(text). */
+KVRT_API kvrt_status kvrt_model_chat_apply_template(char *dst, size_t capacity, size_t *written,
+                                                    const kvrt_model *model, const char *chat_template,
+                                                    const kvrt_chat_message *messages, size_t n_messages,
+                                                    int add_assistant);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,7 @@
 #include "api/boundary.hpp"
 
+#include "util/log.hpp"
+
 namespace kvrt::api {
 namespace {
 thread_local std::string t_last_error;
@@ -12,6 +14,8 @@ kvrt_status set_error(kvrt_status status, std::string msg) noexcept {
         // Assigning can only fail on allocation; keep a short fixed message.
         t_last_error.clear();
     }
+    // Every failed call's reason, for applications that log (kvrt/process.h).
+    kvrt::log::at(kvrt::log::Debug, [&] { return std::string(kvrt_status_string(status)) + ": " + t_last_error; });
     return status;
 }
 

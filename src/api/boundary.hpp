@@ -8,6 +8,7 @@
 
 #include "kvrt/common.h"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 #include <cstdint>
 #include <new>
@@ -25,6 +26,9 @@ void clear_error() noexcept;
 // left untouched (as errno), on failure it names the problem.
 template <class Fn>
 kvrt_status guard(const char* where, Fn&& fn) noexcept {
+    struct LogFlush {  // the call's log messages go out as it returns (util/log.hpp)
+        ~LogFlush() { kvrt::log::flush(); }
+    } log_flush;
     try {
         if constexpr (std::is_void_v<decltype(fn())>) {
             std::forward<Fn>(fn)();

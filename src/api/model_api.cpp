@@ -4,6 +4,8 @@
 #include "model/arch/ced_memory.hpp"
 #include "model/arch/ced_weights.hpp"
 #include "model/tokenizer/chat_template.hpp"
+#include "util/isa.hpp"
+#include "util/log.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <cinttypes>
@@ -81,13 +83,35 @@ KVRT_API kvrt_status kvrt_model_load(kvrt_model** out, const char* path, const k
             void* ud = c.progress_user_data;
             opts.progress = [fn, ud](float f, const char* stage) { return fn(f, stage, ud) == 0; };
         }
-        *out = kvrt::api::models().add(kvrt::Model::load(path, opts));
+        kvrt::log::at(kvrt::log::Debug, [&] { return std::string("loading model ") + path; });
+        const double t0 = kvrt::log::enabled(kvrt::log::Info) ? kvrt::log::now_s() : 0.0;
+        auto mp = kvrt::Model::load(path, opts);
+        kvrt::log::at(kvrt::log::Info, [&] {
+            return std::string("loaded ") + path + ": " + mp->architecture() + " '" + mp->name() + "', " +
+                   std::to_string(mp->config().n_layers) + " layers, " + std::to_string(mp->n_params()) +
+                   " parameters, " + std::to_string(mp->weight_bytes() >> 20) + " MiB of weights, in " +
+                   std::to_string(kvrt::log::now_s() - t0) + " s; kernels use ISA " + kvrt::isa_name(kvrt::isa_active()) +
+                   " (CPU: " + kvrt::isa_name(kvrt::isa_detected()) + ")";
+        });
+        if (const char* bad = kvrt::isa_env_ignored())
+            kvrt::log::at(kvrt::log::Warn, [&] {
+                return std::string("KVRT_ISA=") + bad + " names no level (scalar, avx2, avxvnni, avx512, avx512bf16): ignored";
+            });
+        *out = kvrt::api::models().add(std::move(mp));
     });
 }
 
 KVRT_API void kvrt_model_destroy(kvrt_model* model) {
     // Drops the handle's reference; contexts hold their own, so the weights live on while they do.
     kvrt::api::models().remove(model);
+}
+
+KVRT_API kvrt_status kvrt_model_retain(kvrt_model** out, kvrt_model* model) {
+    if (out) *out = nullptr;
+    return guard("kvrt_model_retain", [&] {
+        require_non_null(out, "out");
+        *out = kvrt::api::models().add(kvrt::api::model_of(model));
+    });
 }
 
 KVRT_API kvrt_status kvrt_model_info_init(kvrt_model_info* info, size_t struct_size) {
@@ -269,6 +293,39 @@ KVRT_API kvrt_status kvrt_model_chat_apply(char* dst, size_t capacity, size_t* w
         }
         const std::string s = mp->apply_chat(msgs, add_assistant != 0);
         return write_cstring(dst, capacity, written, s, "kvrt_model_chat_apply");
+    });
+}
+
+KVRT_API kvrt_status kvrt_model_chat_apply_template(char* dst, size_t capacity, size_t* written,
+                                                    const kvrt_model* model, const char* chat_template,
+                                                    const kvrt_chat_message* messages, size_t n_messages,
+                                                    int add_assistant) {
+    if (!chat_template) return kvrt_model_chat_apply(dst, capacity, written, model, messages, n_messages, add_assistant);
+    return guard("kvrt_model_chat_apply_template", [&]() -> kvrt_status {
+        require_non_null(written, "written");
+        auto mp = model_of(model);
+        if (messages == nullptr && n_messages > 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "messages is NULL with n_messages > 0");
+        std::vector<kvrt::ChatMessage> msgs(n_messages);
+        for (size_t i = 0; i < n_messages; ++i) {
+            if (!messages[i].role || !messages[i].content)
+                throw Error(KVRT_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + " has a NULL role or content");
+            msgs[i].role = messages[i].role;
+            msgs[i].content = messages[i].content;
+        }
+        // BOS / EOS text for families whose templates write them: the model's, when it has a vocabulary.
+        std::string_view bos = "<s>", eos = "</s>";
+        if (mp->has_tokenizer()) {
+            const kvrt::Tokenizer& t = mp->tokenizer();
+            if (t.bos_id() >= 0) bos = t.token_text(t.bos_id());
+            if (t.eos_id() >= 0) eos = t.token_text(t.eos_id());
+        }
+        const std::string_view tmpl(chat_template);
+        if (tmpl.empty()) throw Error(KVRT_ERR_INVALID_ARGUMENT, "chat_template is empty (NULL means the model's own)");
+        const auto family = kvrt::ChatTemplate::family_from_name(tmpl);
+        const kvrt::ChatTemplate ct =
+            family ? kvrt::ChatTemplate::of_family(*family, bos, eos) : kvrt::ChatTemplate::detect(tmpl, bos, eos);
+        const std::string s = ct.render(msgs, add_assistant != 0);
+        return write_cstring(dst, capacity, written, s, "kvrt_model_chat_apply_template");
     });
 }
 

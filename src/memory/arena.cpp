@@ -1,5 +1,7 @@
 #include "memory/arena.hpp"
 
+#include "util/log.hpp"
+
 #include <mimalloc.h>
 #include <sys/mman.h>
 
@@ -148,7 +150,12 @@ void* Arena::allocate(size_t bytes) noexcept {
         // enforces exactly) still has room. Take the block from the default
         // heap then, rather than failing an allocation the budget allows.
         p = mi_malloc_aligned(bytes, kBlockAlign);
-        if (p) fallback_allocations_.fetch_add(1, std::memory_order_relaxed);
+        if (p && fallback_allocations_.fetch_add(1, std::memory_order_relaxed) == 0)
+            kvrt::log::at(kvrt::log::Warn, [&] {
+                return "KV arena " + std::to_string(arena_id_) + ": its " + std::to_string(reserved_ >> 20) +
+                       " MiB of address space are exhausted (per-thread segments); further blocks come from the "
+                       "default heap (the byte budget still bounds them)";
+            });
     }
     return p;
 }

@@ -1,5 +1,7 @@
 #include "runtime/sampler.hpp"
 
+#include "runtime/sampler_chain.hpp"
+
 #include "util/error.hpp"
 
 #include <algorithm>
@@ -26,6 +28,19 @@ Sampler::Sampler(const SamplerParams& p) : p_(p), state_(p.seed) {
     if (std::isinf(p.temperature)) bad("temperature is infinite");
 }
 
+Sampler::Sampler(std::unique_ptr<SamplerChain> chain) : chain_(std::move(chain)), state_(0) {}
+Sampler::~Sampler() = default;
+
+void Sampler::begin(const int32_t* prompt, size_t n) {
+    if (chain_) chain_->begin(prompt, n);
+}
+void Sampler::accept(int32_t token) {
+    if (chain_) chain_->accept(token);
+}
+void Sampler::reset() noexcept {
+    if (chain_) chain_->reset();
+}
+
 double Sampler::next_uniform() noexcept {
     // splitmix64: passes BigCrush, one state word, trivially seedable.
     uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
@@ -36,6 +51,7 @@ double Sampler::next_uniform() noexcept {
 }
 
 int32_t Sampler::sample(const float* logits, size_t n) {
+    if (chain_) return chain_->sample(logits, n);
     // Non-finite logits, the same rule greedy or not: NaN and -inf are never
     // drawn, +inf always wins (greedy: the lowest such id; otherwise one draw
     // picks uniformly among the +inf ids), and a row with nothing drawable

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace kvrt::runtime {
@@ -30,10 +31,22 @@ struct SamplerParams {
 // Index of the largest value (lowest index on ties; NaN never wins unless all are NaN).
 int32_t argmax(const float* logits, size_t n) noexcept;
 
+class SamplerChain;  // runtime/sampler_chain.hpp
+
 class Sampler {
 public:
     // Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) for out-of-domain parameters.
     explicit Sampler(const SamplerParams& p);
+    // A chain sampler (kvrt_sampler_chain_create): sample() runs the chain's stages.
+    explicit Sampler(std::unique_ptr<SamplerChain> chain);
+    ~Sampler();
+
+    SamplerChain* chain() noexcept { return chain_.get(); }
+    // History for penalty stages (no-ops for a plain sampler): begin() = the prompt,
+    // accept() = a token sampled, reset() = empty.
+    void begin(const int32_t* prompt, size_t n);
+    void accept(int32_t token);
+    void reset() noexcept;
 
     const SamplerParams& params() const noexcept { return p_; }
     bool greedy() const noexcept { return p_.temperature <= 0.0f; }
@@ -46,6 +59,7 @@ public:
     double next_uniform() noexcept;
 
 private:
+    std::unique_ptr<SamplerChain> chain_;
     SamplerParams p_;
     uint64_t state_;
     struct Cand {

@@ -37,6 +37,11 @@ Isa detect() noexcept {
     return Isa::Scalar;
 }
 
+const char*& env_ignored_ref() noexcept {
+    static const char* v = nullptr;
+    return v;
+}
+
 Isa env_limit() noexcept {
     const char* e = std::getenv("KVRT_ISA");
     if (!e) return Isa::Avx512Bf16;
@@ -44,6 +49,7 @@ Isa env_limit() noexcept {
     if (std::strcmp(e, "avx2") == 0) return Isa::Avx2;
     if (std::strcmp(e, "avxvnni") == 0) return Isa::AvxVnni;
     if (std::strcmp(e, "avx512") == 0) return Isa::Avx512;
+    if (std::strcmp(e, "avx512bf16") != 0) env_ignored_ref() = e;
     return Isa::Avx512Bf16;
 }
 
@@ -68,6 +74,11 @@ Isa isa_active() noexcept {
     int l = limit_ref().load(std::memory_order_relaxed);
     int d = static_cast<int>(isa_detected());
     return static_cast<Isa>(l < d ? l : d);
+}
+
+const char* isa_env_ignored() noexcept {
+    (void)limit_ref();  // reads KVRT_ISA once
+    return env_ignored_ref();
 }
 
 Isa isa_set_limit(Isa limit) noexcept {

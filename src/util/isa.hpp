@@ -42,5 +42,7 @@ Isa isa_active() noexcept;
 // changed while kernels run on other threads). Returns the previous limit.
 Isa isa_set_limit(Isa limit) noexcept;
 const char* isa_name(Isa isa) noexcept;
+// KVRT_ISA's value when it names no level (it is ignored then), else nullptr.
+const char* isa_env_ignored() noexcept;
 
 }  // namespace kvrt

@@ -229,6 +229,8 @@ INIT_WRAP(kvrt_context_config_init, kvrt_context_config)
 INIT_WRAP(kvrt_request_stats_init, kvrt_request_stats)
 INIT_WRAP(kvrt_sampler_config_init, kvrt_sampler_config)
 INIT_WRAP(kvrt_generate_config_init, kvrt_generate_config)
+INIT_WRAP(kvrt_sampler_stage_init, kvrt_sampler_stage)
+INIT_WRAP(kvrt_context_activity_init, kvrt_context_activity)
 
 static const struct {
     const char *name;
@@ -244,6 +246,8 @@ static const struct {
     {"kvrt_request_stats_init", sizeof(kvrt_request_stats), w_kvrt_request_stats_init},
     {"kvrt_sampler_config_init", sizeof(kvrt_sampler_config), w_kvrt_sampler_config_init},
     {"kvrt_generate_config_init", sizeof(kvrt_generate_config), w_kvrt_generate_config_init},
+    {"kvrt_sampler_stage_init", sizeof(kvrt_sampler_stage), w_kvrt_sampler_stage_init},
+    {"kvrt_context_activity_init", sizeof(kvrt_context_activity), w_kvrt_context_activity_init},
 };
 
 /* Calls that read a struct_size: big.b holds the struct, initialised with its
@@ -366,11 +370,29 @@ static kvrt_status use_generate_config(size_t n) {
     return kvrt_context_generate(NULL, G.ctx, 1, G.prompt, G.n_prompt, g);
 }
 
+static kvrt_status use_sampler_stage(size_t n) {
+    kvrt_sampler *s = NULL;
+    kvrt_status st;
+    kvrt_sampler_chain_create(&s, 1);
+    kvrt_sampler_stage_init((kvrt_sampler_stage *)(void *)big.b, sizeof(kvrt_sampler_stage));
+    ((kvrt_sampler_stage *)(void *)big.b)->type = KVRT_SAMPLER_GREEDY;
+    set_size(n);
+    st = kvrt_sampler_chain_add(s, (kvrt_sampler_stage *)(void *)big.b);
+    kvrt_sampler_destroy(s);
+    return st;
+}
+static kvrt_status use_context_activity(size_t n) {
+    set_size(n);
+    return kvrt_context_activity_get((kvrt_context_activity *)(void *)big.b, G.ctx);
+}
+
 static const struct {
     const char *name;
     size_t size;
     kvrt_status (*use)(size_t n);
 } use_cases[] = {
+    {"kvrt_sampler_chain_add(stage)", sizeof(kvrt_sampler_stage), use_sampler_stage},
+    {"kvrt_context_activity_get(out)", sizeof(kvrt_context_activity), use_context_activity},
     {"kvrt_cache_layout_add_layers(cfg)", sizeof(kvrt_cache_layer_config), use_layer_config},
     {"kvrt_cache_create(cfg)", sizeof(kvrt_cache_config), use_cache_config},
     {"kvrt_cache_seq_create(keys)", sizeof(kvrt_cache_keys), use_keys_seq_create},
@@ -656,12 +678,55 @@ static kvrt_status h_sampler_sample(void *h) {
     return kvrt_sampler_sample(&t, (kvrt_sampler *)h, l, 3);
 }
 
+static kvrt_status h_cancel(void *h) { return kvrt_context_cancel((kvrt_context *)h); }
+static kvrt_status h_activity_get(void *h) {
+    kvrt_context_activity a;
+    kvrt_context_activity_init(&a, sizeof a);
+    return kvrt_context_activity_get(&a, (const kvrt_context *)h);
+}
+static kvrt_status h_chain_add(void *h) {
+    kvrt_sampler_stage st;
+    kvrt_sampler_stage_init(&st, sizeof st);
+    st.type = KVRT_SAMPLER_GREEDY;
+    return kvrt_sampler_chain_add((kvrt_sampler *)h, &st);
+}
+static kvrt_status h_sampler_accept(void *h) { return kvrt_sampler_accept((kvrt_sampler *)h, 1); }
+static kvrt_status h_sampler_reset(void *h) { return kvrt_sampler_reset((kvrt_sampler *)h); }
+static kvrt_status h_cache_set_budget(void *h) { return kvrt_cache_set_budget((kvrt_cache *)h, 1u << 30); }
+static kvrt_status h_cache_trim(void *h) {
+    uint64_t n = 0;
+    return kvrt_cache_trim(&n, (kvrt_cache *)h, 0);
+}
+static kvrt_status h_model_retain(void *h) {
+    kvrt_model *m = NULL;
+    kvrt_status st = kvrt_model_retain(&m, (kvrt_model *)h);
+    kvrt_model_destroy(m);
+    return st;
+}
+static kvrt_status h_chat_apply_template(void *h) {
+    kvrt_chat_message msg;
+    char buf[256];
+    size_t w = 0;
+    msg.role = "user";
+    msg.content = "hi";
+    return kvrt_model_chat_apply_template(buf, sizeof buf, &w, (const kvrt_model *)h, "chatml", &msg, 1, 1);
+}
+
 static const struct {
     const char *name;
     int type;
     int null_is_default; /* NULL is a valid value of this parameter (skip it) */
     kvrt_status (*call)(void *h);
 } handle_cases[] = {
+    {"kvrt_context_cancel", H_CTX, 0, h_cancel},
+    {"kvrt_context_activity_get", H_CTX, 0, h_activity_get},
+    {"kvrt_sampler_chain_add", H_SAMPLER, 0, h_chain_add},
+    {"kvrt_sampler_accept", H_SAMPLER, 0, h_sampler_accept},
+    {"kvrt_sampler_reset", H_SAMPLER, 0, h_sampler_reset},
+    {"kvrt_cache_set_budget", H_CACHE, 0, h_cache_set_budget},
+    {"kvrt_cache_trim", H_CACHE, 0, h_cache_trim},
+    {"kvrt_model_retain", H_MODEL, 0, h_model_retain},
+    {"kvrt_model_chat_apply_template", H_MODEL, 0, h_chat_apply_template},
     {"kvrt_cache_layout_add_layers", H_LAYOUT, 0, h_layout_add_layers},
     {"kvrt_cache_layout_n_layers", H_LAYOUT, 0, h_layout_n_layers},
     {"kvrt_cache_create", H_LAYOUT, 0, h_cache_create},

@@ -11,6 +11,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "demo_prompts.hpp"
+#include "sampler_opts.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -35,8 +36,10 @@ struct RequestResult {
 
 // Greedy generation through the low-level API (prefill, get_logits, decode), keeping
 // every step's logits for the cold-vs-hit comparison.
+// With a sampler (--repeat-penalty etc.), it picks the tokens instead of the argmax, its
+// history set to the prompt and then each token picked.
 bool run_request(kvrt_context* ctx, const kvrt_model* model, const std::vector<int32_t>& prompt, int n_answer,
-                 bool keep_logits, RequestResult& r) {
+                 bool keep_logits, RequestResult& r, kvrt_sampler* sampler = nullptr) {
     const double t0 = now_seconds();
     kvrt_request_stats_init(&r.stats, sizeof r.stats);
     kvrt_status s = kvrt_context_prefill(&r.stats, ctx, 0, prompt.data(), prompt.size());
@@ -44,14 +47,24 @@ bool run_request(kvrt_context* ctx, const kvrt_model* model, const std::vector<i
     size_t n_vocab = 0;
     kvrt_context_get_logits(nullptr, 0, &n_vocab, ctx, 0);
     std::vector<float> logits(n_vocab);
+    if (sampler) {
+        kvrt_sampler_reset(sampler);
+        for (int32_t t : prompt) kvrt_sampler_accept(sampler, t);
+    }
     for (int i = 0; i < n_answer; ++i) {
         size_t w = 0;
         s = kvrt_context_get_logits(logits.data(), logits.size(), &w, ctx, 0);
         if (s != KVRT_OK) return report_error("demo", "logits", s), false;
         if (keep_logits) r.logits.push_back(logits);
         int32_t tok = 0;
-        for (size_t v = 1; v < n_vocab; ++v)
-            if (logits[v] > logits[static_cast<size_t>(tok)]) tok = static_cast<int32_t>(v);
+        if (sampler) {
+            if ((s = kvrt_sampler_sample(&tok, sampler, logits.data(), logits.size())) != KVRT_OK)
+                return report_error("demo", "sample", s), false;
+            kvrt_sampler_accept(sampler, tok);
+        } else {
+            for (size_t v = 1; v < n_vocab; ++v)
+                if (logits[v] > logits[static_cast<size_t>(tok)]) tok = static_cast<int32_t>(v);
+        }
         if (i == 0) r.ttft_s = now_seconds() - t0;
         int eog = 0;
         kvrt_model_token_is_eog(&eog, model, tok);
@@ -102,11 +115,19 @@ size_t first_difference(const std::vector<int32_t>& a, const std::vector<int32_t
 }  // namespace
 
 int cmd_demo(int argc, char** argv) {
-    Args a = parse_args(argc, argv, {"-m", "--model", "-n", "--answer-tokens", "-t", "--threads"});
+    Args a = parse_args(argc, argv, with_sampler_opts({"-m", "--model", "-n", "--answer-tokens", "-t", "--threads"}));
     if (a.has("-h") || a.has("--help")) {
-        std::fprintf(stderr, "usage: kvrt demo [-m MODEL] [-n ANSWER_TOKENS (48)] [-t THREADS] [--json]\n");
+        std::fprintf(stderr, "usage: kvrt demo [-m MODEL] [-n ANSWER_TOKENS (48)] [-t THREADS] [--json] [sampling]\n%s",
+                     sampler_opts_usage());
         return 0;
     }
+    if (std::atof(a.get("--temp", "0").c_str()) > 0) {
+        std::fprintf(stderr, "kvrt demo: answers are greedy (with optional penalties) so that the prefix-hit and cold "
+                             "runs can be compared; sample with `kvrt run --temp`\n");
+        return 2;
+    }
+    kvrt_sampler* sampler = nullptr;  // nullptr: greedy argmax (the default); else greedy + penalties
+    if (!make_sampler("demo", a, true, &sampler)) return 2;
     const std::string path = a.get("-m", a.get("--model", default_model_path()));
     const int threads = std::atoi(a.get("-t", a.get("--threads", "0")).c_str());
     const int n_answer = std::atoi(a.get("-n", a.get("--answer-tokens", "48")).c_str());
@@ -155,13 +176,13 @@ int cmd_demo(int argc, char** argv) {
         }
         RequestResult ra, rb, rcr, rb_cold;
         // Each request runs on a fresh sequence; releasing it leaves its full blocks in the prefix cache.
-        if (!run_request(ctx, model, ta, n_answer, false, ra)) { rc = 1; break; }
+        if (!run_request(ctx, model, ta, n_answer, false, ra, sampler)) { rc = 1; break; }
         kvrt_context_seq_release(ctx, 0);
         print_request("A", "document + \"Summarise the risks.\"", model, ra, static_cast<size_t>(-1), json);
-        if (!run_request(ctx, model, tb, n_answer, true, rb)) { rc = 1; break; }
+        if (!run_request(ctx, model, tb, n_answer, true, rb, sampler)) { rc = 1; break; }
         kvrt_context_seq_release(ctx, 0);
         print_request("B", "document + \"List the deadlines.\" (prefix hit)", model, rb, first_difference(ta, tb), json);
-        if (!run_request(ctx, model, tc, n_answer, false, rcr)) { rc = 1; break; }
+        if (!run_request(ctx, model, tc, n_answer, false, rcr, sampler)) { rc = 1; break; }
         kvrt_context_seq_release(ctx, 0);
         print_request("C", "document with the budget changed to 500,000 EUR + \"List the deadlines.\"", model, rcr,
                       first_difference(tb, tc), json);
@@ -172,7 +193,7 @@ int cmd_demo(int argc, char** argv) {
             rc = report_error("demo", "cold context", s);
             break;
         }
-        if (!run_request(cold, model, tb, n_answer, true, rb_cold)) { rc = 1; break; }
+        if (!run_request(cold, model, tb, n_answer, true, rb_cold, sampler)) { rc = 1; break; }
         bool same = rb.logits.size() == rb_cold.logits.size() && rb.answer == rb_cold.answer;
         size_t steps_equal = 0;
         for (size_t i = 0; same && i < rb.logits.size(); ++i) {
@@ -200,6 +221,7 @@ int cmd_demo(int argc, char** argv) {
     } while (false);
     kvrt_context_destroy(cold);
     kvrt_context_destroy(ctx);
+    kvrt_sampler_destroy(sampler);
     kvrt_model_destroy(model);
     return rc;
 }

@@ -1,0 +1,233 @@
+#include "runtime/sampler_chain.hpp"
+
+#include "util/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+namespace kvrt::runtime {
+
+namespace {
+[[noreturn]] void bad(const std::string& m) { fail(KVRT_ERR_INVALID_ARGUMENT, m); }
+constexpr size_t kMaxBias = size_t{1} << 24;
+}  // namespace
+
+void SamplerChain::add(SamplerStage st) {
+    if (!stages_.empty() && (stages_.back().type == StageType::Dist || stages_.back().type == StageType::Greedy))
+        fail(KVRT_ERR_INVALID_STATE, "the chain already ends in a dist or greedy stage; no stage may follow it");
+    switch (st.type) {
+        case StageType::Penalties:
+            if (st.last_n < -1) bad("penalty_last_n must be -1 (the whole history), 0 (off) or positive, got " + std::to_string(st.last_n));
+            if (!std::isfinite(st.repeat) || st.repeat <= 0.0f)
+                bad("repeat_penalty must be finite and > 0 (1 = off), got " + std::to_string(st.repeat));
+            if (!std::isfinite(st.frequency)) bad("frequency_penalty is not finite");
+            if (!std::isfinite(st.presence)) bad("presence_penalty is not finite");
+            if (st.last_n == -1) whole_history_ = true;
+            else max_window_ = std::max(max_window_, static_cast<size_t>(st.last_n));
+            break;
+        case StageType::LogitBias:
+            if (st.bias.size() > kMaxBias) bad("n_bias above 2^24");
+            for (size_t i = 0; i < st.bias.size(); ++i) {
+                if (st.bias[i].first < 0)
+                    bad("bias_tokens[" + std::to_string(i) + "] is negative (" + std::to_string(st.bias[i].first) + ")");
+                if (std::isnan(st.bias[i].second)) bad("bias_values[" + std::to_string(i) + "] is NaN");
+            }
+            break;
+        case StageType::TopK:
+            if (st.top_k < 0) bad("top_k is negative (" + std::to_string(st.top_k) + "); 0 = off");
+            break;
+        case StageType::TopP:
+            if (!(st.p > 0.0f && st.p <= 1.0f)) bad("p of a top-p stage must be in (0, 1], got " + std::to_string(st.p));
+            break;
+        case StageType::MinP:
+            if (!(st.p >= 0.0f && st.p <= 1.0f)) bad("p of a min-p stage must be in [0, 1], got " + std::to_string(st.p));
+            break;
+        case StageType::Temperature:
+            if (!std::isfinite(st.temperature)) bad("temperature is not finite");
+            break;
+        case StageType::Dist:
+        case StageType::Greedy:
+            break;
+        default:
+            bad("stage type " + std::to_string(static_cast<int32_t>(st.type)) + " is not a kvrt_sampler_stage_type");
+    }
+    stages_.push_back(std::move(st));
+}
+
+void SamplerChain::begin(const int32_t* prompt, size_t n) {
+    history_.clear();
+    if (!whole_history_ && n > max_window_) {
+        prompt += n - max_window_;
+        n = max_window_;
+    }
+    if (n) history_.assign(prompt, prompt + n);
+}
+
+void SamplerChain::accept(int32_t token) {
+    history_.push_back(token);
+    trim_history();
+}
+
+void SamplerChain::trim_history() {
+    // Keep at most twice the window so the erase is amortised O(1).
+    if (!whole_history_ && history_.size() > 2 * max_window_ + 64)
+        history_.erase(history_.begin(), history_.end() - static_cast<std::ptrdiff_t>(max_window_));
+}
+
+double SamplerChain::next_uniform() noexcept {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);  // splitmix64, as Sampler
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+bool SamplerChain::normalize() {
+    size_t n_inf = 0;
+    for (const Cand& c : cands_)
+        if (c.logit == INFINITY) ++n_inf;
+    if (n_inf > 0) {
+        std::erase_if(cands_, [](const Cand& c) { return c.logit != INFINITY; });
+        for (Cand& c : cands_) c.logit = 0.0;
+        std::sort(cands_.begin(), cands_.end(), [](const Cand& a, const Cand& b) { return a.id < b.id; });
+        sorted_ = true;  // all equal: id order is logit order
+        return true;
+    }
+    std::erase_if(cands_, [](const Cand& c) { return std::isnan(c.logit) || c.logit == -INFINITY; });
+    if (cands_.empty()) bad("no logit can be sampled: every candidate is NaN or -inf after the chain's stages");
+    return false;
+}
+
+void SamplerChain::sort_desc() {
+    if (sorted_) return;
+    std::sort(cands_.begin(), cands_.end(),
+              [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
+    sorted_ = true;
+}
+
+void SamplerChain::softmax() {
+    double mx = -INFINITY;
+    for (const Cand& c : cands_) mx = std::max(mx, c.logit);
+    probs_.resize(cands_.size());
+    double sum = 0;
+    for (size_t i = 0; i < cands_.size(); ++i) sum += (probs_[i] = std::exp(cands_[i].logit - mx));
+    for (double& p : probs_) p /= sum;
+}
+
+int32_t SamplerChain::argmax_cand() const noexcept {
+    size_t best = 0;
+    for (size_t i = 1; i < cands_.size(); ++i)
+        if (cands_[i].logit > cands_[best].logit || (cands_[i].logit == cands_[best].logit && cands_[i].id < cands_[best].id))
+            best = i;
+    return cands_[best].id;
+}
+
+int32_t SamplerChain::draw() {
+    sort_desc();
+    softmax();
+    double r = next_uniform();
+    size_t last = 0;
+    for (size_t i = 0; i < cands_.size(); ++i) {
+        if (probs_[i] > 0) last = i;
+        r -= probs_[i];
+        if (r < 0) return cands_[i].id;
+    }
+    return cands_[last].id;
+}
+
+int32_t SamplerChain::sample(const float* logits, size_t n) {
+    cands_.resize(n);
+    for (size_t i = 0; i < n; ++i) cands_[i] = {static_cast<double>(logits[i]), static_cast<int32_t>(i)};
+    sorted_ = false;
+    bool forced = normalize();
+    for (const SamplerStage& st : stages_) {
+        switch (st.type) {
+            case StageType::Penalties: {
+                if (forced || st.last_n == 0 || history_.empty()) break;
+                const size_t w = st.last_n < 0 ? history_.size() : std::min(history_.size(), static_cast<size_t>(st.last_n));
+                std::unordered_map<int32_t, int32_t> count;
+                for (size_t i = history_.size() - w; i < history_.size(); ++i) count[history_[i]]++;
+                for (Cand& c : cands_) {
+                    auto it = count.find(c.id);
+                    if (it == count.end()) continue;
+                    if (c.logit <= 0) c.logit *= st.repeat;
+                    else c.logit /= st.repeat;
+                    c.logit -= it->second * static_cast<double>(st.frequency) + static_cast<double>(st.presence);
+                }
+                sorted_ = false;
+                forced = normalize();
+                break;
+            }
+            case StageType::LogitBias: {
+                if (forced) break;
+                std::unordered_map<int32_t, double> bias;
+                for (const auto& [t, b] : st.bias) {
+                    if (static_cast<size_t>(t) >= n)
+                        bad("a logit bias names token " + std::to_string(t) + ", outside the " + std::to_string(n) +
+                            " logits sampled");
+                    bias[t] += b;
+                }
+                for (Cand& c : cands_) {
+                    auto it = bias.find(c.id);
+                    if (it != bias.end()) c.logit += it->second;
+                }
+                sorted_ = false;
+                forced = normalize();
+                break;
+            }
+            case StageType::TopK:
+                if (st.top_k > 0 && static_cast<size_t>(st.top_k) < cands_.size()) {
+                    auto by = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
+                    std::partial_sort(cands_.begin(), cands_.begin() + st.top_k, cands_.end(), by);
+                    cands_.resize(static_cast<size_t>(st.top_k));
+                    sorted_ = true;
+                }
+                break;
+            case StageType::TopP: {
+                if (st.p >= 1.0f) break;
+                sort_desc();
+                softmax();
+                double acc = 0;
+                size_t cut = cands_.size();
+                for (size_t i = 0; i < cands_.size(); ++i) {
+                    acc += probs_[i];
+                    if (acc >= st.p) {
+                        cut = i + 1;
+                        break;
+                    }
+                }
+                cands_.resize(cut);
+                break;
+            }
+            case StageType::MinP: {
+                if (st.p <= 0.0f) break;
+                softmax();
+                double pmax = 0;
+                for (double p : probs_) pmax = std::max(pmax, p);
+                const double floor = static_cast<double>(st.p) * pmax;
+                size_t k = 0;
+                for (size_t i = 0; i < cands_.size(); ++i)
+                    if (probs_[i] >= floor) cands_[k++] = cands_[i];
+                cands_.resize(k);
+                break;
+            }
+            case StageType::Temperature:
+                if (st.temperature <= 0.0f) {
+                    const int32_t best = argmax_cand();
+                    std::erase_if(cands_, [best](const Cand& c) { return c.id != best; });
+                } else {
+                    for (Cand& c : cands_) c.logit /= static_cast<double>(st.temperature);
+                }
+                break;
+            case StageType::Dist:
+                return draw();
+            case StageType::Greedy:
+                return argmax_cand();
+        }
+    }
+    return argmax_cand();
+}
+
+}  // namespace kvrt::runtime
