@@ -41,6 +41,13 @@ func (b *callbackBox) finish() {
 	}
 }
 
+// free releases the C memory and the handle without re-raising (a box that lives
+// with an object, e.g. a context's progress callback, freed at its Close).
+func (b *callbackBox) free() {
+	C.free(b.cmem)
+	b.handle.Delete()
+}
+
 func boxFrom(userData unsafe.Pointer) *callbackBox {
 	return cgo.Handle(*(*C.uintptr_t)(userData)).Value().(*callbackBox)
 }

@@ -11,6 +11,11 @@ static int kvrt_go_token(int32_t token, const char *text, size_t text_len, void 
     return kvrtGoToken(token, (char *)text, text_len, user_data);
 }
 static kvrt_token_fn kvrt_go_token_fn(void) { return kvrt_go_token; }
+extern int kvrtGoProgress(float fraction, char *stage, void *user_data);
+static int kvrt_go_ctx_progress(float fraction, const char *stage, void *user_data) {
+    return kvrtGoProgress(fraction, (char *)stage, user_data);
+}
+static kvrt_progress_fn kvrt_go_ctx_progress_fn(void) { return kvrt_go_ctx_progress; }
 */
 import "C"
 
@@ -28,6 +33,8 @@ const (
 	KVF32
 	KVF16
 	KVBF16
+	KVI8      // int8, an f16 scale per 32 elements of a head (head_dim % 32 == 0)
+	KVFP8E4M3 // fp8 e4m3, an f16 scale per head of a row
 )
 
 func (t KVType) raw() (C.int32_t, bool) {
@@ -38,6 +45,10 @@ func (t KVType) raw() (C.int32_t, bool) {
 		return C.KVRT_KV_F16, true
 	case KVBF16:
 		return C.KVRT_KV_BF16, true
+	case KVI8:
+		return C.KVRT_KV_I8, true
+	case KVFP8E4M3:
+		return C.KVRT_KV_FP8_E4M3, true
 	}
 	return 0, false
 }
@@ -79,12 +90,22 @@ type ContextOptions struct {
 	// CED models only (kvrt/ced.h): prefill semantics and resume policy.
 	CedPrefillMode CedPrefillMode
 	CedResume      CedResume
+	// K and V rows of different types (llama.cpp's type_k / type_v); KVDefault: KVType.
+	KType KVType
+	VType KVType
+	// Progress of long prefills (fraction, stage "prefill"); return false to cancel
+	// (the call returns ErrCancelled). Runs on the goroutine of the call.
+	Progress func(fraction float32, stage string) bool
 }
 
 // Context runs a model over a KV cache. kvrt allows one thread at a time per
-// context; the Go handle serialises its calls with a mutex.
+// context; the Go handle serialises its calls with a mutex. Cancel and
+// Activity do not take it: any goroutine may call them while another runs
+// Generate or Prefill.
 type Context struct {
 	handle[C.kvrt_context]
+	raw      *C.kvrt_context // the handle for Cancel / Activity (a checked serial: safe after Close)
+	progress *callbackBox    // ContextOptions.Progress, alive with the context
 }
 
 // NewContext creates a context running m.
@@ -110,8 +131,20 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 	if !ok && o.KVType != KVDefault {
 		return nil, bindingError(ErrInvalidArgument, "ContextOptions.KVType: %d is not a KVType", int32(o.KVType))
 	}
+	kt, kok := o.KType.raw()
+	if !kok && o.KType != KVDefault {
+		return nil, bindingError(ErrInvalidArgument, "ContextOptions.KType: %d is not a KVType", int32(o.KType))
+	}
+	vt, vok := o.VType.raw()
+	if !vok && o.VType != KVDefault {
+		return nil, bindingError(ErrInvalidArgument, "ContextOptions.VType: %d is not a KVType", int32(o.VType))
+	}
 	salt := C.CString(o.CacheSalt)
 	defer C.free(unsafe.Pointer(salt))
+	var progress *callbackBox
+	if o.Progress != nil {
+		progress = newCallbackBox(o.Progress)
+	}
 	var p *C.kvrt_context
 	err := call(func() C.kvrt_status {
 		var cfg C.kvrt_context_config
@@ -140,12 +173,25 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 		cfg.cache_salt = salt
 		cfg.ced_prefill_mode = C.int32_t(o.CedPrefillMode)
 		cfg.ced_resume = C.int32_t(o.CedResume)
+		if kok {
+			cfg.k_dtype = kt
+		}
+		if vok {
+			cfg.v_dtype = vt
+		}
+		if progress != nil {
+			cfg.progress = C.kvrt_go_ctx_progress_fn()
+			cfg.progress_user_data = progress.userData()
+		}
 		return C.kvrt_context_create(&p, m.p, &cfg)
 	})
 	if err != nil {
+		if progress != nil {
+			progress.free()
+		}
 		return nil, err
 	}
-	c := &Context{handle[C.kvrt_context]{p: p}}
+	c := &Context{handle: handle[C.kvrt_context]{p: p}, raw: p, progress: progress}
 	runtime.SetFinalizer(c, (*Context).Close)
 	return c, nil
 }
@@ -154,6 +200,9 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 func (c *Context) Close() error {
 	if c.release(func(p *C.kvrt_context) { C.kvrt_context_destroy(p) }) {
 		runtime.SetFinalizer(c, nil)
+		if c.progress != nil {
+			c.progress.free()
+		}
 	}
 	return nil
 }
@@ -164,7 +213,13 @@ func (c *Context) with(f func(p *C.kvrt_context) C.kvrt_status) error {
 	if c.p == nil {
 		return ErrClosed
 	}
-	return call(func() C.kvrt_status { return f(c.p) })
+	err := call(func() C.kvrt_status { return f(c.p) })
+	if c.progress != nil && c.progress.panic != nil { // the Progress callback panicked: re-raise here
+		p := c.progress.panic
+		c.progress.panic = nil
+		panic(p)
+	}
+	return err
 }
 
 // StopReason says why generation stopped.
@@ -449,9 +504,22 @@ type GenerateOptions struct {
 	// OnToken streams each token and its text (a last call with token -1
 	// flushes text held back for a stop string); return false to stop. It runs
 	// on the calling goroutine while the context is busy: it must not call
-	// methods of the same Context (they would wait for Generate forever). A
+	// methods of the same Context (they would wait for Generate forever),
+	// except Cancel and Activity, which never wait. A
 	// panic inside it stops generation and is re-raised by Generate.
 	OnToken func(token int32, text string) bool
+
+	out *genOut // GenerateText's buffers
+}
+
+// genOut: kvrt_generate_config's output fields (C memory).
+type genOut struct {
+	toks        *C.int32_t
+	tokCap      C.size_t
+	tokWritten  *C.size_t
+	text        *C.char
+	textCap     C.size_t
+	textWritten *C.size_t
 }
 
 //export kvrtGoToken
@@ -513,6 +581,10 @@ func (c *Context) Generate(seq int32, prompt []int32, o GenerateOptions) (Reques
 		if box != nil {
 			cfg.on_token = C.kvrt_go_token_fn()
 			cfg.user_data = box.userData()
+		}
+		if o.out != nil {
+			cfg.tokens_out, cfg.tokens_capacity, cfg.tokens_written = o.out.toks, o.out.tokCap, o.out.tokWritten
+			cfg.text_out, cfg.text_capacity, cfg.text_written = o.out.text, o.out.textCap, o.out.textWritten
 		}
 		return C.kvrt_context_generate(&s, p, C.int32_t(seq), tokensPtr(prompt), C.size_t(len(prompt)), &cfg)
 	})

@@ -25,7 +25,9 @@ CACHE_KIND_SLOTS = 8
 class cache_layer_config(Structure):
     _fields_ = [("struct_size", c_size_t), ("kind", c_int32), ("n_kv_heads", c_int32), ("head_dim", c_int32),
                 ("dtype", c_int32), ("window", c_int32), ("ratio", c_int32), ("source", c_int32),
-                ("shared_kv", c_int32)]
+                ("shared_kv", c_int32),
+                # appended in 0.3: the V rows' dtype when it differs (-1: dtype)
+                ("v_dtype", c_int32)]
 
 
 class cache_config(Structure):
@@ -47,7 +49,9 @@ class cache_layer_info(Structure):
     _fields_ = [("struct_size", c_size_t), ("kind", c_int32), ("row_layer", c_int32), ("ratio", c_int32),
                 ("rows_per_block", c_int32), ("n_kv_heads", c_int32), ("head_dim", c_int32), ("dtype", c_int32),
                 ("window", c_int32), ("row_bytes", c_uint64), ("k_offset", c_uint64), ("v_offset", c_uint64),
-                ("block_bytes", c_uint64), ("separate_v", c_int32), ("manager", c_int32)]
+                ("block_bytes", c_uint64), ("separate_v", c_int32), ("manager", c_int32),
+                # appended in 0.3
+                ("v_dtype", c_int32), ("v_row_bytes", c_uint64)]
 
 
 class cache_kind_stats(Structure):
@@ -100,7 +104,9 @@ class context_config(Structure):
                 ("reserved0", c_int32), ("cache_salt", c_char_p), ("progress", progress_fn),
                 ("progress_user_data", c_void_p),
                 # appended in 0.2 (CED models only, see ced.h)
-                ("ced_prefill_mode", c_int32), ("ced_resume", c_int32)]
+                ("ced_prefill_mode", c_int32), ("ced_resume", c_int32),
+                # appended in 0.3: K and V rows of different types (-1: kv_dtype)
+                ("k_dtype", c_int32), ("v_dtype", c_int32)]
 
 
 class request_stats(Structure):
@@ -118,7 +124,27 @@ class sampler_config(Structure):
 class generate_config(Structure):
     _fields_ = [("struct_size", c_size_t), ("max_tokens", c_uint32), ("stop_at_eog", c_int32),
                 ("sampler", c_void_p), ("stop_strings", POINTER(c_char_p)), ("n_stop_strings", c_size_t),
-                ("on_token", token_fn), ("user_data", c_void_p)]
+                ("on_token", token_fn), ("user_data", c_void_p),
+                # appended in 0.2: the answer into caller buffers
+                ("tokens_out", POINTER(c_int32)), ("tokens_capacity", c_size_t), ("tokens_written", POINTER(c_size_t)),
+                ("text_out", c_void_p), ("text_capacity", c_size_t), ("text_written", POINTER(c_size_t))]
+
+
+class sampler_stage(Structure):
+    _fields_ = [("struct_size", c_size_t), ("type", c_int32), ("top_k", c_int32), ("p", c_float),
+                ("temperature", c_float), ("penalty_last_n", c_int32), ("repeat_penalty", c_float),
+                ("frequency_penalty", c_float), ("presence_penalty", c_float), ("bias_tokens", POINTER(c_int32)),
+                ("bias_values", POINTER(c_float)), ("n_bias", c_size_t)]
+
+
+class context_activity(Structure):
+    _fields_ = [("struct_size", c_size_t), ("phase", c_int32), ("cancel_pending", c_int32),
+                ("prefill_total", c_uint64), ("prefill_done", c_uint64), ("generated_tokens", c_uint64),
+                ("calls", c_uint64)]
+
+
+# ---- process.h -----------------------------------------------------------------
+log_fn = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
 
 
 # ---- ced.h -------------------------------------------------------------------
@@ -141,6 +167,7 @@ STRUCTS = {
     "kvrt_chat_message": chat_message, "kvrt_context_config": context_config,
     "kvrt_request_stats": request_stats, "kvrt_sampler_config": sampler_config,
     "kvrt_generate_config": generate_config, "kvrt_ced_memory": ced_memory,
+    "kvrt_sampler_stage": sampler_stage, "kvrt_context_activity": context_activity,
 }
 
 P = c_void_p
@@ -227,6 +254,26 @@ SIGNATURES = {
     "kvrt_context_generate": (status_t, [POINTER(request_stats), P, c_int32, _i32p, c_size_t,
                                          POINTER(generate_config)]),
 
+    # context.h: sampler chains, cancellation, activity (0.2)
+    "kvrt_sampler_stage_init": (status_t, [POINTER(sampler_stage), c_size_t]),
+    "kvrt_sampler_chain_create": (status_t, [POINTER(P), c_uint64]),
+    "kvrt_sampler_chain_add": (status_t, [P, POINTER(sampler_stage)]),
+    "kvrt_sampler_accept": (status_t, [P, c_int32]),
+    "kvrt_sampler_reset": (status_t, [P]),
+    "kvrt_context_cancel": (status_t, [P]),
+    "kvrt_context_activity_init": (status_t, [POINTER(context_activity), c_size_t]),
+    "kvrt_context_activity_get": (status_t, [POINTER(context_activity), P]),
+    # cache.h: memory control; model.h: chat template override; process.h
+    "kvrt_cache_set_budget": (status_t, [P, c_uint64]),
+    "kvrt_cache_trim": (status_t, [_u64p, P, c_uint64]),
+    "kvrt_model_chat_apply_template": (status_t, [c_void_p, c_size_t, _szp, P, c_char_p, POINTER(chat_message),
+                                                  c_size_t, c_int]),
+    "kvrt_model_retain": (status_t, [POINTER(P), P]),
+    "kvrt_set_log_callback": (status_t, [c_int32, log_fn, c_void_p]),
+    "kvrt_log_level_name": (c_char_p, [c_int32]),
+    "kvrt_isa_get": (status_t, [POINTER(c_int32), POINTER(c_int32)]),
+    "kvrt_isa_set": (status_t, [c_int32]),
+    "kvrt_isa_name": (c_char_p, [c_int32]),
     "kvrt_ced_memory_init": (status_t, [POINTER(ced_memory), c_size_t]),
     "kvrt_ced_memory_get": (status_t, [POINTER(ced_memory), P, c_int32]),
     "kvrt_ced_memory_source": (status_t, [_i32p, _i32p, POINTER(c_double), POINTER(c_double), P, c_uint32,

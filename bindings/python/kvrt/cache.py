@@ -8,6 +8,7 @@ from .errors import KvrtError, Status, check
 
 LAYER_FULL, LAYER_WINDOW, LAYER_BANK_SOURCE, LAYER_BANK_READER, LAYER_INDEXER_KEYS = range(5)
 DTYPE_F32, DTYPE_F16, DTYPE_BF16 = 0, 1, 2
+DTYPE_I8, DTYPE_FP8_E4M3 = 3, 4  # quantised rows, full and window layers (kvrt/cache.h)
 
 
 def _tokens(tokens):
@@ -36,11 +37,13 @@ class Layout(Handle):
         super().__init__(create(C.lib().kvrt_cache_layout_create, block_tokens))
 
     def add_layers(self, n_kv_heads, head_dim, count=1, kind=LAYER_FULL, dtype=DTYPE_F16, window=0, ratio=1,
-                   source=-1, shared_kv=False):
-        """Appends `count` identical layers; returns the first one's index."""
+                   source=-1, shared_kv=False, v_dtype=-1):
+        """Appends `count` identical layers; returns the first one's index. v_dtype: the V rows'
+        dtype when it differs from dtype (the K rows'); -1: dtype."""
         cfg = C.init_struct(C.cache_layer_config, "kvrt_cache_layer_config_init")
         cfg.kind, cfg.n_kv_heads, cfg.head_dim, cfg.dtype = kind, n_kv_heads, head_dim, dtype
         cfg.window, cfg.ratio, cfg.source, cfg.shared_kv = window, ratio, source, int(shared_kv)
+        cfg.v_dtype = v_dtype
         first = ctypes.c_int32()
         check(C.lib().kvrt_cache_layout_add_layers(ctypes.byref(first), self._p, ctypes.byref(cfg), count))
         return first.value
@@ -64,6 +67,16 @@ def stats_of(ptr):
     s = C.init_struct(C.cache_stats, "kvrt_cache_stats_init")
     check(C.lib().kvrt_cache_stats_get(ctypes.byref(s), ptr))
     return _stats_dict(s)
+
+
+def set_budget_of(ptr, budget_bytes):
+    check(C.lib().kvrt_cache_set_budget(ptr, budget_bytes))
+
+
+def trim_of(ptr, keep_bytes=0):
+    n = ctypes.c_uint64()
+    check(C.lib().kvrt_cache_trim(ctypes.byref(n), ptr, keep_bytes))
+    return n.value
 
 
 class Cache(Handle):
@@ -179,3 +192,12 @@ class Cache(Handle):
     def stats(self):
         """kvrt_cache_stats as a dict."""
         return stats_of(self._p)
+
+    def set_budget(self, budget_bytes):
+        """A new byte budget: shrinking evicts cached prefix blocks (KvrtError INVALID_STATE
+        below the bytes sequences hold)."""
+        set_budget_of(self._p, budget_bytes)
+
+    def trim(self, keep_bytes=0):
+        """Releases cached prefix blocks until at most keep_bytes remain; returns the bytes freed."""
+        return trim_of(self._p, keep_bytes)

@@ -35,6 +35,13 @@ class Model(Handle):
                 cb.reraise()
         super().__init__(ptr)
 
+    def retain(self):
+        """Another Model handle of the same loaded weights (kvrt_model_retain): no copy,
+        closed independently."""
+        m = Model.__new__(Model)
+        Handle.__init__(m, create(C.lib().kvrt_model_retain, self._p))
+        return m
+
     def info(self):
         """kvrt_model_info as a dict (strings decoded, fingerprint as bytes)."""
         i = C.init_struct(C.model_info, "kvrt_model_info_init")
@@ -111,12 +118,18 @@ class Model(Handle):
         check(C.lib().kvrt_model_token_is_eog(ctypes.byref(out), self._p, token))
         return bool(out.value)
 
-    def chat_apply(self, messages, add_assistant=True):
+    def chat_apply(self, messages, add_assistant=True, template=None):
         """messages: [(role, content)] or [{"role":..., "content":...}]. Tokenize
-        the result with parse_special=True."""
+        the result with parse_special=True. template: None (the model's own; a GGUF
+        without one raises KvrtError UNSUPPORTED), a family name ("chatml", "llama2",
+        "llama3", "gemma", "zephyr") or a Jinja template text kvrt recognises."""
         pairs = [(m["role"], m["content"]) if isinstance(m, dict) else tuple(m) for m in messages]
         arr = (C.chat_message * max(len(pairs), 1))()
         for i, (role, content) in enumerate(pairs):
             arr[i].role, arr[i].content = role.encode(), content.encode()
+        if template is not None:
+            t = template.encode()
+            return read_text(lambda d, c, w: C.lib().kvrt_model_chat_apply_template(
+                d, c, w, self._p, t, arr, len(pairs), 1 if add_assistant else 0)).decode()
         return read_text(lambda d, c, w: C.lib().kvrt_model_chat_apply(d, c, w, self._p, arr, len(pairs),
                                                                        1 if add_assistant else 0)).decode()

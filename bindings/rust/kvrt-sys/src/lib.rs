@@ -81,6 +81,8 @@ pub struct kvrt_cache_layer_config {
     pub ratio: i32,
     pub source: i32,
     pub shared_kv: i32,
+    // Appended in 0.3: the V rows' dtype when it differs (-1: dtype).
+    pub v_dtype: i32,
 }
 
 #[repr(C)]
@@ -133,6 +135,9 @@ pub struct kvrt_cache_layer_info {
     pub block_bytes: u64,
     pub separate_v: i32,
     pub manager: i32,
+    // Appended in 0.3:
+    pub v_dtype: i32,
+    pub v_row_bytes: u64,
 }
 
 #[repr(C)]
@@ -329,6 +334,8 @@ pub struct kvrt_sampler {
 pub const KVRT_KV_F32: i32 = 0;
 pub const KVRT_KV_F16: i32 = 1;
 pub const KVRT_KV_BF16: i32 = 2;
+pub const KVRT_KV_I8: i32 = 3;
+pub const KVRT_KV_FP8_E4M3: i32 = 4;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -350,6 +357,9 @@ pub struct kvrt_context_config {
     // Appended in 0.2 (CED models only; see ced.h):
     pub ced_prefill_mode: i32,
     pub ced_resume: i32,
+    // Appended in 0.3: K and V rows of different types (-1: kv_dtype).
+    pub k_dtype: i32,
+    pub v_dtype: i32,
 }
 
 pub const KVRT_STOP_NONE: i32 = 0;
@@ -404,6 +414,13 @@ pub struct kvrt_generate_config {
     pub n_stop_strings: usize,
     pub on_token: kvrt_token_fn,
     pub user_data: *mut c_void,
+    // appended in 0.2: the answer into caller buffers
+    pub tokens_out: *mut i32,
+    pub tokens_capacity: usize,
+    pub tokens_written: *mut usize,
+    pub text_out: *mut c_char,
+    pub text_capacity: usize,
+    pub text_written: *mut usize,
 }
 
 extern "C" {
@@ -475,4 +492,85 @@ extern "C" {
     pub fn kvrt_ced_memory_source(layer: *mut i32, ratio: *mut i32, main_bytes_per_token: *mut f64,
                                   indexer_bytes_per_token: *mut f64, model: *const kvrt_model,
                                   index: u32, dtype: i32) -> kvrt_status;
+}
+
+// ---- 0.2: sampler chains, cancellation, activity (context.h), memory control (cache.h),
+// chat template override and model handles (model.h), logging and ISA (process.h) ----
+
+pub const KVRT_STOP_CANCELLED: i32 = 6;
+pub const KVRT_SAMPLER_PENALTIES: i32 = 1;
+pub const KVRT_SAMPLER_LOGIT_BIAS: i32 = 2;
+pub const KVRT_SAMPLER_TOP_K: i32 = 3;
+pub const KVRT_SAMPLER_TOP_P: i32 = 4;
+pub const KVRT_SAMPLER_MIN_P: i32 = 5;
+pub const KVRT_SAMPLER_TEMPERATURE: i32 = 6;
+pub const KVRT_SAMPLER_DIST: i32 = 7;
+pub const KVRT_SAMPLER_GREEDY: i32 = 8;
+pub const KVRT_PHASE_IDLE: i32 = 0;
+pub const KVRT_PHASE_PREFILL: i32 = 1;
+pub const KVRT_PHASE_DECODE: i32 = 2;
+pub const KVRT_LOG_DEBUG: i32 = 0;
+pub const KVRT_LOG_INFO: i32 = 1;
+pub const KVRT_LOG_WARN: i32 = 2;
+pub const KVRT_LOG_ERROR: i32 = 3;
+pub const KVRT_LOG_NONE: i32 = 4;
+pub const KVRT_ISA_SCALAR: i32 = 0;
+pub const KVRT_ISA_AVX2: i32 = 1;
+pub const KVRT_ISA_AVXVNNI: i32 = 2;
+pub const KVRT_ISA_AVX512: i32 = 3;
+pub const KVRT_ISA_AVX512BF16: i32 = 4;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_sampler_stage {
+    pub struct_size: usize,
+    pub type_: i32,
+    pub top_k: i32,
+    pub p: f32,
+    pub temperature: f32,
+    pub penalty_last_n: i32,
+    pub repeat_penalty: f32,
+    pub frequency_penalty: f32,
+    pub presence_penalty: f32,
+    pub bias_tokens: *const i32,
+    pub bias_values: *const f32,
+    pub n_bias: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_context_activity {
+    pub struct_size: usize,
+    pub phase: i32,
+    pub cancel_pending: i32,
+    pub prefill_total: u64,
+    pub prefill_done: u64,
+    pub generated_tokens: u64,
+    pub calls: u64,
+}
+
+/// Log callback: level, NUL-terminated message. Must not unwind.
+pub type kvrt_log_fn = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user_data: *mut c_void)>;
+
+extern "C" {
+    pub fn kvrt_sampler_stage_init(stage: *mut kvrt_sampler_stage, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_sampler_chain_create(out: *mut *mut kvrt_sampler, seed: u64) -> kvrt_status;
+    pub fn kvrt_sampler_chain_add(sampler: *mut kvrt_sampler, stage: *const kvrt_sampler_stage) -> kvrt_status;
+    pub fn kvrt_sampler_accept(sampler: *mut kvrt_sampler, token: i32) -> kvrt_status;
+    pub fn kvrt_sampler_reset(sampler: *mut kvrt_sampler) -> kvrt_status;
+    pub fn kvrt_context_cancel(ctx: *mut kvrt_context) -> kvrt_status;
+    pub fn kvrt_context_activity_init(out: *mut kvrt_context_activity, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_context_activity_get(out: *mut kvrt_context_activity, ctx: *const kvrt_context) -> kvrt_status;
+    pub fn kvrt_cache_set_budget(cache: *mut kvrt_cache, budget_bytes: u64) -> kvrt_status;
+    pub fn kvrt_cache_trim(released: *mut u64, cache: *mut kvrt_cache, keep_bytes: u64) -> kvrt_status;
+    pub fn kvrt_model_retain(out: *mut *mut kvrt_model, model: *mut kvrt_model) -> kvrt_status;
+    pub fn kvrt_model_chat_apply_template(dst: *mut c_char, capacity: usize, written: *mut usize,
+                                          model: *const kvrt_model, chat_template: *const c_char,
+                                          messages: *const kvrt_chat_message, n_messages: usize,
+                                          add_assistant: c_int) -> kvrt_status;
+    pub fn kvrt_set_log_callback(min_level: i32, fn_: kvrt_log_fn, user_data: *mut c_void) -> kvrt_status;
+    pub fn kvrt_log_level_name(level: i32) -> *const c_char;
+    pub fn kvrt_isa_get(active: *mut i32, detected: *mut i32) -> kvrt_status;
+    pub fn kvrt_isa_set(limit: i32) -> kvrt_status;
+    pub fn kvrt_isa_name(isa: i32) -> *const c_char;
 }

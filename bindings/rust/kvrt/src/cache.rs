@@ -40,6 +40,10 @@ pub enum DType {
     F32,
     F16,
     Bf16,
+    /// int8, an f16 scale per 32 elements of a head (full and window layers).
+    I8,
+    /// fp8 e4m3, an f16 scale per head of a row (full and window layers).
+    Fp8E4m3,
 }
 
 impl DType {
@@ -48,6 +52,8 @@ impl DType {
             DType::F32 => sys::KVRT_DTYPE_F32,
             DType::F16 => sys::KVRT_DTYPE_F16,
             DType::Bf16 => sys::KVRT_DTYPE_BF16,
+            DType::I8 => sys::KVRT_DTYPE_I8,
+            DType::Fp8E4m3 => sys::KVRT_DTYPE_FP8_E4M3,
         }
     }
 }
@@ -63,13 +69,15 @@ pub struct LayerConfig {
     pub ratio: i32,
     pub source: i32,
     pub shared_kv: bool,
+    /// The V rows' type when it differs from `dtype` (the K rows'); None: dtype.
+    pub v_dtype: Option<DType>,
 }
 
 impl LayerConfig {
     /// A full f16 layer.
     pub fn full(n_kv_heads: i32, head_dim: i32) -> LayerConfig {
         LayerConfig { kind: LayerKind::Full, n_kv_heads, head_dim, dtype: DType::F16, window: 0, ratio: 1,
-                      source: -1, shared_kv: false }
+                      source: -1, shared_kv: false, v_dtype: None }
     }
     /// A sliding-window f16 layer of `window` positions.
     pub fn window(n_kv_heads: i32, head_dim: i32, window: i32) -> LayerConfig {
@@ -106,6 +114,7 @@ impl Layout {
         cfg.ratio = layer.ratio;
         cfg.source = layer.source;
         cfg.shared_kv = layer.shared_kv as i32;
+        cfg.v_dtype = layer.v_dtype.map_or(-1, DType::raw);
         let mut first = 0i32;
         check(unsafe { sys::kvrt_cache_layout_add_layers(&mut first, self.raw.as_ptr(), &cfg, count) })?;
         Ok(first)
@@ -175,7 +184,7 @@ pub(crate) fn stats_of(cache: *const sys::kvrt_cache) -> Result<CacheStats> {
 /// A KV cache. Internally synchronised (kvrt/cache.h): `Send + Sync`, and
 /// every method takes `&self`.
 pub struct Cache {
-    raw: NonNull<sys::kvrt_cache>,
+    pub(crate) raw: NonNull<sys::kvrt_cache>,
 }
 
 unsafe impl Send for Cache {}

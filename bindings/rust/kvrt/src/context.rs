@@ -1,6 +1,5 @@
 //! Running a model (kvrt/context.h): contexts, samplers, generation.
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::marker::PhantomData;
 use std::mem::{size_of, MaybeUninit};
 use std::ptr::{self, NonNull};
 
@@ -18,6 +17,10 @@ pub enum KvType {
     #[default]
     F16,
     Bf16,
+    /// int8 with an f16 scale per 32 elements of a head (head_dim % 32 == 0).
+    I8,
+    /// fp8 e4m3 with an f16 scale per head of a row.
+    Fp8E4m3,
 }
 
 impl KvType {
@@ -26,6 +29,8 @@ impl KvType {
             KvType::F32 => sys::KVRT_KV_F32,
             KvType::F16 => sys::KVRT_KV_F16,
             KvType::Bf16 => sys::KVRT_KV_BF16,
+            KvType::I8 => sys::KVRT_KV_I8,
+            KvType::Fp8E4m3 => sys::KVRT_KV_FP8_E4M3,
         }
     }
 }
@@ -98,6 +103,10 @@ pub struct ContextOptions {
     pub ced_prefill_mode: CedPrefillMode,
     /// CED models only: how a prefix-cache hit restores the windows.
     pub ced_resume: CedResume,
+    /// The K rows' type when it differs from `kv_type` (llama.cpp's type_k); None: kv_type.
+    pub k_type: Option<KvType>,
+    /// The V rows' type when it differs from `kv_type` (llama.cpp's type_v); None: kv_type.
+    pub v_type: Option<KvType>,
 }
 
 impl Default for ContextOptions {
@@ -114,6 +123,8 @@ impl Default for ContextOptions {
             cache_salt: String::new(),
             ced_prefill_mode: CedPrefillMode::Exact,
             ced_resume: CedResume::Auto,
+            k_type: None,
+            v_type: None,
         }
     }
 }
@@ -127,6 +138,8 @@ pub enum StopReason {
     StopString,
     Callback,
     ContextFull,
+    /// kvrt_context_cancel or the progress callback (the call returned an error of kind Cancelled).
+    Cancelled,
     Other(i32),
 }
 
@@ -139,6 +152,7 @@ impl StopReason {
             sys::KVRT_STOP_STRING => StopReason::StopString,
             sys::KVRT_STOP_CALLBACK => StopReason::Callback,
             sys::KVRT_STOP_CONTEXT_FULL => StopReason::ContextFull,
+            sys::KVRT_STOP_CANCELLED => StopReason::Cancelled,
             other => StopReason::Other(other),
         }
     }
@@ -189,30 +203,33 @@ impl From<sys::kvrt_request_stats> for RequestStats {
 
 /// A context running a model over a KV cache. One thread at a time
 /// (kvrt/context.h): `Send` but not `Sync`, and every call that changes it
-/// takes `&mut self`. It borrows the [`Model`] for `'m`.
-pub struct Context<'m> {
-    raw: NonNull<sys::kvrt_context>,
-    _model: PhantomData<&'m Model>,
+/// takes `&mut self`; [`Context::cancel_handle`] gives a `Send + Sync` handle
+/// that stops a running call from another thread. It owns a handle of its
+/// [`Model`] (kvrt reference-counts models), so a struct may hold both.
+pub struct Context {
+    pub(crate) raw: NonNull<sys::kvrt_context>,
+    model: Model,
 }
 
 // SAFETY: a context may move between threads; it is never used from two at
 // once because it is !Sync and its mutating calls take &mut self.
-unsafe impl Send for Context<'_> {}
+unsafe impl Send for Context {}
 
-impl<'m> Context<'m> {
+impl Context {
     /// Creates a context with its own cache.
-    pub fn new(model: &'m Model, options: &ContextOptions) -> Result<Context<'m>> {
+    pub fn new(model: &Model, options: &ContextOptions) -> Result<Context> {
         Self::create(model, options, ptr::null_mut())
     }
 
     /// Creates a context sharing `other`'s KV cache (and so its prefix cache).
-    pub fn new_sharing_cache(model: &'m Model, options: &ContextOptions, other: &Context<'_>) -> Result<Context<'m>> {
+    pub fn new_sharing_cache(model: &Model, options: &ContextOptions, other: &Context) -> Result<Context> {
         let mut cache: *mut sys::kvrt_cache = ptr::null_mut();
         check(unsafe { sys::kvrt_context_get_cache(&mut cache, other.raw.as_ptr()) })?;
         Self::create(model, options, cache)
     }
 
-    fn create(model: &'m Model, o: &ContextOptions, cache: *mut sys::kvrt_cache) -> Result<Context<'m>> {
+    fn create(model: &Model, o: &ContextOptions, cache: *mut sys::kvrt_cache) -> Result<Context> {
+        let model = model.clone(); // a handle of our own (kvrt_model_retain)
         let salt: CString = cstring("cache salt", &o.cache_salt)?;
         let mut cfg = MaybeUninit::<sys::kvrt_context_config>::zeroed();
         check(unsafe { sys::kvrt_context_config_init(cfg.as_mut_ptr(), size_of::<sys::kvrt_context_config>()) })?;
@@ -229,16 +246,23 @@ impl<'m> Context<'m> {
         cfg.cache_salt = salt.as_ptr(); // copied by kvrt_context_create
         cfg.ced_prefill_mode = o.ced_prefill_mode.raw();
         cfg.ced_resume = o.ced_resume.raw();
+        cfg.k_dtype = o.k_type.map_or(-1, KvType::raw);
+        cfg.v_dtype = o.v_type.map_or(-1, KvType::raw);
         let mut out: *mut sys::kvrt_context = ptr::null_mut();
         check(unsafe { sys::kvrt_context_create(&mut out, model.as_ptr(), &cfg) })?;
         NonNull::new(out)
-            .map(|raw| Context { raw, _model: PhantomData })
+            .map(|raw| Context { raw, model })
             .ok_or_else(|| Error::new(ErrorKind::Internal, "kvrt_context_create returned KVRT_OK and no context"))
     }
 
     /// The raw handle, for calling kvrt-sys directly. Still owned by `self`.
     pub fn as_ptr(&self) -> *mut sys::kvrt_context {
         self.raw.as_ptr()
+    }
+
+    /// The model this context runs (its own handle of it).
+    pub fn model(&self) -> &Model {
+        &self.model
     }
 
     /// Makes sequence `seq` hold exactly `tokens` (keeping its common prefix,
@@ -348,6 +372,20 @@ impl<'m> Context<'m> {
         sampler: Option<&mut Sampler>,
         on_token: Option<&mut dyn FnMut(i32, &str) -> bool>,
     ) -> Result<RequestStats> {
+        self.generate_into(seq, prompt, options, sampler, on_token, None)
+    }
+
+    /// [`Context::generate`] that also fills `out` with the answer's tokens and text
+    /// (through kvrt's output buffers; `on_token` may be None).
+    pub fn generate_into(
+        &mut self,
+        seq: i32,
+        prompt: &[i32],
+        options: &GenerateOptions,
+        sampler: Option<&mut Sampler>,
+        on_token: Option<&mut dyn FnMut(i32, &str) -> bool>,
+        mut out: Option<&mut GenerateOutput>,
+    ) -> Result<RequestStats> {
         let stops = options
             .stop_strings
             .iter()
@@ -363,6 +401,23 @@ impl<'m> Context<'m> {
         cfg.stop_strings = if stop_ptrs.is_empty() { ptr::null() } else { stop_ptrs.as_ptr() };
         cfg.n_stop_strings = stop_ptrs.len();
         let mut stats = new_stats()?;
+        let mut n_tokens = 0usize;
+        let mut n_text = 0usize;
+        let text_cap = if let Some(o) = out.as_deref_mut() {
+            o.tokens.clear();
+            o.tokens.resize(options.max_tokens.max(1) as usize, 0);
+            o.text_buf.clear();
+            o.text_buf.resize(128 * options.max_tokens as usize + 1, 0);
+            cfg.tokens_out = o.tokens.as_mut_ptr();
+            cfg.tokens_capacity = o.tokens.len();
+            cfg.tokens_written = &mut n_tokens;
+            cfg.text_out = o.text_buf.as_mut_ptr() as *mut c_char;
+            cfg.text_capacity = o.text_buf.len();
+            cfg.text_written = &mut n_text;
+            o.text_buf.len()
+        } else {
+            0
+        };
         let status = match on_token {
             Some(f) => {
                 let mut cb: Callback<'_, dyn FnMut(i32, &str) -> bool + '_> = Callback::new(f);
@@ -379,6 +434,14 @@ impl<'m> Context<'m> {
                 sys::kvrt_context_generate(&mut stats, self.raw.as_ptr(), seq, prompt.as_ptr(), prompt.len(), &cfg)
             },
         };
+        if let Some(o) = out {
+            // What was produced, also when the call failed part-way.
+            o.tokens.truncate(n_tokens.min(o.tokens.len()));
+            let n = if text_cap > 0 { n_text.min(text_cap - 1) } else { 0 };
+            let end = o.text_buf[..n].iter().position(|&b| b == 0).unwrap_or(n);
+            o.text = String::from_utf8_lossy(&o.text_buf[..end]).into_owned();
+            o.text_buf = Vec::new();
+        }
         check(status)?;
         Ok(stats.into())
     }
@@ -392,10 +455,20 @@ unsafe extern "C" fn token_trampoline(token: i32, text: *const c_char, len: usiz
     cb.call(|f| f(token, &text))
 }
 
-impl Drop for Context<'_> {
+impl Drop for Context {
     fn drop(&mut self) {
         unsafe { sys::kvrt_context_destroy(self.raw.as_ptr()) }
     }
+}
+
+/// The answer of [`Context::generate_into`]: the tokens generated (EOG not included) and
+/// their text (stop strings cut; more than 128 bytes a token on average is cut at a
+/// character boundary).
+#[derive(Clone, Debug, Default)]
+pub struct GenerateOutput {
+    pub tokens: Vec<i32>,
+    pub text: String,
+    text_buf: Vec<u8>,
 }
 
 /// Options of [`Context::generate`].
@@ -432,7 +505,7 @@ impl Default for SamplerOptions {
 
 /// A token sampler. One thread at a time: `Send`, not `Sync`.
 pub struct Sampler {
-    raw: NonNull<sys::kvrt_sampler>,
+    pub(crate) raw: NonNull<sys::kvrt_sampler>,
 }
 
 unsafe impl Send for Sampler {}

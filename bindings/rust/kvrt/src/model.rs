@@ -338,6 +338,43 @@ impl Model {
     }
 }
 
+/// Another handle to the same loaded model (kvrt_model_retain): cheap, no copy of
+/// the weights; each handle drops its own reference.
+impl Clone for Model {
+    fn clone(&self) -> Model {
+        let mut out: *mut sys::kvrt_model = ptr::null_mut();
+        // SAFETY: self's handle is live for the call.
+        let status = unsafe { sys::kvrt_model_retain(&mut out, self.raw.as_ptr()) };
+        match (status, NonNull::new(out)) {
+            (sys::KVRT_OK, Some(raw)) => Model { raw },
+            _ => panic!("kvrt_model_retain failed on a live model (status {status})"),
+        }
+    }
+}
+
+impl Model {
+    /// Renders messages with a chosen chat template: a family name ("chatml",
+    /// "llama2", "llama3", "gemma", "zephyr") or a Jinja template text kvrt
+    /// recognises ([`Model::chat_apply`] uses the model's own).
+    pub fn chat_apply_template(&self, messages: &[ChatMessage<'_>], add_assistant: bool, template: &str)
+                               -> Result<String> {
+        let tmpl = cstring("chat template", template)?;
+        let owned = messages
+            .iter()
+            .map(|m| Ok((cstring("chat role", m.role)?, cstring("chat content", m.content)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let raw: Vec<sys::kvrt_chat_message> = owned
+            .iter()
+            .map(|(r, c)| sys::kvrt_chat_message { role: r.as_ptr(), content: c.as_ptr() })
+            .collect();
+        let buf = read_buffer::<c_char>(|dst, cap, written| unsafe {
+            sys::kvrt_model_chat_apply_template(dst, cap, written, self.raw.as_ptr(), tmpl.as_ptr(), raw.as_ptr(),
+                                                raw.len(), add_assistant as c_int)
+        })?;
+        Ok(bytes_to_string(&buf))
+    }
+}
+
 impl Drop for Model {
     fn drop(&mut self) {
         // SAFETY: the handle is live and dropped exactly once.

@@ -46,6 +46,8 @@ fn struct_sizes_match_the_c_compiler() {
         ("kvrt_sampler_config", size_of::<sys::kvrt_sampler_config>()),
         ("kvrt_generate_config", size_of::<sys::kvrt_generate_config>()),
         ("kvrt_ced_memory", size_of::<sys::kvrt_ced_memory>()),
+        ("kvrt_sampler_stage", size_of::<sys::kvrt_sampler_stage>()),
+        ("kvrt_context_activity", size_of::<sys::kvrt_context_activity>()),
     ];
     let mut seen = 0;
     for line in text.lines() {
@@ -72,7 +74,7 @@ fn send_and_sync_follow_the_headers() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<kvrt::Model>();
     send_sync::<kvrt::Cache>();
-    send::<kvrt::Context<'static>>();
+    send::<kvrt::Context>();
     send::<kvrt::Sampler>();
     send::<kvrt::Layout>();
 
@@ -81,7 +83,7 @@ fn send_and_sync_follow_the_headers() {
     }
     impl<T: ?Sized> AmbiguousIfSync<()> for T {}
     impl<T: ?Sized + Sync> AmbiguousIfSync<u8> for T {}
-    <kvrt::Context<'static> as AmbiguousIfSync<_>>::check();
+    <kvrt::Context as AmbiguousIfSync<_>>::check();
     <kvrt::Sampler as AmbiguousIfSync<_>>::check();
     <kvrt::Layout as AmbiguousIfSync<_>>::check();
 }

@@ -23,7 +23,7 @@ fn model() -> &'static Model {
     })
 }
 
-fn small_ctx(m: &Model) -> Context<'_> {
+fn small_ctx(m: &Model) -> Context {
     Context::new(m, &ContextOptions { n_ctx: 512, n_seq_max: 2, n_threads: 2, ..Default::default() }).unwrap()
 }
 
