@@ -402,12 +402,47 @@ class Tokenizer:
         return self.model.detokenize(ids)
 
 
+def save_logits(args) -> None:
+    """The float64 forward's distributions at llama-perplexity's scored positions, in kvrt's
+    logits file (logits_file.py). The text is read as `kvrt perplexity -f` reads it (whole,
+    not stripped) and tokenised by llama.cpp (kvrt's tokeniser gives the same ids; `--kl`
+    refuses a file whose ids differ)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import logits_file
+
+    path = args.model or MODELS[args.models]
+    text = open(args.text, encoding="utf-8").read()
+    m = ExactDecoder(path, verbose=True)
+    tok = Tokenizer(path)
+    ids = tok.encode(text, add_bos=m.add_bos)
+    bos = logits_file.bos_of(path) if m.add_bos else -1
+
+    def window(win, first, last):
+        m.reset()
+        return m.eval_chunked(win)[first:last + 1]
+
+    t0 = time.time()
+    ppl = logits_file.run_windows(args.save_logits, path, "float64 reference (exact_forward.py)", ids, args.ctx,
+                                  args.stride, bos, window)
+    print(f"{os.path.basename(path)}: {len(ids)} tokens, perplexity {ppl:.4f} ({time.time() - t0:.0f} s); "
+          f"wrote {args.save_logits}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="llama,qwen2,gemma3")
     ap.add_argument("--text", default=CHECK_TEXT)
     ap.add_argument("--prompt", default="The old lighthouse keeper climbed the stairs and")
+    ap.add_argument("--save-logits", metavar="FILE",
+                    help="instead: write kvrt's logits file of --text in llama-perplexity's windows "
+                         "(one model, --models NAME or --model GGUF), for `kvrt perplexity --kl FILE`")
+    ap.add_argument("--model", help="a GGUF path (with --save-logits)")
+    ap.add_argument("--ctx", type=int, default=512)
+    ap.add_argument("--stride", type=int, default=0)
     args = ap.parse_args()
+    if args.save_logits:
+        save_logits(args)
+        return
     text = open(args.text, encoding="utf-8").read().strip()
     for name in args.models.split(","):
         m = ExactDecoder(MODELS[name], verbose=True)

@@ -13,4 +13,5 @@ int cmd_bench(int argc, char** argv);
 int cmd_cache_demo(int argc, char** argv);
 int cmd_ced_init(int argc, char** argv);
 int cmd_ced_inspect(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 }

@@ -30,6 +30,7 @@ const Command kCommands[] = {
     {"cache-demo", kvrt_cli::cmd_cache_demo, "the cache manager through the C API: prefix reuse, fork, eviction, bytes"},
     {"ced-init", kvrt_cli::cmd_ced_init, "write a CED model of deterministic random weights (--preset tiny|base)"},
     {"ced-inspect", kvrt_cli::cmd_ced_inspect, "KV bytes per token of a CED model by component vs dense GQA; cache check"},
+    {"perplexity", kvrt_cli::cmd_perplexity, "perplexity of a text (llama-perplexity's windows); --save-logits, --kl FILE"},
 };
 
 void usage() {
