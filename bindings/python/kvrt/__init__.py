@@ -42,3 +42,4 @@ def check_version():
     if major != VERSION_MAJOR or minor < VERSION_MINOR:
         raise KvrtError(Status.MISMATCH, "libkvrt %s does not match the binding's headers %s"
                         % (version_string(), __version__))
+from ._capi import TIER_DISK, TIER_REDIS  # lower tiers of the prefix cache (Context(cache_dir=..., cache_redis=...))

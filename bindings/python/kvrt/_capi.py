@@ -67,7 +67,24 @@ class cache_stats(Structure):
         "hit_tokens", "evictions")] + [
         ("bytes_per_token", c_double), ("arena_reserved_bytes", c_uint64), ("dedicated_arena", c_int32),
         ("large_pages", c_int32), ("n_managers", c_int32), ("block_tokens", c_int32),
-        ("kinds", cache_kind_stats * CACHE_KIND_SLOTS), ("n_kinds", c_int32), ("kind_stats_size", c_int32)]
+        ("kinds", cache_kind_stats * CACHE_KIND_SLOTS), ("n_kinds", c_int32), ("kind_stats_size", c_int32),
+        # appended in 0.3: lower tiers
+        ("tier_loaded_tokens_disk", c_uint64), ("tier_loaded_tokens_remote", c_uint64), ("n_tiers", c_int32),
+        ("reserved_tiers", c_int32)]
+
+
+TIER_DISK, TIER_REDIS = 1, 2
+
+
+class tier_config(Structure):
+    _fields_ = [("struct_size", c_size_t), ("kind", c_int32), ("timeout_ms", c_uint32), ("location", c_char_p),
+                ("budget_bytes", c_uint64), ("key_prefix", c_char_p)]
+
+
+class tier_stats(Structure):
+    _fields_ = [("struct_size", c_size_t), ("kind", c_int32), ("reserved0", c_int32)] + [(n, c_uint64) for n in (
+        "puts", "put_bytes", "put_failures", "gets", "hits", "get_bytes", "misses", "corrupt", "errors", "timeouts",
+        "evictions", "bytes_stored", "loaded_blocks")]
 
 
 # ---- model.h -----------------------------------------------------------------
@@ -106,14 +123,18 @@ class context_config(Structure):
                 # appended in 0.2 (CED models only, see ced.h)
                 ("ced_prefill_mode", c_int32), ("ced_resume", c_int32),
                 # appended in 0.3: K and V rows of different types (-1: kv_dtype)
-                ("k_dtype", c_int32), ("v_dtype", c_int32)]
+                ("k_dtype", c_int32), ("v_dtype", c_int32),
+                # appended in 0.3: lower tiers of the prefix cache
+                ("tiers", POINTER(tier_config)), ("n_tiers", c_size_t)]
 
 
 class request_stats(Structure):
     _fields_ = [("struct_size", c_size_t)] + [(n, c_uint64) for n in (
         "prompt_tokens", "reused_tokens", "reused_from_cache", "computed_tokens", "generated_tokens")] + [
         (n, c_double) for n in ("time_to_first_token_s", "prefill_s", "decode_s", "decode_tokens_per_s")] + [
-        ("kv_bytes", c_uint64), ("stop_reason", c_int32), ("reserved0", c_int32)]
+        ("kv_bytes", c_uint64), ("stop_reason", c_int32), ("reserved0", c_int32),
+        # appended in 0.3: where reused_from_cache came from
+        ("reused_from_ram", c_uint64), ("reused_from_disk", c_uint64), ("reused_from_remote", c_uint64)]
 
 
 class sampler_config(Structure):
@@ -168,6 +189,7 @@ STRUCTS = {
     "kvrt_request_stats": request_stats, "kvrt_sampler_config": sampler_config,
     "kvrt_generate_config": generate_config, "kvrt_ced_memory": ced_memory,
     "kvrt_sampler_stage": sampler_stage, "kvrt_context_activity": context_activity,
+    "kvrt_tier_config": tier_config, "kvrt_tier_stats": tier_stats,
 }
 
 P = c_void_p
@@ -266,6 +288,17 @@ SIGNATURES = {
     # cache.h: memory control; model.h: chat template override; process.h
     "kvrt_cache_set_budget": (status_t, [P, c_uint64]),
     "kvrt_cache_trim": (status_t, [_u64p, P, c_uint64]),
+    "kvrt_tier_config_init": (status_t, [POINTER(tier_config), c_size_t]),
+    "kvrt_cache_add_tier": (status_t, [P, POINTER(tier_config)]),
+    "kvrt_cache_persist": (status_t, [_u64p, P]),
+    "kvrt_cache_n_tiers": (status_t, [_szp, P]),
+    "kvrt_tier_stats_init": (status_t, [POINTER(tier_stats), c_size_t]),
+    "kvrt_cache_tier_stats_get": (status_t, [POINTER(tier_stats), P, c_size_t]),
+    "kvrt_context_seq_tokens": (status_t, [_i32p, c_size_t, _szp, P, c_int32]),
+    "kvrt_context_seq_save": (status_t, [P, c_int32, c_char_p]),
+    "kvrt_context_seq_load": (status_t, [P, c_int32, c_char_p]),
+    "kvrt_context_seq_fork": (status_t, [P, c_int32, c_int32]),
+    "kvrt_context_seq_truncate": (status_t, [P, c_int32, c_size_t]),
     "kvrt_model_chat_apply_template": (status_t, [c_void_p, c_size_t, _szp, P, c_char_p, POINTER(chat_message),
                                                   c_size_t, c_int]),
     "kvrt_model_retain": (status_t, [POINTER(P), P]),

@@ -73,6 +73,38 @@ def set_budget_of(ptr, budget_bytes):
     check(C.lib().kvrt_cache_set_budget(ptr, budget_bytes))
 
 
+def tier_config(kind, location, budget_bytes=0, timeout_ms=200, key_prefix=None):
+    """A kvrt_tier_config (C.TIER_DISK with a directory, C.TIER_REDIS with a redis:// URL)."""
+    t = C.init_struct(C.tier_config, "kvrt_tier_config_init")
+    t.kind, t.location, t.budget_bytes, t.timeout_ms = kind, location.encode(), budget_bytes, timeout_ms
+    if key_prefix is not None:
+        t.key_prefix = key_prefix.encode()
+    return t
+
+
+def add_tier_of(ptr, kind, location, budget_bytes=0, timeout_ms=200, key_prefix=None):
+    check(C.lib().kvrt_cache_add_tier(ptr, ctypes.byref(tier_config(kind, location, budget_bytes, timeout_ms,
+                                                                    key_prefix))))
+
+
+def persist_of(ptr):
+    n = ctypes.c_uint64()
+    check(C.lib().kvrt_cache_persist(ctypes.byref(n), ptr))
+    return n.value
+
+
+def tier_stats_of(ptr):
+    """Per tier (in the order added) a dict of its counters."""
+    n = ctypes.c_size_t()
+    check(C.lib().kvrt_cache_n_tiers(ctypes.byref(n), ptr))
+    out = []
+    for i in range(n.value):
+        s = C.init_struct(C.tier_stats, "kvrt_tier_stats_init")
+        check(C.lib().kvrt_cache_tier_stats_get(ctypes.byref(s), ptr, i))
+        out.append({f: getattr(s, f) for f, _ in C.tier_stats._fields_ if f not in ("struct_size", "reserved0")})
+    return out
+
+
 def trim_of(ptr, keep_bytes=0):
     n = ctypes.c_uint64()
     check(C.lib().kvrt_cache_trim(ctypes.byref(n), ptr, keep_bytes))

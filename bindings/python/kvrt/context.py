@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from . import _capi as C
 from ._handle import Callback, Handle, create
-from .cache import set_budget_of, stats_of, trim_of
+from .cache import add_tier_of, persist_of, set_budget_of, stats_of, tier_config, tier_stats_of, trim_of
 from .errors import KvrtError, Status, check
 
 KV_F32, KV_F16, KV_BF16 = 0, 1, 2
@@ -64,6 +64,9 @@ class RequestStats:
     decode_tokens_per_s: float
     kv_bytes: int
     stop_reason: int
+    reused_from_ram: int = 0
+    reused_from_disk: int = 0
+    reused_from_remote: int = 0
 
     @classmethod
     def _from(cls, s):
@@ -94,7 +97,7 @@ class Context(Handle):
     def __init__(self, model, n_ctx=0, n_seq_max=1, n_batch=512, n_threads=0, kv_dtype=KV_F16, block_tokens=16,
                  cache_bytes=0, prefix_caching=True, cache_salt="", share_cache_with=None,
                  ced_prefill_mode=CED_PREFILL_EXACT, ced_resume=CED_RESUME_AUTO, k_dtype=-1, v_dtype=-1,
-                 progress=None):
+                 progress=None, cache_dir=None, cache_redis=None):
         self._ptr = None
         self._lock = threading.RLock()
         self._progress = None
@@ -111,6 +114,14 @@ class Context(Handle):
             pcb = Callback(lambda f, stage: progress(f, stage.decode() if stage else ""))
             self._progress = (pcb, C.progress_fn(lambda f, stage, _ud: pcb.invoke(f, stage)))
             cfg.progress = self._progress[1]
+        tiers = []  # lower tiers of the prefix cache: a directory, a redis:// URL
+        if cache_dir is not None:
+            tiers.append(tier_config(C.TIER_DISK, str(cache_dir)))
+        if cache_redis is not None:
+            tiers.append(tier_config(C.TIER_REDIS, cache_redis))
+        if tiers:
+            arr = (C.tier_config * len(tiers))(*tiers)
+            cfg.tiers, cfg.n_tiers = ctypes.cast(arr, ctypes.POINTER(C.tier_config)), len(tiers)
         super().__init__(create(C.lib().kvrt_context_create, model._p, ctypes.byref(cfg)))
 
     def close(self):
@@ -243,6 +254,47 @@ class Context(Handle):
     @_locked
     def seq_release(self, seq=0):
         check(C.lib().kvrt_context_seq_release(self._p, seq))
+
+    @_locked
+    def seq_tokens(self, seq=0):
+        """The tokens sequence seq holds (a list)."""
+        n = ctypes.c_size_t()
+        check(C.lib().kvrt_context_seq_tokens(None, 0, ctypes.byref(n), self._p, seq))
+        buf = (ctypes.c_int32 * max(1, n.value))()
+        check(C.lib().kvrt_context_seq_tokens(buf, n.value, ctypes.byref(n), self._p, seq))
+        return list(buf[:n.value])
+
+    @_locked
+    def seq_save(self, seq, path):
+        """Saves sequence seq (tokens, logits, KV rows) to path, atomically."""
+        check(C.lib().kvrt_context_seq_save(self._p, seq, str(path).encode()))
+
+    @_locked
+    def seq_load(self, seq, path):
+        """Replaces sequence seq with the one saved in path; KvrtError (unchanged) on a mismatch or a bad file."""
+        check(C.lib().kvrt_context_seq_load(self._p, seq, str(path).encode()))
+
+    @_locked
+    def seq_fork(self, src, dst):
+        """Makes dst a copy of src sharing its cache blocks."""
+        check(C.lib().kvrt_context_seq_fork(self._p, src, dst))
+
+    @_locked
+    def seq_truncate(self, seq, n):
+        """Keeps the first n positions of seq."""
+        check(C.lib().kvrt_context_seq_truncate(self._p, seq, n))
+
+    def cache_add_tier(self, kind, location, budget_bytes=0, timeout_ms=200, key_prefix=None):
+        """Adds a lower tier (C.TIER_DISK directory or C.TIER_REDIS URL) to the context's cache."""
+        add_tier_of(self._cache_ptr(), kind, location, budget_bytes, timeout_ms, key_prefix)
+
+    def cache_persist(self):
+        """Writes every cached prefix block set not yet in the tiers into them; returns how many."""
+        return persist_of(self._cache_ptr())
+
+    def cache_tier_stats(self):
+        """Per tier a dict of counters (puts, hits, misses, corrupt, errors, timeouts, ...)."""
+        return tier_stats_of(self._cache_ptr())
 
     def cache_stats(self):
         """The statistics of the context's KV cache (a dict)."""

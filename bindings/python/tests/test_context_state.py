@@ -1,0 +1,85 @@
+"""A conversation saved and restored through the Python binding, and the disk tier:
+restored == never stopped (another process saves, this one loads and runs 32
+greedy decode steps: bit-identical logits), fork, truncate, tokens, a refused
+mismatch, and a document prefix reloaded from a disk tier by a fresh context."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import kvrt
+
+from conftest import model_path
+
+PROMPT = [(i * 7919 + 13) % 1000 + 1 for i in range(40)]
+WARM, STEPS = 4, 32
+
+SAVER = r"""
+import sys, kvrt
+m = kvrt.Model(sys.argv[1])
+ctx = kvrt.Context(m, n_ctx=512, n_seq_max=2, n_threads=2)
+ctx.prefill(1, [int(t) for t in sys.argv[3].split(",")])
+for _ in range(%d):
+    l = ctx.logits(1)
+    ctx.decode([1], [max(range(len(l)), key=l.__getitem__)])
+ctx.seq_save(1, sys.argv[2])
+""" % WARM
+
+
+def argmax(l):
+    return max(range(len(l)), key=l.__getitem__)
+
+
+def steps(ctx, seq, n):
+    out = []
+    for _ in range(n):
+        l = ctx.logits(seq)
+        out.append(list(l))
+        ctx.decode([seq], [argmax(l)])
+    return out
+
+
+def test_restored_equals_never_stopped(model, tmp_path):
+    path = tmp_path / "conv.kvrt"
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", SAVER, model_path(), str(path), ",".join(map(str, PROMPT))],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    with kvrt.Context(model, n_ctx=512, n_seq_max=3, n_threads=2) as ctx:
+        ctx.seq_load(2, path)
+        assert ctx.seq_tokens(2)[:40] == PROMPT and len(ctx.seq_tokens(2)) == 40 + WARM
+        restored = steps(ctx, 2, STEPS)
+        ctx.prefill(0, PROMPT)
+        steps(ctx, 0, WARM)
+        reference = steps(ctx, 0, STEPS)
+        assert restored == reference
+        # fork and truncate
+        ctx.seq_fork(0, 1)
+        assert ctx.seq_tokens(1) == ctx.seq_tokens(0)
+        ctx.seq_truncate(1, 10)
+        assert ctx.seq_tokens(1) == PROMPT[:10]
+        with pytest.raises(kvrt.KvrtError):
+            ctx.seq_truncate(1, 1000)
+        with pytest.raises(kvrt.KvrtError):
+            ctx.seq_load(0, tmp_path / "missing.kvrt")
+        assert len(ctx.seq_tokens(0)) == 40 + WARM + STEPS  # unchanged by the failed load
+    with kvrt.Context(model, n_ctx=512, n_threads=2, block_tokens=32) as other:
+        with pytest.raises(kvrt.KvrtError):
+            other.seq_load(0, path)  # another block size
+
+
+def test_disk_tier_prefix_survives_the_context(model, tmp_path):
+    doc = [(i * 37) % 900 + 20 for i in range(200)]
+    with kvrt.Context(model, n_ctx=512, n_threads=2, cache_dir=tmp_path / "tier") as ctx:
+        ctx.prefill(0, doc)
+        assert ctx.cache_persist() == 12
+        assert ctx.cache_tier_stats()[0]["puts"] == 12
+    with kvrt.Context(model, n_ctx=512, n_threads=2, cache_dir=tmp_path / "tier") as ctx:
+        st = ctx.prefill(0, doc)
+        assert st.reused_from_disk == 192 and st.reused_from_ram == 0
+        warm = list(ctx.logits(0))
+        assert ctx.cache_stats()["tier_loaded_tokens_disk"] == 192
+    with kvrt.Context(model, n_ctx=512, n_threads=2, prefix_caching=False) as cold:
+        cold.prefill(0, doc)
+        assert list(cold.logits(0)) == warm
