@@ -240,13 +240,16 @@ type RequestStats struct {
 	TimeToFirstToken, PrefillSeconds, DecodeSeconds, DecodeTokensPerSecond       float64
 	KVBytes                                                                      uint64
 	StopReason                                                                   StopReason
+	// Where ReusedFromCache came from: RAM, a disk tier, a remote (Redis) tier.
+	ReusedFromRAM, ReusedFromDisk, ReusedFromRemote uint64
 }
 
 func statsFrom(s *C.kvrt_request_stats) RequestStats {
 	return RequestStats{uint64(s.prompt_tokens), uint64(s.reused_tokens), uint64(s.reused_from_cache),
 		uint64(s.computed_tokens), uint64(s.generated_tokens), float64(s.time_to_first_token_s),
 		float64(s.prefill_s), float64(s.decode_s), float64(s.decode_tokens_per_s), uint64(s.kv_bytes),
-		StopReason(s.stop_reason)}
+		StopReason(s.stop_reason), uint64(s.reused_from_ram), uint64(s.reused_from_disk),
+		uint64(s.reused_from_remote)}
 }
 
 // Prefill makes sequence seq hold exactly tokens and computes the last
