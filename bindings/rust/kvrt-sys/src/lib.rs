@@ -179,6 +179,56 @@ pub struct kvrt_cache_stats {
     pub kinds: [kvrt_cache_kind_stats; KVRT_CACHE_KIND_SLOTS],
     pub n_kinds: i32,
     pub kind_stats_size: i32,
+    // Appended in 0.3: lower tiers.
+    pub tier_loaded_tokens_disk: u64,
+    pub tier_loaded_tokens_remote: u64,
+    pub n_tiers: i32,
+    pub reserved_tiers: i32,
+}
+
+pub const KVRT_TIER_DISK: i32 = 1;
+pub const KVRT_TIER_REDIS: i32 = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kvrt_tier_config {
+    pub struct_size: usize,
+    pub kind: i32,
+    pub timeout_ms: u32,
+    pub location: *const c_char,
+    pub budget_bytes: u64,
+    pub key_prefix: *const c_char,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kvrt_tier_stats {
+    pub struct_size: usize,
+    pub kind: i32,
+    pub reserved0: i32,
+    pub puts: u64,
+    pub put_bytes: u64,
+    pub put_failures: u64,
+    pub gets: u64,
+    pub hits: u64,
+    pub get_bytes: u64,
+    pub misses: u64,
+    pub corrupt: u64,
+    pub errors: u64,
+    pub timeouts: u64,
+    pub evictions: u64,
+    pub bytes_stored: u64,
+    pub loaded_blocks: u64,
+}
+
+extern "C" {
+    pub fn kvrt_tier_config_init(cfg: *mut kvrt_tier_config, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_cache_add_tier(cache: *mut kvrt_cache, cfg: *const kvrt_tier_config) -> kvrt_status;
+    pub fn kvrt_cache_persist(out_blocks: *mut u64, cache: *mut kvrt_cache) -> kvrt_status;
+    pub fn kvrt_cache_n_tiers(out: *mut usize, cache: *const kvrt_cache) -> kvrt_status;
+    pub fn kvrt_tier_stats_init(stats: *mut kvrt_tier_stats, struct_size: usize) -> kvrt_status;
+    pub fn kvrt_cache_tier_stats_get(out: *mut kvrt_tier_stats, cache: *const kvrt_cache, index: usize)
+                                     -> kvrt_status;
 }
 
 extern "C" {
@@ -360,6 +410,9 @@ pub struct kvrt_context_config {
     // Appended in 0.3: K and V rows of different types (-1: kv_dtype).
     pub k_dtype: i32,
     pub v_dtype: i32,
+    // Appended in 0.3: lower tiers of the prefix cache the context creates.
+    pub tiers: *const kvrt_tier_config,
+    pub n_tiers: usize,
 }
 
 pub const KVRT_STOP_NONE: i32 = 0;
@@ -385,6 +438,10 @@ pub struct kvrt_request_stats {
     pub kv_bytes: u64,
     pub stop_reason: i32,
     pub reserved0: i32,
+    // Appended in 0.3: where reused_from_cache came from.
+    pub reused_from_ram: u64,
+    pub reused_from_disk: u64,
+    pub reused_from_remote: u64,
 }
 
 #[repr(C)]
@@ -446,6 +503,12 @@ extern "C" {
     pub fn kvrt_context_seq_length(out: *mut usize, ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;
     pub fn kvrt_context_seq_kv_bytes(out: *mut u64, ctx: *const kvrt_context, seq_id: i32) -> kvrt_status;
     pub fn kvrt_context_seq_release(ctx: *mut kvrt_context, seq_id: i32) -> kvrt_status;
+    pub fn kvrt_context_seq_tokens(dst: *mut i32, capacity: usize, written: *mut usize, ctx: *const kvrt_context,
+                                   seq_id: i32) -> kvrt_status;
+    pub fn kvrt_context_seq_save(ctx: *mut kvrt_context, seq_id: i32, path: *const c_char) -> kvrt_status;
+    pub fn kvrt_context_seq_load(ctx: *mut kvrt_context, seq_id: i32, path: *const c_char) -> kvrt_status;
+    pub fn kvrt_context_seq_fork(ctx: *mut kvrt_context, src_seq: i32, dst_seq: i32) -> kvrt_status;
+    pub fn kvrt_context_seq_truncate(ctx: *mut kvrt_context, seq_id: i32, n: usize) -> kvrt_status;
 
     pub fn kvrt_sampler_config_init(cfg: *mut kvrt_sampler_config, struct_size: usize) -> kvrt_status;
     pub fn kvrt_sampler_create(out: *mut *mut kvrt_sampler, cfg: *const kvrt_sampler_config) -> kvrt_status;

@@ -175,6 +175,10 @@ pub struct RequestStats {
     pub decode_tokens_per_s: f64,
     pub kv_bytes: u64,
     pub stop_reason: StopReason,
+    /// Of reused_from_cache: blocks RAM held, blocks loaded from a disk tier, from a remote tier.
+    pub reused_from_ram: u64,
+    pub reused_from_disk: u64,
+    pub reused_from_remote: u64,
 }
 
 fn new_stats() -> Result<sys::kvrt_request_stats> {
@@ -197,6 +201,9 @@ impl From<sys::kvrt_request_stats> for RequestStats {
             decode_tokens_per_s: s.decode_tokens_per_s,
             kv_bytes: s.kv_bytes,
             stop_reason: StopReason::from_raw(s.stop_reason),
+            reused_from_ram: s.reused_from_ram,
+            reused_from_disk: s.reused_from_disk,
+            reused_from_remote: s.reused_from_remote,
         }
     }
 }
@@ -350,6 +357,79 @@ impl Context {
     /// Empties sequence `seq` (its full blocks stay in the prefix cache).
     pub fn seq_release(&mut self, seq: i32) -> Result<()> {
         check(unsafe { sys::kvrt_context_seq_release(self.raw.as_ptr(), seq) })
+    }
+
+    /// The tokens sequence `seq` holds.
+    pub fn seq_tokens(&self, seq: i32) -> Result<Vec<i32>> {
+        read_buffer::<i32>(|dst, cap, written| unsafe {
+            sys::kvrt_context_seq_tokens(dst, cap, written, self.raw.as_ptr(), seq)
+        })
+    }
+
+    /// Saves sequence `seq` (tokens, logits, KV rows) to `path`, atomically.
+    pub fn seq_save(&mut self, seq: i32, path: &str) -> Result<()> {
+        let p = cstring("path", path)?;
+        check(unsafe { sys::kvrt_context_seq_save(self.raw.as_ptr(), seq, p.as_ptr()) })
+    }
+
+    /// Replaces sequence `seq` with the one saved in `path`; on an error (another model,
+    /// dtype, block size or salt; a bad file) the sequence is unchanged.
+    pub fn seq_load(&mut self, seq: i32, path: &str) -> Result<()> {
+        let p = cstring("path", path)?;
+        check(unsafe { sys::kvrt_context_seq_load(self.raw.as_ptr(), seq, p.as_ptr()) })
+    }
+
+    /// Makes `dst` a copy of `src` sharing its cache blocks.
+    pub fn seq_fork(&mut self, src: i32, dst: i32) -> Result<()> {
+        check(unsafe { sys::kvrt_context_seq_fork(self.raw.as_ptr(), src, dst) })
+    }
+
+    /// Keeps the first `n` positions of sequence `seq`.
+    pub fn seq_truncate(&mut self, seq: i32, n: usize) -> Result<()> {
+        check(unsafe { sys::kvrt_context_seq_truncate(self.raw.as_ptr(), seq, n) })
+    }
+
+    fn tier_cache_ptr(&self) -> Result<*mut sys::kvrt_cache> {
+        let mut cache: *mut sys::kvrt_cache = ptr::null_mut();
+        check(unsafe { sys::kvrt_context_get_cache(&mut cache, self.raw.as_ptr()) })?;
+        Ok(cache)
+    }
+
+    /// Adds a lower tier to the context's cache: `sys::KVRT_TIER_DISK` with a directory,
+    /// `sys::KVRT_TIER_REDIS` with a redis:// URL; `budget_bytes` 0 = none.
+    pub fn cache_add_tier(&mut self, kind: i32, location: &str, budget_bytes: u64) -> Result<()> {
+        let loc = cstring("location", location)?;
+        let mut t = MaybeUninit::<sys::kvrt_tier_config>::zeroed();
+        check(unsafe { sys::kvrt_tier_config_init(t.as_mut_ptr(), size_of::<sys::kvrt_tier_config>()) })?;
+        let mut t = unsafe { t.assume_init() };
+        t.kind = kind;
+        t.location = loc.as_ptr();
+        t.budget_bytes = budget_bytes;
+        let cache = self.tier_cache_ptr()?;
+        check(unsafe { sys::kvrt_cache_add_tier(cache, &t) })
+    }
+
+    /// Writes every cached prefix block set the tiers lack into them; returns how many.
+    pub fn cache_persist(&mut self) -> Result<u64> {
+        let cache = self.tier_cache_ptr()?;
+        let mut n = 0u64;
+        check(unsafe { sys::kvrt_cache_persist(&mut n, cache) })?;
+        Ok(n)
+    }
+
+    /// Each tier's counters, in the order the tiers were added.
+    pub fn cache_tier_stats(&self) -> Result<Vec<sys::kvrt_tier_stats>> {
+        let cache = self.tier_cache_ptr()?;
+        let mut n = 0usize;
+        check(unsafe { sys::kvrt_cache_n_tiers(&mut n, cache) })?;
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut s = sys::kvrt_tier_stats::default();
+            check(unsafe { sys::kvrt_tier_stats_init(&mut s, size_of::<sys::kvrt_tier_stats>()) })?;
+            check(unsafe { sys::kvrt_cache_tier_stats_get(&mut s, cache, i) })?;
+            out.push(s);
+        }
+        Ok(out)
     }
 
     /// Statistics of the context's KV cache.
