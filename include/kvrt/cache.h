@@ -490,9 +490,10 @@ KVRT_API kvrt_status kvrt_cache_trim(uint64_t *released, kvrt_cache *cache, uint
  * in the order they were added: a directory (survives restarts; any number of
  * processes may share one) and a Redis server (shared by processes on several
  * hosts). A block set (every layer's block of one block of positions) is written
- * to every tier when it is evicted from RAM and on kvrt_cache_persist; a prefill
- * (kvrt_context_prefill, kvrt_cache_seq_match_prefix) whose prefix RAM does not
- * hold continues block by block in the tiers and loads the blocks back.
+ * to every tier when it is evicted from RAM and on kvrt_cache_persist; a context's
+ * prefill (kvrt_context_prefill, _prefill_batch, _generate) whose prefix RAM does
+ * not hold continues block by block in the tiers and loads the blocks back (the
+ * low-level kvrt_cache_seq_match_prefix matches RAM only).
  * Keys: the chained block hash (parent chain, tokens, model fingerprint, cache
  * salt, adapter) plus a hash of the layout (KV dtype, block size, every layer's
  * geometry): a block is only ever found by the same prefix of the same model under

@@ -255,4 +255,37 @@ bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc) {
     return true;
 }
 
+std::vector<std::string> with_tier_opts(std::vector<std::string> value_opts) {
+    value_opts.insert(value_opts.end(), {"--cache-dir", "--cache-redis"});
+    return value_opts;
+}
+
+void apply_tiers(const Args& a, std::vector<kvrt_tier_config>& tiers, std::vector<std::string>& strings,
+                 kvrt_context_config& cc) {
+    tiers.clear();
+    strings.clear();
+    strings.reserve(2);  // the configs point into these strings: no reallocation
+    auto add = [&](int32_t kind, const std::string& loc) {
+        kvrt_tier_config t;
+        kvrt_tier_config_init(&t, sizeof t);
+        t.kind = kind;
+        strings.push_back(loc);
+        t.location = strings.back().c_str();
+        tiers.push_back(t);
+    };
+    if (a.has("--cache-dir")) add(KVRT_TIER_DISK, a.get("--cache-dir"));
+    if (a.has("--cache-redis")) add(KVRT_TIER_REDIS, a.get("--cache-redis"));
+    cc.tiers = tiers.empty() ? nullptr : tiers.data();
+    cc.n_tiers = tiers.size();
+}
+
+std::string tier_reuse_text(const kvrt_request_stats& st) {
+    if (st.reused_from_disk == 0 && st.reused_from_remote == 0) return "";
+    std::string s = " (";
+    if (st.reused_from_disk) s += std::to_string(st.reused_from_disk) + " from the disk tier";
+    if (st.reused_from_disk && st.reused_from_remote) s += ", ";
+    if (st.reused_from_remote) s += std::to_string(st.reused_from_remote) + " from the redis tier";
+    return s + ")";
+}
+
 }  // namespace kvrt_cli

@@ -72,4 +72,13 @@ std::vector<std::string> with_kv_type_opts(std::vector<std::string> value_opts);
 // Sets cc.kv_dtype / k_dtype / v_dtype from them; false after printing an unknown name.
 bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc);
 
+// Lower tiers of the prefix cache: --cache-dir DIR (a disk tier) and --cache-redis URL (a Redis
+// tier), appended to a command's value options; apply_tiers builds their configs into `tiers`
+// (which must outlive the kvrt_context_create calls) and points cc.tiers at them.
+std::vector<std::string> with_tier_opts(std::vector<std::string> value_opts);
+void apply_tiers(const Args& a, std::vector<kvrt_tier_config>& tiers, std::vector<std::string>& strings,
+                 kvrt_context_config& cc);
+// "  (N from disk, M from redis)" when a request reused tokens from tiers, else "".
+std::string tier_reuse_text(const kvrt_request_stats& st);
+
 }  // namespace kvrt_cli

@@ -23,8 +23,8 @@ int on_chat_token(int32_t, const char* text, size_t len, void* ud) {
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
-    Args a = parse_args(argc, argv, {"-m", "--model", "-n", "--max-tokens", "-t", "--threads", "--system", "--temp",
-                                     "--seed"});
+    Args a = parse_args(argc, argv, with_tier_opts({"-m", "--model", "-n", "--max-tokens", "-t", "--threads", "--system", "--temp",
+                                     "--seed"}));
     if (a.has("-h") || a.has("--help")) {
         std::fprintf(stderr,
                      "usage: kvrt chat [-m MODEL] [--system TEXT] [-n MAX_TOKENS] [--temp T] [--seed S] [-t N]\n"
@@ -40,6 +40,9 @@ int cmd_chat(int argc, char** argv) {
     kvrt_context_config cc;
     kvrt_context_config_init(&cc, sizeof cc);
     cc.n_threads = threads;
+    std::vector<kvrt_tier_config> tiers;  // --cache-dir / --cache-redis
+    std::vector<std::string> tier_strings;
+    apply_tiers(a, tiers, tier_strings, cc);
     kvrt_status s = kvrt_context_create(&ctx, model, &cc);
     int rc = 0;
     if (s != KVRT_OK) rc = report_error("chat", "context", s);

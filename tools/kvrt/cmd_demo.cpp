@@ -97,9 +97,9 @@ void print_request(const char* label, const char* what, const kvrt_model* model,
         return;
     }
     std::printf("\n== Request %s: %s\n", label, what);
-    std::printf("   prompt %llu tokens: %llu reused from the prefix cache, %llu computed",
+    std::printf("   prompt %llu tokens: %llu reused from the prefix cache%s, %llu computed",
                 (unsigned long long)r.stats.prompt_tokens, (unsigned long long)r.stats.reused_from_cache,
-                (unsigned long long)r.stats.computed_tokens);
+                tier_reuse_text(r.stats).c_str(), (unsigned long long)r.stats.computed_tokens);
     if (first_diff != static_cast<size_t>(-1)) std::printf(" (first changed token at position %zu)", first_diff);
     std::printf("\n   time to first token %.1f ms, decode %.1f tokens/s, KV %.2f MiB\n", r.ttft_s * 1e3, tps,
                 r.kv_bytes / 1048576.0);
@@ -115,9 +115,13 @@ size_t first_difference(const std::vector<int32_t>& a, const std::vector<int32_t
 }  // namespace
 
 int cmd_demo(int argc, char** argv) {
-    Args a = parse_args(argc, argv, with_sampler_opts({"-m", "--model", "-n", "--answer-tokens", "-t", "--threads"}));
+    Args a = parse_args(argc, argv,
+                        with_tier_opts(with_sampler_opts({"-m", "--model", "-n", "--answer-tokens", "-t", "--threads"})));
     if (a.has("-h") || a.has("--help")) {
-        std::fprintf(stderr, "usage: kvrt demo [-m MODEL] [-n ANSWER_TOKENS (48)] [-t THREADS] [--json] [sampling]\n%s",
+        std::fprintf(stderr,
+                     "usage: kvrt demo [-m MODEL] [-n ANSWER_TOKENS (48)] [-t THREADS] [--json] [sampling]\n"
+                     "                 [--cache-dir DIR] [--cache-redis URL]   (prefix cache tiers: run twice and\n"
+                     "                 request A reuses the document from the tier; checked against a cold run)\n%s",
                      sampler_opts_usage());
         return 0;
     }
@@ -161,6 +165,10 @@ int cmd_demo(int argc, char** argv) {
             cc.n_ctx = static_cast<uint32_t>(std::min<size_t>(info.n_ctx_train, std::max<size_t>(8192, need)));
         }
         if (stderr_is_tty()) cc.progress = progress_bar;
+        kvrt_context_config cc_cold = cc;  // the cold runs: a fresh cache, no tiers
+        std::vector<kvrt_tier_config> tiers;
+        std::vector<std::string> tier_strings;
+        apply_tiers(a, tiers, tier_strings, cc);
         kvrt_status s = kvrt_context_create(&ctx, model, &cc);
         if (s != KVRT_OK) {
             rc = report_error("demo", "context", s);
@@ -176,7 +184,7 @@ int cmd_demo(int argc, char** argv) {
         }
         RequestResult ra, rb, rcr, rb_cold;
         // Each request runs on a fresh sequence; releasing it leaves its full blocks in the prefix cache.
-        if (!run_request(ctx, model, ta, n_answer, false, ra, sampler)) { rc = 1; break; }
+        if (!run_request(ctx, model, ta, n_answer, !tiers.empty(), ra, sampler)) { rc = 1; break; }
         kvrt_context_seq_release(ctx, 0);
         print_request("A", "document + \"Summarise the risks.\"", model, ra, static_cast<size_t>(-1), json);
         if (!run_request(ctx, model, tb, n_answer, true, rb, sampler)) { rc = 1; break; }
@@ -188,7 +196,7 @@ int cmd_demo(int argc, char** argv) {
                       first_difference(tb, tc), json);
 
         // B again, cold: a fresh context with its own empty cache.
-        s = kvrt_context_create(&cold, model, &cc);
+        s = kvrt_context_create(&cold, model, &cc_cold);
         if (s != KVRT_OK) {
             rc = report_error("demo", "cold context", s);
             break;
@@ -217,6 +225,45 @@ int cmd_demo(int argc, char** argv) {
         if (!same) {
             std::fprintf(stderr, "kvrt demo: B's logits differ from a cold run's (first %zu steps equal)\n", steps_equal);
             rc = 1;
+        }
+        if (!tiers.empty()) {
+            // A against A cold: with a tier filled by an earlier run, A's document came from it.
+            RequestResult ra_cold;
+            kvrt_context_seq_release(cold, 0);
+            kvrt_context_destroy(cold);
+            cold = nullptr;
+            if (kvrt_context_create(&cold, model, &cc_cold) != KVRT_OK ||
+                !run_request(cold, model, ta, n_answer, true, ra_cold, sampler)) { rc = 1; break; }
+            bool same_a = ra.logits.size() == ra_cold.logits.size() && ra.answer == ra_cold.answer;
+            for (size_t i = 0; same_a && i < ra.logits.size(); ++i)
+                same_a = ra.logits[i].size() == ra_cold.logits[i].size() &&
+                         std::memcmp(ra.logits[i].data(), ra_cold.logits[i].data(), ra.logits[i].size() * sizeof(float)) == 0;
+            kvrt_cache* cache = nullptr;
+            uint64_t persisted = 0;
+            kvrt_context_get_cache(&cache, ctx);
+            kvrt_cache_persist(&persisted, cache);  // what is still only in RAM, for the next run
+            if (json) {
+                std::printf("{\"check\":\"A_tiers_vs_cold\",\"reused_from_disk\":%llu,\"reused_from_remote\":%llu,"
+                            "\"identical\":%s,\"ttft_ms\":%.3f,\"ttft_cold_ms\":%.3f,\"persisted_blocks\":%llu}\n",
+                            (unsigned long long)ra.stats.reused_from_disk, (unsigned long long)ra.stats.reused_from_remote,
+                            same_a ? "true" : "false", ra.ttft_s * 1e3, ra_cold.ttft_s * 1e3,
+                            (unsigned long long)persisted);
+            } else {
+                std::printf("\n== Check: request A through the prefix cache's tiers vs A cold\n");
+                std::printf("   A reused %llu tokens from the disk tier and %llu from the redis tier%s\n",
+                            (unsigned long long)ra.stats.reused_from_disk, (unsigned long long)ra.stats.reused_from_remote,
+                            ra.stats.reused_from_disk + ra.stats.reused_from_remote == 0
+                                ? " (an empty tier: run the demo again to hit it)" : "");
+                std::printf("   time to first token %.1f ms vs %.1f ms cold; logits of %zu steps: %s\n", ra.ttft_s * 1e3,
+                            ra_cold.ttft_s * 1e3, ra.logits.size(),
+                            same_a ? "IDENTICAL bit for bit; same greedy answer" : "DIFFERENT");
+                std::printf("   %llu block sets written to the tiers now (the rest went there on eviction)\n",
+                            (unsigned long long)persisted);
+            }
+            if (!same_a) {
+                std::fprintf(stderr, "kvrt demo: A's logits (prefix from the tiers) differ from a cold run's\n");
+                rc = 1;
+            }
         }
     } while (false);
     kvrt_context_destroy(cold);

@@ -52,8 +52,8 @@ int on_token(int32_t token, const char* text, size_t len, void* ud) {
 
 int cmd_run(int argc, char** argv) {
     Args a = parse_args(argc, argv,
-                        with_sampler_opts(with_kv_type_opts({"-m", "--model", "-p", "--prompt", "-n", "--max-tokens", "--stop", "-t",
-                                                             "--threads"})));
+                        with_tier_opts(with_sampler_opts(with_kv_type_opts({"-m", "--model", "-p", "--prompt", "-n",
+                                                                            "--max-tokens", "--stop", "-t", "--threads"}))));
     if (a.has("-h") || a.has("--help")) return run_usage(), 0;
     std::string prompt = a.get("-p", a.get("--prompt"));
     if (prompt.empty() && !a.positional.empty()) prompt = a.positional[0];
@@ -84,6 +84,9 @@ int cmd_run(int argc, char** argv) {
             rc = 2;
             break;
         }
+        std::vector<kvrt_tier_config> tiers;  // --cache-dir / --cache-redis
+        std::vector<std::string> tier_strings;
+        apply_tiers(a, tiers, tier_strings, cc);
         kvrt_status s = kvrt_context_create(&ctx, model, &cc);
         if (s != KVRT_OK) {
             rc = report_error("run", "context", s);
