@@ -124,6 +124,7 @@ struct KeyTile {
     // (raw * scale, exact in f32) and transposed from there like f32 keys.
     float* vsc = nullptr;
     int vgroup = 1, vng = 0;
+    int vgshift = -1;  // log2(vgroup) when a power of two (no division per vector), else -1
     int ja = 0, jb = -1;  // keys present: [ja, jb]
     bool pairs = false;   // a pair tile (see above)
     const uint32_t* kp = nullptr;  // pair tiles: [(d + 1) / 2][T] (in kt's memory)
@@ -161,13 +162,19 @@ inline float raw_elem(uint8_t b, DType t) {
     return t == DType::I8 ? float(static_cast<int8_t>(b)) : f16_to_f32(fp8_e4m3_raw_f16(b));
 }
 
+// Scale i of a quantised head of width d (f16 after the elements), times kv_raw_unit(t).
+inline float head_scale(const uint8_t* h, DType t, int d, int i) {
+    uint16_t s;
+    std::memcpy(&s, h + d + 2 * i, 2);
+    return Ops::h2f(s) * kv_raw_unit(t);
+}
+
 // A quantised head of width d -> d f32 (raw * scale: exact, the value kv_load gives).
 inline void dequant_head(const uint8_t* h, DType t, int d, float* out, LineStream* pf) {
     const int g = kv_scale_group(t, d);
-    const float unit = kv_raw_unit(t);
-    for (int c0 = 0; c0 < d; c0 += g) {
+    for (int c0 = 0, gi = 0; c0 < d; c0 += g, ++gi) {
         if (pf) pf->step();
-        const float sc = kv_scale_at(h, t, d, c0) * unit;
+        const float sc = head_scale(h, t, d, gi);
         const V vs = Ops::set1(sc);
         int c = c0;
         for (; c + Ops::W <= c0 + g; c += Ops::W) Ops::store(out + c, Ops::mul(load_raw(h + c, t), vs));
@@ -304,9 +311,9 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
     if (need_v && dtype_quantized(vdt)) {
         t.vgroup = kv_scale_group(vdt, d);
         t.vng = d / t.vgroup;
-        const float unit = kv_raw_unit(vdt);
+        t.vgshift = (t.vgroup & (t.vgroup - 1)) == 0 ? __builtin_ctz(unsigned(t.vgroup)) : -1;
         for (int j = ja; j <= jb; ++j)
-            for (int gi = 0; gi < t.vng; ++gi) t.vsc[j * t.vng + gi] = kv_scale_at(t.vraw[j], vdt, d, gi * t.vgroup) * unit;
+            for (int gi = 0; gi < t.vng; ++gi) t.vsc[j * t.vng + gi] = head_scale(t.vraw[j], vdt, d, gi);
     }
     if constexpr (Ops::kBf16Dot) {
         if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb, need_v);
@@ -499,7 +506,10 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, co
         for (int cb = 0; cb < CB; ++cb) vv[cb] = load_v<VD>(vr, c0 + cb * Ops::W);
         if constexpr (dtype_quantized(VD)) {  // W divides the group: one scale per vector
             const float* sc = t.vsc + j * t.vng;
-            for (int cb = 0; cb < CB; ++cb) vv[cb] = Ops::mul(vv[cb], Ops::set1(sc[(c0 + cb * Ops::W) / t.vgroup]));
+            for (int cb = 0; cb < CB; ++cb) {
+                const int c = c0 + cb * Ops::W;
+                vv[cb] = Ops::mul(vv[cb], Ops::set1(sc[t.vgshift >= 0 ? c >> t.vgshift : c / t.vgroup]));
+            }
         }
         for (int r = 0; r < R; ++r) {
             V p = Ops::set1(pbuf[r * T + j]);

@@ -76,6 +76,7 @@ struct Ops {
         return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
     }
     static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+    static float h2f(uint16_t h) { return _cvtsh_ss(h); }  // one f16 -> f32 (F16C, exact)
     // 8 int8 -> f32 (exact). 8 fp8 e4m3 -> f32 value / 256 (exact; util/kv_quant.hpp).
     static V load_i8(const uint8_t* p) {
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));

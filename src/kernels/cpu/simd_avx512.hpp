@@ -155,6 +155,7 @@ struct Ops {
     static V load_f16(const uint16_t* p) {  // 16 f16 -> f32 (exact)
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
+    static float h2f(uint16_t h) { return _cvtsh_ss(h); }  // one f16 -> f32 (F16C, exact)
     // 16 int8 -> f32 (exact). 16 fp8 e4m3 -> f32 value / 256 (exact; util/kv_quant.hpp).
     static V load_i8(const uint8_t* p) {
         return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));

@@ -21,6 +21,7 @@ struct Ops {
     static float cvt16(uint16_t h, DType t) { return t == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h); }
     static V load_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
     static V load_f16(const uint16_t* p) { return f16_to_f32(*p); }
+    static float h2f(uint16_t h) { return f16_to_f32(h); }
     static V load_i8(const uint8_t* p) { return float(static_cast<int8_t>(*p)); }
     static V load_fp8(const uint8_t* p) { return f16_to_f32(fp8_e4m3_raw_f16(*p)); }  // value / 256
     static void transpose_pairs(const uint16_t* const* rows, int c, DType t, float* out, int ld) {
