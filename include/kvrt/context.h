@@ -17,7 +17,9 @@
  * decode and generate with KVRT_ERR_CANCELLED; the sequence keeps every
  * position computed before the stop (prefill: whole chunks; decode: nothing,
  * it is all-or-nothing; generate: the prompt and the tokens decoded), and
- * stats, when given, are filled with stop_reason KVRT_STOP_CANCELLED. A token
+ * the stats of prefill and generate, when given, say how far the call got,
+ * with stop_reason KVRT_STOP_CANCELLED (prefill_batch leaves its stats
+ * unset on any failure). A token
  * callback returning non-zero is not a cancellation but a stop condition, as
  * a stop string: KVRT_OK with KVRT_STOP_CALLBACK.
  *
@@ -553,8 +555,10 @@ KVRT_API kvrt_status kvrt_sampler_reset(kvrt_sampler *sampler);
 
 /* Asks the call running on ctx to stop: it returns KVRT_ERR_CANCELLED as
  * described at the top of this header, at its next check (prefill: before
- * each chunk of n_batch tokens and each layer of a chunk; generate: before
- * each sample and each decode step; CED models: between chunks). The request
+ * each chunk of n_batch tokens and each layer of a chunk of more than 16
+ * rows; generate: before each sample and each decode step; decode: between
+ * layers of a batch of more than 16 sequences, else a step runs to its end,
+ * a few milliseconds; CED models: between chunks). The request
  * is cleared when the next call on ctx starts, so a cancel that arrives while
  * no call runs is dropped (a UI that stops "the current answer" cannot stop
  * the next one by accident). Thread-safe: may be called from any thread,

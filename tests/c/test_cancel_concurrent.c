@@ -8,7 +8,9 @@
  *
  * No timing: the working thread's callback hands control to the UI thread
  * (a condition variable) and waits until that thread has read the activity
- * and called kvrt_context_cancel, so the cancel lands at a known point. */
+ * and called kvrt_context_cancel, so the cancel lands at a known point.
+ * The model and the context run on one OpenMP thread: under ThreadSanitizer
+ * only the two threads of the test exist (libgomp is not instrumented). */
 #include <kvrt/kvrt.h>
 
 #include "expect.h"
@@ -94,6 +96,7 @@ int main(void) {
     static int32_t prompt[1024];
     kvrt_model *m = NULL;
     kvrt_context_config cc;
+    kvrt_model_config mc;
     kvrt_request_stats st;
     kvrt_generate_config gc;
     kvrt_context_activity act;
@@ -105,7 +108,9 @@ int main(void) {
     int32_t active_before = -1, active_after = -1;
 
     expect_model_path(path, sizeof path);
-    if (kvrt_model_load(&m, path, NULL) != KVRT_OK) {
+    kvrt_model_config_init(&mc, sizeof mc);
+    mc.n_threads = 1;
+    if (kvrt_model_load(&m, path, &mc) != KVRT_OK) {
         fprintf(stderr, "test_cancel_concurrent: cannot load %s: %s\n", path, kvrt_last_error());
         return 1;
     }
@@ -119,6 +124,7 @@ int main(void) {
     cc.n_ctx = 1024;
     cc.n_batch = 32; /* many chunks */
     cc.prefix_caching = 0;
+    cc.n_threads = 1;
     cc.progress = on_progress;
     EXPECT_OK(kvrt_context_create(&H.ctx, m, &cc));
     EXPECT(pthread_create(&ui, NULL, ui_thread, NULL) == 0);
