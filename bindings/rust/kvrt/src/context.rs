@@ -409,6 +409,34 @@ impl Context {
         check(unsafe { sys::kvrt_cache_add_tier(cache, &t) })
     }
 
+    /// Adds a Redis tier (`redis://host:port[/db]`) to the context's cache with its
+    /// Redis-specific options: `timeout_ms` bounds the connect and every command (0 = the
+    /// default, 200 ms); `key_prefix` goes before every key (None = "kvrt:");
+    /// `budget_bytes` caps the bytes this process stores (0 = none). A server that is down
+    /// is not an error (its lookups miss, counted in `cache_tier_stats`); a malformed URL is.
+    pub fn cache_add_redis_tier(&mut self, url: &str, budget_bytes: u64, timeout_ms: u32,
+                                key_prefix: Option<&str>) -> Result<()> {
+        let loc = cstring("url", url)?;
+        let prefix = match key_prefix {
+            Some(p) => Some(cstring("key_prefix", p)?),
+            None => None,
+        };
+        let mut t = MaybeUninit::<sys::kvrt_tier_config>::zeroed();
+        check(unsafe { sys::kvrt_tier_config_init(t.as_mut_ptr(), size_of::<sys::kvrt_tier_config>()) })?;
+        let mut t = unsafe { t.assume_init() };
+        t.kind = sys::KVRT_TIER_REDIS;
+        t.location = loc.as_ptr();
+        t.budget_bytes = budget_bytes;
+        if timeout_ms != 0 {
+            t.timeout_ms = timeout_ms;
+        }
+        if let Some(p) = &prefix {
+            t.key_prefix = p.as_ptr();
+        }
+        let cache = self.tier_cache_ptr()?;
+        check(unsafe { sys::kvrt_cache_add_tier(cache, &t) })
+    }
+
     /// Writes every cached prefix block set the tiers lack into them; returns how many.
     pub fn cache_persist(&mut self) -> Result<u64> {
         let cache = self.tier_cache_ptr()?;

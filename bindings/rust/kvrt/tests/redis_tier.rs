@@ -1,0 +1,50 @@
+//! A Redis tier whose server is down only costs counted misses: the prefill
+//! computes and equals a cold one bit for bit; a malformed URL is refused.
+#![cfg(feature = "runtime")]
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use kvrt::{Context, ContextOptions, Model};
+
+fn model_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("KVRT_MODEL") {
+        return p.into();
+    }
+    let home = std::env::var_os("HOME").expect("HOME or KVRT_MODEL must be set");
+    PathBuf::from(home).join(".cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
+fn model() -> &'static Model {
+    static MODEL: OnceLock<Model> = OnceLock::new();
+    MODEL.get_or_init(|| Model::load(&model_path()).expect("model (run scripts/setup.sh)"))
+}
+
+fn ctx(prefix_caching: bool) -> Context {
+    Context::new(model(), &ContextOptions { n_ctx: 512, n_threads: 2, block_tokens: 16, prefix_caching,
+                                            ..Default::default() })
+        .unwrap()
+}
+
+#[test]
+fn redis_tier_down_is_a_counted_miss() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port(); // closed again
+    let url = format!("redis://127.0.0.1:{port}");
+    let doc: Vec<i32> = (0..100).map(|i| (i * 53 % 800 + 30) as i32).collect();
+    let mut a = ctx(true);
+    assert!(a.cache_add_redis_tier("redis://cache:notaport", 0, 100, None).is_err());
+    a.cache_add_redis_tier(&url, 1 << 20, 100, Some("kvrt-rust-test:")).unwrap();
+    let st = a.prefill(0, &doc).unwrap();
+    assert_eq!((st.computed_tokens, st.reused_from_remote), (100, 0));
+    a.cache_persist().unwrap();
+    let ts = a.cache_tier_stats().unwrap();
+    assert_eq!(ts.len(), 1);
+    assert_eq!(ts[0].kind, kvrt::sys::KVRT_TIER_REDIS);
+    assert!(ts[0].errors + ts[0].timeouts >= 1);
+    assert_eq!((ts[0].hits, ts[0].puts), (0, 0));
+    assert!(ts[0].put_failures >= 1);
+    let warm = a.logits(0).unwrap();
+    let mut cold = ctx(false);
+    cold.prefill(0, &doc).unwrap();
+    assert!(cold.logits(0).unwrap() == warm, "a prefill with Redis down must equal a cold one bit for bit");
+}
