@@ -29,6 +29,9 @@ const (
 	DTypeF32  DType = C.KVRT_DTYPE_F32
 	DTypeF16  DType = C.KVRT_DTYPE_F16
 	DTypeBF16 DType = C.KVRT_DTYPE_BF16
+	// Quantised rows, full and window layers only (kvrt/cache.h).
+	DTypeI8      DType = C.KVRT_DTYPE_I8
+	DTypeFP8E4M3 DType = C.KVRT_DTYPE_FP8_E4M3
 )
 
 // LayerConfig describes one layer of a layout (kvrt_cache_layer_config).
@@ -41,6 +44,8 @@ type LayerConfig struct {
 	Ratio    int32
 	Source   int32
 	SharedKV bool
+	// VDType: the V rows' type when it differs from DType (the K rows'); nil: DType.
+	VDType *DType
 }
 
 // FullLayer is a full f16 layer.
@@ -94,6 +99,9 @@ func (l *Layout) AddLayers(cfg LayerConfig, count int32) (int32, error) {
 		c.source = C.int32_t(cfg.Source)
 		if cfg.SharedKV {
 			c.shared_kv = 1
+		}
+		if cfg.VDType != nil {
+			c.v_dtype = C.int32_t(*cfg.VDType)
 		}
 		return C.kvrt_cache_layout_add_layers(&first, l.p, &c, C.int32_t(count))
 	})
