@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Baselines measured in the same run as the figure they are compared with.
 //
 // Every benchmark prints its kernel's figure beside one of these (bench_json.hpp

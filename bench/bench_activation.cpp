@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // bench_activation: the gated FFN activations (kernels/activation.hpp), elements/s of
 // cpu::silu_mul and cpu::gelu_tanh_mul on one thread, each beside the scalar libm loop
 // kvrt used before (f32 std::exp / std::tanh per element), measured in the same run, on

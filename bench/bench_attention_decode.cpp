@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // bench_attention_decode: paged GQA decode attention (one query per sequence) vs the
 // STREAM read bandwidth measured in the same run. Metric: KV bytes read per second
 // (K and V rows of every visible position, each read once for the whole query group).

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // bench_attention_prefill: causal prefill attention over paged KV, against baselines
 // measured in the same run:
 //   - oneDNN bf16 and f32 GEMM of comparable size (M = tokens, N = K = n_heads * head_dim:

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // bench_attention_sparse: the CED pieces, each against a baseline from the same run.
 //   - sparse K=V attention (64 heads of 512, bf16 bank): 2,048 selected rows out of 1,048,576
 //     vs the same 2,048 out of 8,192. Goal (issue 3): ratio <= 1.5.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Cache manager throughput: append, fork, release, prefix lookup (blocks/s),
 // and the manager's time for one decode step of 64 sequences x 32 layers.
 // JSON lines (bench_json.hpp); every figure with a baseline measured in this run:

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // CED runtime benchmarks (JSON lines, bench_json.hpp), each with its baseline
 // measured in the same run:
 //   prefill   CED prefill of an N-token prompt vs exact prefill of the same

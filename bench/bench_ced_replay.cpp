@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // How far bounded replay (CED.md "Prefix hit of H tokens") moves the logits
 // against exact computation, for both prefill modes.
 //

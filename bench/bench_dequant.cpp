@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // bench_dequant: dequantisation throughput (elements/s) of every vector path,
 // each printed beside the scalar reference measured in the same run, for f32 and
 // bf16 output, on an L2-sized buffer (compute bound) and on one larger than the

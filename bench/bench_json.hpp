@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Minimal helpers shared by the benchmarks: a monotonic timer and JSON lines
 // with the fields every benchmark prints: bench, metric, value, unit and,
 // where a baseline was measured in the same run, baseline, baseline_value, ratio.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // A paged KV cache for the attention benchmarks, laid out as the cache manager lays it out
 // (src/cache/layout.hpp): blocks of `block_tokens` positions come from a memory::Arena (the
 // cache's allocator, on 2 MiB pages by default) and hold `layers` layers each, every layer's

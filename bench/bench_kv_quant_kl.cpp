@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // bench_kv_quant_kl: how far quantised KV rows move a real model's next-token distributions.
 // For each real model (SmolLM2-135M Q4_1, Qwen2.5-Coder-0.5B Q4_K_M, Gemma 3 270M Q4_K_M in
 // ~/.cache/kvrt/models, or $KVRT_MODEL_DIR) the same text (tools/kvrt/demo_document.txt, the

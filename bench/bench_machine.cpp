@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // bench_machine: the machine's limits as every other benchmark measures them
 // (bench/baselines.hpp): STREAM-style read bandwidth and oneDNN f32/bf16 GEMM
 // GFLOP/s at 1 and 2 threads. Run it to see what the ratios elsewhere divide by.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The Redis tier of the prefix cache (issue 13 part 3), JSON lines (bench_json.hpp):
 //   ttft_redis_<model>   time to first token (prefill's last logits) of request B =
 //                        demo document + question B, in a fresh context whose cache

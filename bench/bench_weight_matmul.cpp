@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // bench_weight_matmul: the weight matmul kernels (src/kernels/weight_matmul.hpp)
 // on the real model's weights (SmolLM2-135M-Instruct Q4_1, Q8_0 tied head).
 //

@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """llama.cpp's quantised K/V on the same text and models as bench_kv_quant_kl (issue 15).
 
 For each real model: the text tools/kvrt/demo_document.txt, llama.cpp's tokenisation, the

@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """llama.cpp baseline for kvrt's benchmarks, on the same GGUF, through llama-cpp-python.
 
 Prints JSON lines like bench/bench_json.hpp:

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 # Builds everything (Release) and runs the main job: `kvrt demo` on the real model.
 set -euo pipefail
 cd "$(dirname "$0")/.."

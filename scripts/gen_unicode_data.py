@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """Generates src/model/tokenizer/unicode_data.cpp: the code point classes the tokenizers'
 pre-tokenizer regexes need (\\p{L}, \\p{N}, \\s), as a sorted run-length table.
 

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 # Installs everything kvrt needs on a Debian (bookworm) machine, idempotently,
 # and fetches the real model once into a cache folder outside git:
 #   ${KVRT_MODEL_DIR:-$HOME/.cache/kvrt/models}/SmolLM2-135M-Instruct.Q4_1.gguf

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 # Builds everything and runs every test: Release, then Debug with
 # AddressSanitizer + UBSan, then the concurrency tests under ThreadSanitizer.
 # Ends with one line "kvrt: P passed, F failed" summing the three runs.

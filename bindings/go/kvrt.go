@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Package kvrt is the Go binding of libkvrt, the embeddable KV-cache runtime
 // for CPU inference, over its C ABI (cgo, pkg-config package "kvrt").
 //

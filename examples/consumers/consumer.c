@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /* A tiny kvrt consumer: checks the header and library versions agree, then
  * makes a one-layer KV cache and reports its budget. Shared by the CMake and
  * Makefile consumers. Exit code 0 on success. */

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """kvrt from Python: one document, two questions. The second question's
 prompt shares the system prompt and the document with the first, so kvrt
 reuses their K/V from the prefix cache instead of recomputing them.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Finds libkvrt at run time where kvrt-sys found it at build time (rpath),
 // so the example runs from a non-system prefix without LD_LIBRARY_PATH.
 fn main() {

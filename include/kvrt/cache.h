@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /*
  * kvrt/cache.h — the KV cache manager: arena-allocated KV blocks, sequences,
  * prefix caching, eviction and exact byte accounting.

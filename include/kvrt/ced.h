@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /*
  * kvrt/ced.h — what CED models (causal encoder-decoder, DeepSeek-V4.1-Flash
  * style; docs/ced_runtime.md) add to the one model and context API.

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /*
  * kvrt/context.h — running a model: contexts over a KV cache, prefill and
  * decode of sequences, logits, sampling and generation, per-request stats.

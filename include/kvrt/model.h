@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /*
  * kvrt/model.h — loading a model from a GGUF file; model facts, tokenizer and
  * chat template.

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /*
  * kvrt/process.h — process-wide settings: the log callback and the
  * instruction-set level of the CPU kernels.

@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """Float64 numpy forward of kvrt's decoder architectures (llama, qwen2, gemma3): the
 "exact math" reference that kvrt and llama.cpp are both measured against.
 

@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """How far is llama.cpp's reference from plain float math on the same dequantised weights?
 
 Runs SmolLM2 (llama architecture) in numpy from the GGUF's weights dequantised to float

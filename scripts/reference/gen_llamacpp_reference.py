@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """Generates kvrt's llama.cpp reference data for SmolLM2-135M-Instruct (Q4_1 GGUF).
 
 Writes (both committed; kvrt's tests read them, nothing runs llama.cpp at test time):

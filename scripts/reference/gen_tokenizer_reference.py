@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """Generates the tokenizer reference files: llama.cpp's tokenization of a varied
 set of strings with each model's GGUF, the ground truth the tokenizer tests
 (tests/unit/test_tokenizer_reference.cpp) compare kvrt to token for token.

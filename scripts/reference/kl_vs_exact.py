@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """How far are kvrt and llama.cpp from exact math? KL(exact || runtime), per model.
 
 For each model (SmolLM2-135M Q4_1 `llama`, Qwen2.5-Coder-0.5B Q4_K_M `qwen2`, Gemma 3

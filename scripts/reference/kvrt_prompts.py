@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """Prompt construction shared by kvrt's llama.cpp reference and baseline scripts.
 
 Everything here is plain Python (no llama_cpp import) so that kvrt's own tests and

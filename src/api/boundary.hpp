@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The one exception-to-status boundary of the C API.
 //
 // Every extern "C" function in src/api/ runs its body through kvrt::api::guard():

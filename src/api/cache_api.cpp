@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The C API of the cache manager (include/kvrt/cache.h) over kvrt::cache::Cache.
 #include "api/boundary.hpp"
 #include "api/cache_handles.hpp"

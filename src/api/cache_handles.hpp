@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The C handles of caches, for other parts of the library (the runtime's
 // contexts share a kvrt::cache::Cache and hand out its kvrt_cache*).
 #pragma once

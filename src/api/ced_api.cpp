@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The C API of what CED models add (include/kvrt/ced.h): their memory report.
 // Loading and running go through kvrt_model_load / kvrt_context (model_api.cpp,
 // context_api.cpp).

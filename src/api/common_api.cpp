@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt_version, kvrt_status_string, kvrt_last_error.
 #include "api/boundary.hpp"
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt_context_*, kvrt_sampler_*, kvrt_generate_*, kvrt_request_stats_*.
 #include "api/cache_handles.hpp"
 #include "api/model_handles.hpp"

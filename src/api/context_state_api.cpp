@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt_context_seq_tokens / _save / _load / _fork / _truncate: one conversation
 // saved, restored, branched and cut (runtime/context_state.cpp does the work).
 #include "api/model_handles.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // HandleRegistry: opaque C handles that are checked, never trusted.
 //
 // A handle is not an address: it encodes a never-reused 56-bit serial and an

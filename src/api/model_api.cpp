@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt_model_*: loading, facts, metadata, tensors, tokenizer, chat template.
 #include "api/model_handles.hpp"
 #include "api/struct_versions.h"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The C handles of the model runtime (kvrt_model, kvrt_context, kvrt_sampler):
 // checked handles from api/handle_registry.hpp, so a NULL, destroyed or
 // foreign handle is KVRT_ERR_BAD_HANDLE, never a dereference. Only src/api/

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt/process.h: the log callback and the ISA level of the kernels.
 #include "api/boundary.hpp"
 #include "kvrt/process.h"

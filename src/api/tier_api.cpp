@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt_tier_config_init, kvrt_cache_add_tier, kvrt_cache_persist,
 // kvrt_cache_n_tiers, kvrt_tier_stats_init, kvrt_cache_tier_stats_get.
 #include "api/tier_api.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Building lower tiers of the prefix cache from kvrt_tier_config (kvrt/cache.h),
 // for kvrt_cache_add_tier and for caches a context creates (kvrt_context_config.tiers).
 #pragma once

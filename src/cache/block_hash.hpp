@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // 128-bit block hashes for the prefix index: XXH3-128 (libxxhash, inlined so
 // no xxhash symbol is exported).
 //

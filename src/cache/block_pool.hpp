@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // BlockPool: every KV block of one cache, under one byte budget, with one
 // intrusive LRU queue of evictable blocks and the prefix index.
 //

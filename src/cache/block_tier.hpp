@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt::cache::BlockTier — a lower tier of the prefix cache (disk directory,
 // Redis), below the RAM block pool.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt::cache::Cache — the KV cache manager (C++ API; include/kvrt/cache.h wraps it).
 //
 // Internally synchronised: every member function may be called from any

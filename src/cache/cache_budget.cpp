@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Cache memory control: a live cache's budget and releasing cached blocks on demand
 // (kvrt_cache_set_budget, kvrt_cache_trim).
 #include "cache/cache.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Cache state files: the whole prefix cache, or one sequence (see state_file.hpp
 // for the container). Anything that does not match loads as a clean miss with a
 // clear error and leaves the cache as it was.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The prefix cache's lower tiers (disk, Redis): block sets leave RAM into the
 // tiers on eviction (and on persist()), and come back from them on a RAM miss.
 //

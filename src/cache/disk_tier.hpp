@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The disk tier of the prefix cache: one file per block set in a directory,
 // surviving restarts and shared by any number of processes.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The cache layout: which layers the cache holds rows for, and how they are
 // grouped into managers (one block pool shared by all).
 //

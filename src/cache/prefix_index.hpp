@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // PrefixIndex: the flat hash map of the prefix cache, 128-bit block hash ->
 // block id. Open addressing with linear probing over one array of 24-byte
 // slots (no node per entry, one cache line touched per lookup in the common

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Checks of quantised KV rows coming from outside the process (state files, block
 // tiers): every scale of an int8 / fp8 row must be finite, else the block is refused
 // before it enters a cache (a NaN scale would silently poison every later query).

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // RedisTier: the shared prefix-cache tier over hiredis (see redis_tier.hpp).
 //
 // Concurrency: a small pool of blocking hiredis connections (one per caller in

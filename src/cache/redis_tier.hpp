@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt::cache::RedisTier — the shared prefix-cache tier on a Redis server
 // (hiredis), for several kvrt processes on several hosts sharing prefix blocks.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Cache::Sequence: the state of one sequence (or pin) inside a Cache.
 // Private to src/cache (cache.cpp, cache_state.cpp); guarded by the Cache's mutex.
 #pragma once

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // State files of the cache: a versioned binary container, written atomically.
 //
 //   magic (8 bytes) | version u32 | kind-specific body ... | checksum u64

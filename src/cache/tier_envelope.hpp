@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The frame around every payload a BlockTier stores, so that a tier can only
 // ever miss: what comes back is used only when its magic, format version,
 // full key (block hash + layout hash), length and XXH3-128 checksum of key and

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The ggml type table: names, block sizes, row sizes.
 #include "formats/tensor_type.hpp"
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Tensor element types of GGUF files (ggml's type ids), their block layouts and
 // row sizes.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Scalar reference dequantisation (ggml's formulas) and the run-time dispatch.
 #include "formats/tensor_type_dequant.hpp"
 #include "util/isa.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Dequantisation of tensor rows to f32 and bf16.
 //
 // Two implementations of the same arithmetic:

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // AVX-512 dequantisation (every dequantisable type), bit-identical to the scalar reference
 // (tensor_type_dequant.cpp): the same f32 operations per element (a multiply
 // followed by an add is exact before the add, so FMA contraction cannot change it),

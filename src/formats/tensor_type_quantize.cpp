@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // ggml's reference quantisers; see tensor_type_quantize.hpp.
 #include "formats/tensor_type_quantize.hpp"
 

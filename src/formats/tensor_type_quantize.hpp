@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Quantisation of f32 rows into GGUF tensor types (ggml's reference algorithms,
 // quantize_row_*_ref), so kvrt can write quantised GGUF files (`kvrt ced-init`,
 // test fixtures) that llama.cpp reads identically.

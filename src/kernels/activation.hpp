@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Gated FFN activations: gate[i] = act(gate[i]) * up[i] for n elements.
 //   silu_mul       act(x) = x / (1 + e^-x)                          (llama, qwen2)
 //   gelu_tanh_mul  act(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Attention kernels over paged KV: causal prefill, batched decode, sparse K=V
 // global attention, and the log-sum-exp merge of partial results.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Sparse selection for CED models (see /work/shared/docs/CED.md): indexer
 // scoring, top-k, and the decoder's block-max candidate selection.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Argument checks shared by the ref/ and cpu/ kernels: each throws
 // kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) naming the problem, before a kernel
 // writes anything.

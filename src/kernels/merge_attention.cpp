@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // merge_attention: combine two attention partials over disjoint key sets by their log-sum-exp.
 #include "kernels/attention.hpp"
 #include "util/error.hpp"

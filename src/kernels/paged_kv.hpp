@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // PagedKV: how a kernel sees one layer's cached rows of one sequence.
 //
 // The cache manager (src/cache/) owns blocks; a block holds `block_tokens`

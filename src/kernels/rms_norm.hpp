@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // RMSNorm: out[i] = x[i] / sqrt(mean_j(x[j]^2) + eps) * weight[i], row by row.
 // ref:: double accumulation; cpu:: f32 with a fixed reduction order (deterministic).
 // out may equal x. weight may be nullptr (no scaling).

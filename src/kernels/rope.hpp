@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Rotary position embedding on the last rope_dims dims of every head.
 //
 // x: [n_tokens][n_heads][head_dim] f32, rotated in place; token t is at positions[t].

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Top-k row selection and the block-max candidate selection (CED.md "Sparse selection").
 #include "kernels/indexer.hpp"
 #include "util/error.hpp"

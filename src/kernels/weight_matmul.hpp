@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Weight matmul: Y[M][N] = X[M][K] . W^T for a weight matrix W of N rows of K
 // elements as stored in a GGUF file (row-major, quantised in 32-element blocks
 // along K). The entry point of the runtime for every linear layer and the

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Arena: raw, 64-byte-aligned, never-moving memory for KV blocks, taken from a
 // dedicated mimalloc arena.
 //

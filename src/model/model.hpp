@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Model: a loaded model of any supported architecture (model/arch/architecture.hpp)
 // — its architecture, config, packed weights, tokenizer (when the file has a
 // vocabulary), metadata and fingerprint. Immutable after load(); shared by

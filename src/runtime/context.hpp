@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Context: runs one model over a KV cache for up to n_seq_max sequences.
 //
 // prefill(seq, tokens) makes the sequence hold exactly `tokens`: it keeps the

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Context::Call (one public call at a time, cancel flag cleared on entry), cancellation
 // checks and the activity snapshot other threads read while a context works.
 #include "runtime/context.hpp"

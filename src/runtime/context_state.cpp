@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Context::save_seq / load_seq / fork_seq / truncate_seq: one conversation
 // saved to a file and restored (in this process or another), forked and cut.
 //

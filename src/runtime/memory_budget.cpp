@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 #include "runtime/memory_budget.hpp"
 
 #include <unistd.h>

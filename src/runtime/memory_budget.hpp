@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The default memory of a context that creates its own cache and was given no budget
 // (kvrt_context_config.cache_bytes = 0): see kvrt/context.h for the rule as documented.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Sampler: turns a row of logits into a token id.
 //
 // Greedy (temperature <= 0): argmax, ties to the lowest id. Otherwise the

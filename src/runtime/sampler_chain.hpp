@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // SamplerChain: a composable sampler (as llama.cpp's llama_sampler_chain): stages applied
 // in the order they were added to the candidates of one row of logits, the last one
 // usually picking the token (dist: a seeded draw; greedy: argmax).

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Element types of KV rows and activations, and scalar half-precision conversions.
 #pragma once
 

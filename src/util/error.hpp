@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt::Error: the exception type used inside the library. It carries the
 // kvrt_status the C API boundary (src/api/boundary.hpp) turns it into.
 #pragma once

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 #include "util/isa.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)

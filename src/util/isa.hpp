@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The one choice of instruction-set level for every CPU kernel (attention,
 // weight matmul, dequantisation, the K/V row writer), made at run time.
 //

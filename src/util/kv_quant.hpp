@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Quantised KV rows: the row format of the int8 and fp8 element types, their
 // bytes, and scalar quantise / dequantise (the reference and the writers).
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The process-wide log (kvrt/process.h: kvrt_set_log_callback). Nothing is printed by
 // the library: a message goes to the installed callback when its level is at least the
 // callback's minimum, else it is not even formatted (log::at(level, [&] { return ...; })).

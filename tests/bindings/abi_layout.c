@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /* Prints "<struct> <sizeof> <alignof>" for every public struct, as the C
  * compiler lays them out. bindings.install writes this to a file that the Rust
  * and Python tests compare with their hand-written declarations. */

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 # Installs BUILD_DIR into a fresh PREFIX with `cmake --install` and checks
 # the files consumers need (and the kvrt program when CLI names it); writes
 # the C struct layout file LAYOUT_FILE.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 # Builds examples/c with the installed prefix's pkg-config file only, and runs it.
 set -euo pipefail
 out=$1

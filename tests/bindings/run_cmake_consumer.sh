@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 # Configures, builds and runs examples/consumers/cmake against the installed
 # prefix only ($CMAKE_PREFIX_PATH; no package registry, no build tree).
 set -euo pipefail

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /* Shared by the C99 API tests (one per .c file): EXPECT-style checks that
  * count failures and print kvrt's last error, and the real model's path. */
 #ifndef KVRT_TESTS_C_EXPECT_H

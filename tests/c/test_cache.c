@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /* C99 test of kvrt/cache.h: every function's success and failure paths. */
 #include <kvrt/kvrt.h>
 

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of kvrt_context_cancel and kvrt_context_activity_get from a real
  * second thread (the name holds "concurrent": scripts/test.sh also runs it

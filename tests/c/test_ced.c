@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /* C99 test of CED models through the one model and context API (kvrt/ced.h,
  * kvrt/context.h): load, memory report, the context's CED options, prefill in
  * both modes, prefix-cache reuse with bounded replay, decode, generate, stats,

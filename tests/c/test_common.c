@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 /* C99 test of the common API: version, status strings, last error. */
 #include <kvrt/kvrt.h>
 

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of kvrt/context.h: contexts, prefill/decode, logits, sequences,
  * cache sharing, samplers, generation and stats — success and failure paths —

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of a context's sequence state (kvrt/context.h): seq_tokens, seq_save,
  * seq_load, seq_fork, seq_truncate — success and failure paths — and "restored ==

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of kvrt_generate_config's output buffers (tokens and text into the
  * caller's memory, with or without on_token): the same answer as the stream,

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of the quantised KV element types (issue 15): int8 and fp8 layers
  * in a cache layout (row bytes with their scales, K and V of different types),

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of kvrt/process.h: the log callback (what a model load, a context
  * and a failed call report; levels; replacing and removing the callback; a

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of memory control: kvrt_cache_set_budget (shrinking evicts cached
  * prefix blocks, refusing below the bytes sequences hold; growing) and

@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 misuse sweep of the public API (kvrt/common.h, cache.h, model.h,
  * context.h; not ced.h). Table-driven, so that the whole class is covered

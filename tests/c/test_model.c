@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of kvrt/model.h: every function's success and failure paths, on the
  * real SmolLM2 model ($KVRT_MODEL, $KVRT_MODEL_DIR or ~/.cache/kvrt/models) and

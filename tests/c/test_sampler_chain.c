@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of sampler chains (kvrt_sampler_chain_create / _add / accept /
  * reset): each stage against a hand computation on small rows of logits,

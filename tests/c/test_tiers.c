@@ -1,3 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* SPDX-FileCopyrightText: 2026 The kvrt authors */
+
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of the prefix cache's lower tiers (kvrt/cache.h "Lower tiers"):
  * kvrt_tier_config_init, kvrt_cache_add_tier, kvrt_cache_persist,

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // A minimal JSON reader for the tests' committed reference files (objects,
 // arrays, strings with escapes incl. \uXXXX surrogate pairs, numbers,
 // booleans, null). Throws std::runtime_error on malformed input.

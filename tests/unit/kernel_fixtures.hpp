@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Test fixtures for the kernel tests: a PagedKV over the test's own blocks filled
 // with random values, and helpers to compare fast kernels with their ref twins.
 #pragma once

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Redis for the tests of the shared prefix-cache tier.
 //
 //  - The shared test server: $KVRT_TEST_REDIS_URL (ctest sets it from the CMake

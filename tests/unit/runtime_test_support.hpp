@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Shared fixtures of the runtime tests: the real models loaded once per test
 // process (test_models.hpp), greedy runs through a Context, uncached runs, and
 // logit comparisons.

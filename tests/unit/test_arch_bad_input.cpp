@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Bad input at load, per architecture: every malformed file fails Model::load
 // (and the C kvrt_model_load) with a status and a message naming the key or
 // tensor, and nothing crashes. Files are tiny synthetic models written with

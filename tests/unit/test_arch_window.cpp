@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Gemma 3's sliding windows on the real model (gemma-3-270m: 18 layers, every
 // 6th global, the other 15 local with W = 512; 1 KV head of 256).
 //

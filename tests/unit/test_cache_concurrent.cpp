@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Thread safety: several std::threads drive their own sequences on ONE cache
 // (shared prompts, so they hit each other's prefix blocks; a budget small
 // enough to evict and to refuse), while another thread reads statistics.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Randomized model-based test of the cache manager: 120,000 random
 // operations checked against a simple reference model.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The prefix cache's lower tiers: the tier envelope, the disk tier (LRU budget,
 // corruption, two processes on one directory, writers killed with SIGKILL) and
 // the cache's integration (evicted block sets reach the tier; a fresh cache

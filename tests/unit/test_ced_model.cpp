@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // CED config, generator, loader and the no-cache reference.
 #include "ced_test_util.hpp"
 #include "runtime/ced_reference.hpp"

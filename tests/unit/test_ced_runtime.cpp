@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The cached CED runtime against itself (bit-identical paths) and against the
 // no-cache reference (CedReference), on the tiny preset.
 #include "ced_test_util.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Chat template families: detection by signature and rendering.
 #include <doctest/doctest.h>
 

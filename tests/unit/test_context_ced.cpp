@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // CED models through the one Context (runtime/context.hpp): the exactness
 // contract the decoder architectures keep holds for CED too, bit for bit:
 // prefill in any chunking == token-by-token decode, 1 thread == 2 threads,

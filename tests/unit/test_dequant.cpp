@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Dequantisation: hand-built blocks decoded from the ggml layout description,
 // every vector path bit-for-bit against the scalar reference, the real model's
 // embedding and a Q4_1 weight against an independent decode in this file.

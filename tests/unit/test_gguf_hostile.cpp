@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Hostile GGUF input: truncation at every byte, seeded random byte flips, and
 // hand-made malformed headers. Each must give a status and a message naming
 // the problem; never a crash, an overread (run under ASan) or a huge allocation.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The real model (SmolLM2-135M-Instruct Q4_1): metadata values and every tensor's
 // type and shape, with shapes derived from the metadata rather than typed in.
 #include <doctest/doctest.h>

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // GgufWriter -> GgufFile round trips: every metadata value type (nested arrays
 // included), every dequantisable tensor type, alignments, typed accessors.
 #include <doctest/doctest.h>

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // One instruction-set choice (util/isa.hpp) governs every kernel family: the weight
 // matmul's Auto path and the dequantisers follow isa_set_limit (and so KVRT_ISA) as
 // the attention kernels do.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // cpu::silu_mul / gelu_tanh_mul against their ref/ twins (double, libm), and the
 // scalar path against the AVX2 path bit for bit (both forward paths and every ISA rely
 // on it).

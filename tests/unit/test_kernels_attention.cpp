@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Attention kernels: cpu:: against ref:: on random shapes and edges, on every ISA path,
 // and bit-for-bit determinism (chunked prefill, decode == prefill row, batch order, threads).
 #include "kernel_fixtures.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // RMSNorm, RoPE and softmax: cpu:: against ref::, RoPE inverse, edges; the CED
 // indexer's batched kernel (bits against the per-query kernel) and the linear-time
 // top-k / block-max selections against a full sort.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Sparse K=V global attention, the lse merge, indexer scoring, top-k and block-max
 // candidates: cpu:: against ref:: on every ISA path, plus their edges.
 #include "kernel_fixtures.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Quantised KV element types (util/kv_quant.hpp): the row format, the conversions, what the
 // kernels read from it, and the layout's bytes and refusals.
 #include "cache/layout.hpp"

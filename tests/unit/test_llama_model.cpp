@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Loading `llama` models: config from metadata, fingerprint, weights, and every
 // kind of bad file (truncated, hostile, wrong architecture, missing or
 // misshapen tensors): a kvrt::Error with a status and a message, never a crash.

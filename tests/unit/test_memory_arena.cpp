@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // memory::Arena: which pages back it (transparent 2 MiB pages by default, 4 KiB on request,
 // hugetlb falling back when the pool is empty) and that its blocks are usable.
 #include "memory/arena.hpp"

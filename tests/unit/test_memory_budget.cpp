@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The default memory of a context given no budget (runtime/memory_budget.hpp), against
 // hand computations.
 #include "runtime/memory_budget.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The three real models of the architecture tests, fetched by scripts/setup.sh
 // into $KVRT_MODEL_DIR (default ~/.cache/kvrt/models):
 //   llama   SmolLM2-135M-Instruct Q4_1 ($KVRT_MODEL overrides it, as model_path())

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The Redis tier against the BlockTier contract directly: keys, round trips,
 // the client-side budget, tenant isolation of keys, and every fault (down at
 // start, bad URL, hung server, killed mid-run and restarted, out of memory).

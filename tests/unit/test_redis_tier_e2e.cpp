@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The Redis tier end to end through the C API with SmolLM2: a document prefilled
 // by one process is a hit for another with logits bit-identical to a cold run,
 // block keys are the same in every process, tenants never see each other's

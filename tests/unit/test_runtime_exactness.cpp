@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The KV cache changes nothing: a row's logits do not depend on whether its
 // prefix was computed in one pass, in chunks, token by token through decode,
 // taken from the prefix cache, kept across an edit, or batched with other

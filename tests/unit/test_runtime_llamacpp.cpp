@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt against llama.cpp on the same GGUF.
 //
 // tests/data/llamacpp_reference.json is committed; it was produced by

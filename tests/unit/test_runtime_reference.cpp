@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The cached runtime against the reference forward (no cache at all; every
 // position recomputed from scratch with the ref/ kernels: naive loops, double
 // accumulation).

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Sampler: greedy, top-k / top-p / min-p truncation, temperature, seeding.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The ggml type table: block sizes derived independently from each layout's
 // fields (ggml-common.h), retired ids, row-size arithmetic and its overflow.
 #include <doctest/doctest.h>

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Quantisers (ggml's reference algorithms): exact results on values chosen to be
 // representable, error bounds on random data, and quantise -> GGUF -> dequantise.
 #include <doctest/doctest.h>

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt::Tokenizer on small hand-built vocabularies: merge order, byte
 // fallback, special tokens, BOS/EOS, the streaming decoder, bad input.
 #include <doctest/doctest.h>

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt's tokenizer on real vocabularies against llama.cpp's output, written by
 // scripts/reference/gen_tokenizer_reference.py with llama-cpp-python:
 // tests/data/tokenizer_reference.json (SmolLM2-135M-Instruct, byte-level BPE),

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Weight matmul (src/kernels/weight_matmul.hpp): packing, activation
 // quantisation, fast kernels of every ISA path against the ref/ twin, the
 // determinism contract bit for bit, and the quantisation error of the chain.

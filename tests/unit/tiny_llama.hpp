@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // A tiny random `llama` GGUF for fast tests of the runtime (bad input, sliding
 // windows, exactness under the sanitizers): 2 layers, width 64, 4 query / 2 KV
 // heads of 16, FFN 96, a byte-level vocabulary of 256 byte tokens + "ab" +

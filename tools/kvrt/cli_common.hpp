@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Helpers shared by the kvrt subcommands: argument parsing, the default model
 // path, model loading with progress, status checks, JSON escaping, timing.
 #pragma once

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt bench: the model runtime's figures on the same prompts as
 // bench/llamacpp_baseline.py (scripts/reference/kvrt_prompts.py):
 //   prefill_2048    tokens/s of a cold 2,048-token prompt (the demo document's plain-text

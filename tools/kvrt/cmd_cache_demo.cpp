@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // `kvrt cache-demo`: the cache manager through the public C API, without a
 // model: two requests that share a long prefix ("[same report] + summarise the
 // risks", then "[same report] + list the deadlines"), a fork, eviction under a

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // `kvrt ced-init --preset tiny|base --seed N [--type f32|f16|bf16|q8_0|q4_0|q4_1]
 //                [--window W] [--top-k K] [--vocab V] -o FILE`: writes a CED model of
 // deterministic random weights (the internal generator of tests/support; it is

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // `kvrt ced-inspect FILE [--tokens N] [--kv-type f32|f16|bf16]` (also what `kvrt inspect`
 // prints for a CED model): KV bytes per token of a CED model by component (each
 // bank's main rows and indexer keys per ratio, the per-sequence window constant)

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt chat: an interactive conversation. Each stdin line is a user turn; the
 // whole conversation is re-rendered with the chat template every turn and the
 // context keeps it in the cache, so a turn computes only its new tokens.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt demo: the README's main job. A long project document stating a budget
 // of 1,000,000 EUR, and three requests over one shared prefix cache:
 //   A = document + "Summarise the risks."           (cold: computes everything)

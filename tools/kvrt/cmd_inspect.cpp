@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt inspect MODEL: metadata, tensor types, KV bytes per token by layer kind,
 // and (--at N,M,...) the KV bytes one sequence of N tokens holds: the window
 // formula vs every layer full, each checked against the cache's own accounting.

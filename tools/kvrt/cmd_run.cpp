@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt run -m MODEL -p TEXT: generates a continuation, streaming tokens.
 #include "cli_common.hpp"
 #include "commands.hpp"

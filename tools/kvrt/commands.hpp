@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The kvrt program's subcommands: each lives in its own cmd_*.cpp and is
 // listed in main.cpp's table.
 #pragma once

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The demo's project document, embedded at build time from
 // tools/kvrt/demo_document.txt (tools/CMakeLists.txt generates its definition).
 #pragma once

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 #include "demo_prompts.hpp"
 
 #include "demo_document.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The demo's and the benchmark's prompts, built exactly as
 // scripts/reference/kvrt_prompts.py builds them (the llama.cpp reference and
 // baseline use that file), so kvrt and llama.cpp see the same token ids.

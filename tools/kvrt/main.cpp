@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The kvrt program: dispatches to subcommands (one cmd_*.cpp each).
 #include "commands.hpp"
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Sampling options shared by `kvrt run` and `kvrt demo`: temperature / top-k / top-p /
 // min-p / seed, and the penalties of a sampler chain (kvrt_sampler_chain_create):
 // --repeat-penalty F, --repeat-last-n N, --frequency-penalty F, --presence-penalty F.

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """kvrt: Python binding (ctypes, no compile step) of libkvrt, the embeddable
 KV-cache runtime for CPU inference.
 

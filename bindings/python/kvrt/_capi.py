@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """The C ABI as ctypes declarations, transcribed from include/kvrt/*.h.
 
 The library is found, in order, at $KVRT_LIBRARY (a file path), in the

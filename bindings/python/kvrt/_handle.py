@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """The base of every kvrt object: owns one C handle, closes it exactly once."""
 import ctypes
 

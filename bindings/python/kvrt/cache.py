@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """The KV cache manager (kvrt/cache.h): layouts, caches, sequences, rows."""
 import ctypes
 import os

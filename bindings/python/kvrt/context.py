@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """Running a model (kvrt/context.h): contexts, samplers, generation."""
 import array
 import contextlib

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """A loaded model (kvrt/model.h): immutable, usable from many threads."""
 import ctypes
 import os

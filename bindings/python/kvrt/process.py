@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """Process-wide settings (kvrt/process.h): the log callback and the ISA level
 of the CPU kernels."""
 import ctypes

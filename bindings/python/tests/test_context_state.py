@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """A conversation saved and restored through the Python binding, and the disk tier:
 restored == never stopped (another process saves, this one loads and runs 32
 greedy decode steps: bit-identical logits), fork, truncate, tokens, a refused

@@ -1,3 +1,6 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The kvrt authors
+
 """The embedder's API through the binding: cancellation from another thread,
 activity, the per-context lock, generate into buffers and as a generator,
 sampler chains, the chat template override, memory control, logging and ISA."""

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! Finds libkvrt: $KVRT_LIB_DIR if set, else the `pkg-config` program
 //! (`pkg-config --libs kvrt`, honouring PKG_CONFIG_PATH), else the linker's
 //! default search path. Dependents read the directory as DEP_KVRT_LIBDIR

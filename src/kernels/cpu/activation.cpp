@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // cpu:: gated FFN activations (kernels/activation.hpp): one f32 exp of our own, written
 // once over a tiny vector interface and instantiated for scalar and AVX2+FMA; every
 // operation is an IEEE operation with one rounding (fma, mul, add, div, round-to-nearest-

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Included once per ISA path inside a namespace that defines Ops (W lanes).
 // gate = act(x) * up over whole vectors; the caller runs the tail on the scalar path.
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Quantising activation rows for the integer weight-matmul kernels: each row of
 // X is cut into 32-element blocks along K; block b of row m becomes 32 int8
 // values q (|q| <= 127), a float scale d and the exact integer sum of q:

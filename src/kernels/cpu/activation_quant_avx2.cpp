@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // AVX2 twin of quantize_row_scalar (activation_quant.hpp): same bytes.
 #include "kernels/cpu/activation_quant.hpp"
 

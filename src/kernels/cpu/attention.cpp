@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // cpu:: attention entry points: argument checks, then the implementation of the active ISA.
 #include "kernels/attention.hpp"
 #include "kernels/cpu/attention_isa.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The attention core compiled for the avx512 path (see attention_core.inl).
 #include "kernels/cpu/attention_isa.hpp"
 #include "kernels/cpu/scratch.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The attention core compiled for the avx512bf16 path (see attention_core.inl and isa.hpp):
 // the AVX-512 code, with bf16 KV tiles multiplied by vdpbf16ps (KVRT_ISA_BF16_DOT).
 #include "kernels/cpu/attention_isa.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The attention core, written once over a vector-operations struct `Ops`
 // (simd_avx512.hpp, simd_avx2.hpp, simd_scalar.hpp) and compiled once per ISA
 // inside that ISA's namespace (attention_avx512.cpp, ...). Every standard

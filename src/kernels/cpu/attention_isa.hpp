@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The per-ISA attention implementations (one translation unit per ISA, each compiling
 // attention_core.inl for its vector width) and the table the dispatcher picks from.
 // Arguments are already validated by the callers in attention.cpp / indexer.cpp.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // cpu:: indexer scoring entry points: argument checks, then the active ISA's kernel.
 #include "kernels/indexer.hpp"
 #include "kernels/cpu/attention_isa.hpp"

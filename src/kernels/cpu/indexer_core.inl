@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The indexer kernels: scores[s] = sum_h w_h * ReLU(q_h . k_s), the per-query kernel
 // (indexer: decode, explicit row lists) and the batched one (indexer_batch: a prefill
 // chunk's queries against the same keys, each key tile built once for all of them).

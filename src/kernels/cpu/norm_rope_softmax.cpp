@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // cpu:: RMSNorm, RoPE and softmax: f32, OpenMP over rows, fixed per-row reduction order
 // (8 interleaved partial sums combined pairwise), so a row's result never depends on the
 // other rows or the thread count. Small next to attention and matmuls; the compiler

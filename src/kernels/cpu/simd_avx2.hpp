@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // AVX2 + FMA + F16C vector operations for the attention core (attention_core.inl).
 // Include only from attention_avx2.cpp, inside its ISA namespace, after the standard headers.
 

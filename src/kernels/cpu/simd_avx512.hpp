@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // AVX-512 vector operations for the attention core (attention_core.inl).
 // Include only from a translation unit compiled for AVX-512 (attention_avx512.cpp),
 // inside its ISA namespace, after the standard headers.

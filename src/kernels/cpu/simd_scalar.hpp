@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Portable one-lane "vector" operations for the attention core (attention_core.inl):
 // the fallback for CPUs without AVX2. Include from attention_scalar.cpp only.
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // matmul(): argument checks, ISA choice, activation quantisation and the
 // OpenMP split of the output columns (weight_matmul.hpp).
 #include "kernels/weight_matmul.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Plain AVX2 weight-matmul kernels (no AVX-512, no AVX-VNNI): see
 // weight_matmul_avx2_impl.hpp.
 #include "kernels/cpu/weight_matmul_kernels.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The AVX2 weight-matmul kernels, compiled twice: by weight_matmul_avx2.cpp
 // (plain AVX2: vpmaddubsw + vpmaddwd) and by weight_matmul_avxvnni.cpp (AVX2 +
 // AVX-VNNI, e.g. Intel client CPUs without AVX-512: vpdpbusd on ymm). The

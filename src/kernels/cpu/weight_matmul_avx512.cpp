@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // AVX-512 weight-matmul kernels: integer dot products with VNNI (vpdpbusd:
 // unsigned weight codes x signed activation codes, 16 output columns per zmm)
 // and f32 FMA for float weights. A tile is MR rows of X x 32 columns (two

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // AVX2 + AVX-VNNI weight-matmul kernels (vpdpbusd on ymm: Intel client CPUs
 // from Alder Lake on, which lack AVX-512): see
 // weight_matmul_avx2_impl.hpp.

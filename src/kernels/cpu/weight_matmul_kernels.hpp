@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The per-ISA weight-matmul kernels behind matmul() (weight_matmul.hpp).
 // Each computes the output columns of panels [p0, p1) for all M rows, with the
 // float operations of the contract in weight_matmul.hpp: per output element,

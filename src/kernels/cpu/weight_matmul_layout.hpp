@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The packed layout of PackedWeight (src/kernels/weight_matmul.hpp): what the
 // kernels of every ISA path read. Internal to src/kernels/.
 //

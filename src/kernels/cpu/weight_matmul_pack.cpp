@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // PackedWeight: repacking GGUF weight rows into the panel layout of
 // weight_matmul_layout.hpp, and back.
 #include "kernels/cpu/weight_matmul_layout.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Portable weight-matmul kernel (any x86-64 or other CPU): the same float
 // operations as the SIMD paths (see weight_matmul_kernels.hpp), one output
 // element at a time, so every path gives the same bits.

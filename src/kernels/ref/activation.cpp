@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // ref:: gated activations in double with libm: the oracle of cpu::silu_mul / gelu_tanh_mul.
 #include "kernels/activation.hpp"
 

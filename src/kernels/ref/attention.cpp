@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Reference attention: naive loops in double precision. The oracle the fast
 // kernels are tested against; never on a hot path.
 #include "kernels/attention.hpp"

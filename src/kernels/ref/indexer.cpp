@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Reference indexer scoring: double accumulation.
 #include "kernels/indexer.hpp"
 #include "kernels/kv_checks.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Reference RMSNorm, RoPE and softmax in double precision.
 #include "kernels/rms_norm.hpp"
 #include "kernels/rope.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 #include "kernels/ref/weight_matmul_ref.hpp"
 
 #include "formats/tensor_type_dequant.hpp"

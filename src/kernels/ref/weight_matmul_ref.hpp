@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Reference weight matmul (the oracle of the fast kernels): naive loops over
 // the original GGUF layout. Quantised weights: each X row is quantised with
 // the same rule as the fast path (activation_quant.hpp, written again here

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The architecture interface: what kvrt needs to know about one
 // `general.architecture` to run it through the one Model and the one Context.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // CedConfig: the shape of a CED model (causal encoder-decoder, DeepSeek-V4.1-Flash
 // style; see /work/shared/docs/CED.md and docs/ced_gguf.md for every key).
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // KV bytes of a CED model by component (CED.md "Bytes per token"), and of a
 // dense GQA model of the same width and depth for comparison.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // CedRuntime (the ced architecture's forward over its caches, run by the one Context): the cached CED forward (CED.md) on kvrt::Cache and the cpu
 // kernels: exact prefill, CED prefill, decode, prefix hits with exact
 // resumption from window checkpoints or bounded replay, fork and truncate.

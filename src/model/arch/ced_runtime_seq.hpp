@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The per-sequence state of the CED runtime (private to ced_runtime.cpp and the
 // test-support hooks of tests/support/runtime/ced_runtime_access.cpp).
 #pragma once

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // CedRuntime::save_state / load_state: one CED sequence as a self-contained
 // container, so that a context can save a conversation and a later process
 // continues it bit for bit. Besides the tokens it holds what the cached rows

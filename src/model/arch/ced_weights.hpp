@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // CedWeights: the tensors of a CED model, loaded from a GGUF file whose
 // metadata CedConfig validated. Matrices are repacked into PackedWeight (any
 // type weight_matmul supports); norms and sinks must be F32. Every tensor's

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // DecoderConfig: the hyper-parameters of a decoder-only transformer (llama,
 // qwen2, gemma3, ...): sizes read from the GGUF's "<arch>.*" keys, checked for
 // consistency, plus the features the architecture switches on (biases, Q/K

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The forward pass of every decoder-family architecture (llama, qwen2, gemma3;
 // model/arch/architecture.hpp) over a KV store, switched by DecoderConfig features.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // `gemma3` (text part of Gemma 3): interleaved local/global attention: every
 // 6th layer (5, 11, 17, ...) attends to the whole context, the others to a
 // sliding window of gemma3.attention.sliding_window (512) positions, with RoPE

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // `llama` (and the families converted under its name: SmolLM2, Llama 2/3,
 // Mistral, ...): the plain pre-norm decoder. RMSNorm, Q/K/V without biases,
 // RoPE on adjacent pairs (llama.cpp's NORM type: the converter permuted Q/K

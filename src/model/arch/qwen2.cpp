@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // `qwen2` (Qwen2, Qwen2.5, Qwen2.5-Coder): llama's layer with biases on the
 // Q, K and V projections (attn_{q,k,v}.bias), RoPE on halves (NEOX type) with
 // a large base (1e6), and a separate output head (output.weight) unless the

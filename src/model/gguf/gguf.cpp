@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // GGUF parsing with bounds checks on every read; see gguf.hpp.
 #include "model/gguf/gguf.hpp"
 

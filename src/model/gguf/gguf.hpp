@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // GgufFile: a read-only, memory-mapped GGUF (v2, v3) file.
 //
 // open() maps the file (PROT_READ, MAP_PRIVATE) and parses the header, every

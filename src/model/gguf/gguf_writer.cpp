@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // GGUF v3 writer; see gguf_writer.hpp.
 #include "model/gguf/gguf_writer.hpp"
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // GgufWriter: builds a GGUF v3 file in memory and writes it (atomically) to disk.
 //
 // Used by the tests (round trips, hostile-input corpora) and by `kvrt ced-init`.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Byte-level BPE (GPT-2 style) building blocks: the byte <-> printable code
 // point alphabet, the merge table keyed by token-id pairs, and the per-word
 // merge loop (lowest rank first, leftmost on ties: llama.cpp's and HF's order).

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // SentencePiece-style BPE ("llama" vocabularies): adjacent pieces merge when
 // their concatenation is a vocabulary piece, highest score first (leftmost on
 // ties), as llama.cpp's llm_tokenizer_spm does; characters that end up

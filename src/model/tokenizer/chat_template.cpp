@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 #include "model/tokenizer/chat_template.hpp"
 
 #include "model/tokenizer/tokenizer.hpp"

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Chat templates: render a conversation into the prompt text an instruct model
 // was trained on.
 //

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Pre-tokenizers: split text into the words BPE merges within, exactly as
 // llama.cpp's regex pre-tokenizers do (tokenizer.ggml.pre in GGUF), written by
 // hand over Unicode classes instead of a regex engine.

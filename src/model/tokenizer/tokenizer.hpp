@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt::Tokenizer: text <-> token ids for the vocabularies GGUF files carry
 // (tokenizer.ggml.*), matching llama.cpp token for token.
 //

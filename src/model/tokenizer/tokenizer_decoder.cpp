@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // kvrt::TokenDecoder: streaming detokenization that only releases complete UTF-8.
 #include "model/tokenizer/tokenizer.hpp"
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Tokenizer from a GGUF file's tokenizer.* metadata.
 #include "model/tokenizer/tokenizer_gguf.hpp"
 

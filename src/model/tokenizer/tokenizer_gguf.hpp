@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Building a kvrt::Tokenizer from a GGUF file (tokenizer.ggml.* and
 // tokenizer.chat_template).
 #pragma once

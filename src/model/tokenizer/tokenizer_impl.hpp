@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The tables behind kvrt::Tokenizer (shared by tokenizer.cpp and the merge
 // engines). Immutable after construction.
 #pragma once

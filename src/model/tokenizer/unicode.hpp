@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Unicode helpers for the tokenizers: lenient UTF-8 decoding (an invalid byte is
 // kept as a byte, never dropped or replaced) and the code point classes the
 // pre-tokenizer regexes use: \p{L}, \p{N} and \s (Unicode White_Space).

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // CedReference: the no-cache oracle of a CED model (CED.md), straightforward
 // loops over positions with double accumulation (matmul_ref for the weights,
 // every norm, RoPE, dot product, softmax and pooling in double, rounded to

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // See ced_runtime_access.hpp.
 #include "runtime/ced_runtime_access.hpp"
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // Test and benchmark hooks of the CED runtime, kept out of the library (a friend of
 // CedRuntime in the internal test-support library).
 #pragma once

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The reference forward: no cache at all. Every position of a token sequence
 // is recomputed from scratch in one pass with the ref/ kernels (matmul_ref,
 // ref::rms_norm, ref::rope, ref::attention_*: naive loops, double

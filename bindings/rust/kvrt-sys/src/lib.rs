@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! Raw declarations of libkvrt's C API, transcribed by hand from
 //! `include/kvrt/{common,cache,model,context,ced}.h` (no bindgen: no crates
 //! can be fetched). Field order and types follow the headers exactly; the

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! The KV cache manager (kvrt/cache.h), for engines that bring their own
 //! model and for statistics. A [`Cache`] is internally synchronised
 //! (`Send + Sync`); a [`Layout`] is used by one thread at a time.

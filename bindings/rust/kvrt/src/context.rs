@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! Running a model (kvrt/context.h): contexts, samplers, generation.
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::mem::{size_of, MaybeUninit};

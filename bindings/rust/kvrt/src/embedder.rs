@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! What a desktop app needs (kvrt/context.h, cache.h, process.h): stopping a call
 //! from another thread, activity, sampler chains with penalties, a token iterator,
 //! memory control, logging and the ISA level.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! kvrt's errors: the status code of the failed call and the message
 //! kvrt_last_error() gave for it on the calling thread.
 use std::ffi::CStr;

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! Safe Rust API over libkvrt, the embeddable KV-cache runtime for CPU
 //! inference. Every handle owns its C object (`NonNull` + `Drop`), every
 //! fallible call returns [`Result`] carrying kvrt's status and message,

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! A loaded model (kvrt/model.h): immutable, shareable between threads.
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::mem::{size_of, MaybeUninit};

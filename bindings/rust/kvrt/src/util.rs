@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! Conversions shared by the wrappers: C strings, paths, the
 //! (dst, capacity, written) buffer convention, and callbacks that never
 //! unwind into C.

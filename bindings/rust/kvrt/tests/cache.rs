@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! The cache manager through the safe API: success and failure paths.
 use kvrt::{Cache, CacheKeys, ErrorKind, LayerConfig, Layout};
 

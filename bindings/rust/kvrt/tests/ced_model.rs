@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! A CED model (causal encoder-decoder) through the one Model and Context:
 //! a tiny random-weight model written by the installed `kvrt ced-init`
 //! ($KVRT_CLI, else $KVRT_PREFIX/bin/kvrt), run on token ids. An empty

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! Version, status names and struct layouts against the installed library.
 use std::mem::size_of;
 

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! A conversation saved and restored (restored == never stopped, with another
 //! process saving), fork, truncate, tokens, a refused mismatch, and a prefix
 //! reloaded from a disk tier by a fresh context (bit-identical to cold).

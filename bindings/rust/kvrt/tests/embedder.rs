@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! The embedder's API: a Context owning its Model, cancellation from another thread,
 //! activity, generate into buffers, the token iterator, sampler chains, the chat
 //! template override, memory control, logging and the ISA level.

@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! Model, context, sampler and generation on the real model
 //! ($KVRT_MODEL or ~/.cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf).
 #![cfg(feature = "runtime")]

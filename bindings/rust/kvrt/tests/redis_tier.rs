@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 //! A Redis tier whose server is down only costs counted misses: the prefill
 //! computes and equals a cold one bit for bit; a malformed URL is refused.
 #![cfg(feature = "runtime")]

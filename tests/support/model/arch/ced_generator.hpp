@@ -1,3 +1,6 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
 // The CED model generator: no trained CED weights exist at a size this
 // machine holds, so kvrt writes GGUF files of deterministic random weights.
 //
