@@ -319,6 +319,35 @@ func (c *Cache) ReadRows(seq uint64, layer int32, firstRow, nRows int64, k, v []
 	})
 }
 
+// BlockTable returns the addresses of a sequence's blocks for one layer (0 for
+// a block a window dropped), for code that reads rows in place with the
+// layer's offsets. They stay valid until the sequence changes.
+func (c *Cache) BlockTable(seq uint64, layer int32) ([]uintptr, error) {
+	var n C.size_t
+	err := c.with(func(p *C.kvrt_cache) C.kvrt_status {
+		st := C.kvrt_cache_block_table(nil, 0, &n, p, C.uint64_t(seq), C.int32_t(layer))
+		if st == C.KVRT_ERR_BUFFER_TOO_SMALL {
+			return C.KVRT_OK
+		}
+		return st
+	})
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	buf := make([]unsafe.Pointer, int(n))
+	err = c.with(func(p *C.kvrt_cache) C.kvrt_status {
+		return C.kvrt_cache_block_table(&buf[0], n, &n, p, C.uint64_t(seq), C.int32_t(layer))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uintptr, int(n))
+	for i := range out {
+		out[i] = uintptr(buf[i])
+	}
+	return out, nil
+}
+
 // SeqSave writes one sequence to a state file.
 func (c *Cache) SeqSave(seq uint64, path string) error {
 	cp := C.CString(path)

@@ -83,6 +83,13 @@ func call(f func() C.kvrt_status) error {
 	return &Error{Status: Status(st), Message: C.GoString(C.kvrt_last_error())}
 }
 
+// ClearError clears the calling OS thread's last kvrt error message.
+func ClearError() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	C.kvrt_clear_error()
+}
+
 func bindingError(s Status, format string, args ...interface{}) error {
 	return &Error{Status: s, Message: fmt.Sprintf(format, args...)}
 }
