@@ -27,6 +27,8 @@ int main(void) {
     ROW(kvrt_generate_config);
     ROW(kvrt_ced_memory);
     ROW(kvrt_sampler_stage);
+    ROW(kvrt_tier_config);
+    ROW(kvrt_tier_stats);
     ROW(kvrt_context_activity);
     printf("version %u\n", (unsigned)KVRT_VERSION_NUMBER);
     return 0;

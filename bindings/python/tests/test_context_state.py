@@ -46,6 +46,8 @@ def steps(ctx, seq, n):
 def test_restored_equals_never_stopped(model, tmp_path):
     path = tmp_path / "conv.kvrt"
     env = dict(os.environ)
+    # The child imports this very kvrt package (pytest put it on sys.path, not in the environment).
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(kvrt.__file__)), env.get("PYTHONPATH", "")])
     r = subprocess.run([sys.executable, "-c", SAVER, model_path(), str(path), ",".join(map(str, PROMPT))],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
