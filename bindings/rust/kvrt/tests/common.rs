@@ -51,6 +51,8 @@ fn struct_sizes_match_the_c_compiler() {
         ("kvrt_ced_memory", size_of::<sys::kvrt_ced_memory>()),
         ("kvrt_sampler_stage", size_of::<sys::kvrt_sampler_stage>()),
         ("kvrt_context_activity", size_of::<sys::kvrt_context_activity>()),
+        ("kvrt_tier_config", size_of::<sys::kvrt_tier_config>()),
+        ("kvrt_tier_stats", size_of::<sys::kvrt_tier_stats>()),
     ];
     let mut seen = 0;
     for line in text.lines() {

@@ -7,22 +7,13 @@
 #![cfg(feature = "runtime")]
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 
-use kvrt::{Context, ContextOptions, Model};
+use kvrt::{Context, ContextOptions};
 
-fn model_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("KVRT_MODEL") {
-        return p.into();
-    }
-    let home = std::env::var_os("HOME").expect("HOME or KVRT_MODEL must be set");
-    PathBuf::from(home).join(".cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-}
+mod support;
+#[allow(unused_imports)]
+use support::{model, model_path};
 
-fn model() -> &'static Model {
-    static MODEL: OnceLock<Model> = OnceLock::new();
-    MODEL.get_or_init(|| Model::load(&model_path()).expect("model (run scripts/setup.sh)"))
-}
 
 fn ctx(n_seq_max: u32, block_tokens: u32, prefix_caching: bool) -> Context {
     Context::new(model(), &ContextOptions { n_ctx: 512, n_seq_max, n_threads: 2, block_tokens, prefix_caching,

@@ -4,27 +4,14 @@
 //! Model, context, sampler and generation on the real model
 //! ($KVRT_MODEL or ~/.cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf).
 #![cfg(feature = "runtime")]
-use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use kvrt::{ChatMessage, Context, ContextOptions, ErrorKind, GenerateOptions, Model, ModelOptions, Sampler,
            SamplerOptions, StopReason, TokenizeFlags};
 
-fn model_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("KVRT_MODEL") {
-        return p.into();
-    }
-    let home = std::env::var_os("HOME").expect("HOME or KVRT_MODEL must be set");
-    PathBuf::from(home).join(".cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-}
+mod support;
+#[allow(unused_imports)]
+use support::{model, model_path};
 
-fn model() -> &'static Model {
-    static MODEL: OnceLock<Model> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        let p = model_path();
-        Model::load(&p).unwrap_or_else(|e| panic!("{}: {e} (run scripts/setup.sh)", p.display()))
-    })
-}
 
 fn small_ctx(m: &Model) -> Context {
     Context::new(m, &ContextOptions { n_ctx: 512, n_seq_max: 2, n_threads: 2, ..Default::default() }).unwrap()

@@ -4,17 +4,12 @@
 //! logits equal that prefix's own last-position logits, bit for bit; bad positions and
 //! unrequested reads are errors with the C status.
 #![cfg(feature = "runtime")]
-use std::path::PathBuf;
 
 use kvrt::{Context, ContextOptions, ErrorKind, Model, TokenizeFlags};
 
-fn model_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("KVRT_MODEL") {
-        return p.into();
-    }
-    let home = std::env::var_os("HOME").expect("HOME or KVRT_MODEL must be set");
-    PathBuf::from(home).join(".cache/kvrt/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-}
+mod support;
+#[allow(unused_imports)]
+use support::{model, model_path};
 
 #[test]
 fn logits_at_positions_equal_each_prefix_alone() {
