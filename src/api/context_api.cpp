@@ -269,6 +269,7 @@ KVRT_API kvrt_status kvrt_context_prefill_logits(kvrt_request_stats* stats, kvrt
         if (n_tokens == 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "n_tokens is 0");
         require_non_null(positions, "positions");
         if (n_positions == 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "n_positions is 0");
+        kvrt::runtime::Context::Call call(c, "kvrt_context_prefill_logits");
         kvrt::runtime::RequestStats s;
         c.prefill_positions(seq_id, tokens, n_tokens, positions, n_positions, &s);
         fill_stats(stats, s);
