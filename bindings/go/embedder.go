@@ -267,33 +267,11 @@ func (m *Model) ChatApplyTemplate(messages []ChatMessage, addAssistant bool, tem
 	if template == "" {
 		return m.ChatApply(messages, addAssistant)
 	}
-	n := len(messages)
-	cm := (*C.kvrt_chat_message)(C.malloc(C.size_t(unsafe.Sizeof(C.kvrt_chat_message{})) * C.size_t(n+1)))
-	defer C.free(unsafe.Pointer(cm))
-	arr := unsafe.Slice(cm, n+1)
-	for i, msg := range messages {
-		arr[i].role = C.CString(msg.Role)
-		arr[i].content = C.CString(msg.Content)
-	}
-	defer func() {
-		for i := 0; i < n; i++ {
-			C.free(unsafe.Pointer(arr[i].role))
-			C.free(unsafe.Pointer(arr[i].content))
-		}
-	}()
 	tmpl := C.CString(template)
 	defer C.free(unsafe.Pointer(tmpl))
-	add := C.int(0)
-	if addAssistant {
-		add = 1
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.p == nil {
-		return "", ErrClosed
-	}
-	return readText(func(d *C.char, c C.size_t, w *C.size_t) C.kvrt_status {
-		return C.kvrt_model_chat_apply_template(d, c, w, m.p, tmpl, cm, C.size_t(n), add)
+	return m.renderChat(messages, addAssistant, func(d *C.char, c C.size_t, w *C.size_t, p *C.kvrt_model,
+		cm *C.kvrt_chat_message, n C.size_t, add C.int) C.kvrt_status {
+		return C.kvrt_model_chat_apply_template(d, c, w, p, tmpl, cm, n, add)
 	})
 }
 

@@ -287,6 +287,17 @@ type ChatMessage struct{ Role, Content string }
 // ChatApply renders messages with the model's chat template; tokenize the
 // result with TokenizeParseSpecial.
 func (m *Model) ChatApply(messages []ChatMessage, addAssistant bool) (string, error) {
+	return m.renderChat(messages, addAssistant, func(d *C.char, c C.size_t, w *C.size_t, p *C.kvrt_model,
+		cm *C.kvrt_chat_message, n C.size_t, add C.int) C.kvrt_status {
+		return C.kvrt_model_chat_apply(d, c, w, p, cm, n, add)
+	})
+}
+
+// renderChat marshals messages into C memory for the duration of one render call
+// (ChatApply, ChatApplyTemplate) under the model's read lock.
+func (m *Model) renderChat(messages []ChatMessage, addAssistant bool,
+	render func(d *C.char, c C.size_t, w *C.size_t, p *C.kvrt_model, cm *C.kvrt_chat_message, n C.size_t,
+		add C.int) C.kvrt_status) (string, error) {
 	n := len(messages)
 	cm := (*C.kvrt_chat_message)(C.malloc(C.size_t(unsafe.Sizeof(C.kvrt_chat_message{})) * C.size_t(n+1)))
 	defer C.free(unsafe.Pointer(cm))
@@ -311,7 +322,7 @@ func (m *Model) ChatApply(messages []ChatMessage, addAssistant bool) (string, er
 		return "", ErrClosed
 	}
 	return readText(func(d *C.char, c C.size_t, w *C.size_t) C.kvrt_status {
-		return C.kvrt_model_chat_apply(d, c, w, m.p, cm, C.size_t(n), add)
+		return render(d, c, w, m.p, cm, C.size_t(n), add)
 	})
 }
 

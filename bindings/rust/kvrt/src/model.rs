@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 //! A loaded model (kvrt/model.h): immutable, shareable between threads.
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::mem::{size_of, MaybeUninit};
 use std::path::Path;
 use std::ptr::{self, NonNull};
@@ -325,20 +325,23 @@ impl Model {
     /// Renders messages with the model's chat template; tokenize the result
     /// with [`TokenizeFlags::CHAT`].
     pub fn chat_apply(&self, messages: &[ChatMessage<'_>], add_assistant: bool) -> Result<String> {
-        let owned = messages
-            .iter()
-            .map(|m| Ok((cstring("chat role", m.role)?, cstring("chat content", m.content)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let raw: Vec<sys::kvrt_chat_message> = owned
-            .iter()
-            .map(|(r, c)| sys::kvrt_chat_message { role: r.as_ptr(), content: c.as_ptr() })
-            .collect();
+        let (_owned, raw) = chat_messages(messages)?;
         let buf = read_buffer::<c_char>(|dst, cap, written| unsafe {
             sys::kvrt_model_chat_apply(dst, cap, written, self.raw.as_ptr(), raw.as_ptr(), raw.len(),
                                        add_assistant as c_int)
         })?;
         Ok(bytes_to_string(&buf))
     }
+}
+
+/// The C view of messages: the owned strings (keep them alive) and the structs pointing into them.
+fn chat_messages(messages: &[ChatMessage<'_>]) -> Result<(Vec<(CString, CString)>, Vec<sys::kvrt_chat_message>)> {
+    let owned = messages
+        .iter()
+        .map(|m| Ok((cstring("chat role", m.role)?, cstring("chat content", m.content)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let raw = owned.iter().map(|(r, c)| sys::kvrt_chat_message { role: r.as_ptr(), content: c.as_ptr() }).collect();
+    Ok((owned, raw))
 }
 
 /// Another handle to the same loaded model (kvrt_model_retain): cheap, no copy of
@@ -362,14 +365,7 @@ impl Model {
     pub fn chat_apply_template(&self, messages: &[ChatMessage<'_>], add_assistant: bool, template: &str)
                                -> Result<String> {
         let tmpl = cstring("chat template", template)?;
-        let owned = messages
-            .iter()
-            .map(|m| Ok((cstring("chat role", m.role)?, cstring("chat content", m.content)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let raw: Vec<sys::kvrt_chat_message> = owned
-            .iter()
-            .map(|(r, c)| sys::kvrt_chat_message { role: r.as_ptr(), content: c.as_ptr() })
-            .collect();
+        let (_owned, raw) = chat_messages(messages)?;
         let buf = read_buffer::<c_char>(|dst, cap, written| unsafe {
             sys::kvrt_model_chat_apply_template(dst, cap, written, self.raw.as_ptr(), tmpl.as_ptr(), raw.as_ptr(),
                                                 raw.len(), add_assistant as c_int)
