@@ -88,8 +88,18 @@ func (c *Context) withCache(f func(cache *C.kvrt_cache) C.kvrt_status) error {
 // CacheAddTier adds a lower tier to the context's cache: TierDisk with a
 // directory, TierRedis with a redis:// URL; budget 0 = none.
 func (c *Context) CacheAddTier(kind TierKind, location string, budgetBytes uint64) error {
+	return c.addTier(kind, location, budgetBytes, 0, "")
+}
+
+// addTier fills one kvrt_tier_config (timeoutMs 0 and keyPrefix "" keep the defaults).
+func (c *Context) addTier(kind TierKind, location string, budgetBytes uint64, timeoutMs uint32, keyPrefix string) error {
 	loc := C.CString(location)
 	defer C.free(unsafe.Pointer(loc))
+	var prefix *C.char
+	if keyPrefix != "" {
+		prefix = C.CString(keyPrefix)
+		defer C.free(unsafe.Pointer(prefix))
+	}
 	return c.withCache(func(cache *C.kvrt_cache) C.kvrt_status {
 		var t C.kvrt_tier_config
 		if st := C.kvrt_tier_config_init(&t, C.size_t(unsafe.Sizeof(t))); st != C.KVRT_OK {
@@ -98,6 +108,12 @@ func (c *Context) CacheAddTier(kind TierKind, location string, budgetBytes uint6
 		t.kind = C.int32_t(kind)
 		t.location = loc
 		t.budget_bytes = C.uint64_t(budgetBytes)
+		if timeoutMs != 0 {
+			t.timeout_ms = C.uint32_t(timeoutMs)
+		}
+		if prefix != nil {
+			t.key_prefix = prefix
+		}
 		return C.kvrt_cache_add_tier(cache, &t)
 	})
 }
