@@ -11,7 +11,6 @@ package kvrt
 */
 import "C"
 
-
 // CacheAddRedisTier adds a Redis tier (a redis://host:port[/db] URL) to the
 // context's cache with its Redis-specific options: timeoutMs bounds the connect
 // and every command (0 = the default, 200 ms); keyPrefix is put before every
