@@ -50,7 +50,10 @@ TEST_CASE("runtime: greedy continuations and top-1 logits agree with llama.cpp's
     runtime::Context ctx(model, kvrt::test::small_params(1024));
     int full_matches = 0;
     double worst_top1 = 0;
-    for (size_t i = 0; i < prompts.size(); ++i) {
+    // Sanitized builds (~10x slower) check 3 of the prompts: the memory-safety coverage is the
+    // same, and the Release run checks all 10.
+    const size_t n_prompts = kvrt::test::kSanitized ? 3 : prompts.size();
+    for (size_t i = 0; i < n_prompts; ++i) {
         const JsonValue& p = prompts[i];
         const std::vector<int32_t> toks = p["tokens"].as_i32_vector();
         const std::vector<int32_t> want = p["continuation"].as_i32_vector();
@@ -86,7 +89,7 @@ TEST_CASE("runtime: greedy continuations and top-1 logits agree with llama.cpp's
                               << worst);
         CHECK(worst <= 1.0);
     }
-    MESSAGE("full 32-token matches: " << full_matches << "/10 (issue goal: 9); worst top-1 logit difference "
+    MESSAGE("full 32-token matches: " << full_matches << "/" << n_prompts << " (issue goal: 9 of 10); worst top-1 logit difference "
                                       << worst_top1 << " (issue goal: 1e-2)");
     // No floor on full_matches: the runtimes' logits differ by up to ~0.75 here (both quantise
     // activations, differently), and every divergence above sits where llama.cpp's own margin is
