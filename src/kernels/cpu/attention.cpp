@@ -5,6 +5,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/cpu/attention_isa.hpp"
 #include "kernels/kv_checks.hpp"
+#include "kernels/onednn/sparse_attention.hpp"
 #include "util/error.hpp"
 
 #include <string>
@@ -52,6 +53,8 @@ void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuer
     const char* what = "attention_sparse";
     kernels::check_sparse_args(bank, p, queries, n_queries, what);
     if (n_queries == 0) return;
+    // oneDNN GEMMs per query and gathered tile where they measured faster (KVRT_ONEDNN, onednn/).
+    if (onednn::sparse_attention_use_onednn(bank, p)) return onednn::attention_sparse(bank, p, queries, n_queries);
     attention_impl().sparse(bank, p, queries, n_queries);
 }
 
