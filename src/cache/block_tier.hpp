@@ -53,6 +53,13 @@ struct TierStats {
     uint64_t bytes_stored = 0; // bytes the tier holds now (where it can tell; else 0)
 };
 
+// One payload of a batch put (put_many): the framed bytes stay the caller's.
+struct TierPut {
+    TierKey key;
+    const uint8_t* framed = nullptr;
+    size_t n = 0;
+};
+
 class BlockTier {
 public:
     virtual ~BlockTier() = default;
@@ -60,6 +67,12 @@ public:
     virtual const char* kind() const noexcept = 0;
     // Stores a framed payload under key (replaces an equal key). Best effort.
     virtual void put(const TierKey& key, const uint8_t* framed, size_t n) noexcept = 0;
+    // Stores several payloads, in order; the same contract as put for each. The Redis tier
+    // pipelines them (one round trip per batch instead of one per block set); the default
+    // puts them one at a time.
+    virtual void put_many(const TierPut* puts, size_t n) noexcept {
+        for (size_t i = 0; i < n; ++i) put(puts[i].key, puts[i].framed, puts[i].n);
+    }
     // Fetches the framed payload of key into *out. false: miss or fault (counted).
     virtual bool get(const TierKey& key, std::vector<uint8_t>* out) noexcept = 0;
     // Whether key is (probably) present, without fetching the payload.

@@ -258,7 +258,7 @@ private:
     void on_evict_locked(BlockId id);
     std::vector<uint8_t> block_set_payload_locked(const Hash128& h) const;
     void flush_pending();
-    void put_to_tiers(const Hash128& h, const std::vector<uint8_t>& payload);
+    std::vector<std::shared_ptr<BlockTier>> tier_backends() const;
     std::vector<std::shared_ptr<TierSlot>> tier_slots() const;
     mutable std::mutex tiers_mu_;
     std::vector<std::shared_ptr<TierSlot>> tiers_;  // tiers_mu_

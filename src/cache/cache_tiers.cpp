@@ -17,6 +17,7 @@
 // (append, fetch_from_tiers, persist) writes pending_ out after unlocking.
 #include "cache/block_tier.hpp"
 #include "cache/cache.hpp"
+#include "cache/quant_scale_check.hpp"
 #include "cache/tier_envelope.hpp"
 #include "util/error.hpp"
 
@@ -68,6 +69,48 @@ bool parse_payload(const uint8_t* p, size_t n, const ResolvedLayout& l, std::vec
     }
     return off == n;
 }
+bool quant_scales_finite(const ResolvedLayout& l, int32_t m, const uint8_t* block) {
+    try {
+        check_quant_scales(l, m, block, "tier");
+        return true;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
+// Frames block sets and writes them to every tier in batches (BlockTier::put_many: one
+// round trip per batch on Redis), holding at most kBatchSets sets / kBatchBytes at once.
+class BatchWriter {
+public:
+    static constexpr size_t kBatchSets = 16;
+    static constexpr size_t kBatchBytes = size_t(16) << 20;
+    BatchWriter(std::vector<std::shared_ptr<BlockTier>> tiers, const Hash128& layout)
+        : tiers_(std::move(tiers)), layout_(layout) {}
+    ~BatchWriter() { flush(); }
+    void add(const Hash128& h, const std::vector<uint8_t>& payload) {
+        const TierKey key{h, layout_};
+        framed_.push_back(tier_frame(key, payload.data(), payload.size()));
+        keys_.push_back(key);
+        bytes_ += framed_.back().size();
+        if (framed_.size() >= kBatchSets || bytes_ >= kBatchBytes) flush();
+    }
+    void flush() noexcept {
+        if (framed_.empty()) return;
+        std::vector<TierPut> puts(framed_.size());
+        for (size_t i = 0; i < framed_.size(); i++) puts[i] = TierPut{keys_[i], framed_[i].data(), framed_[i].size()};
+        for (const auto& t : tiers_) t->put_many(puts.data(), puts.size());
+        framed_.clear();
+        keys_.clear();
+        bytes_ = 0;
+    }
+
+private:
+    std::vector<std::shared_ptr<BlockTier>> tiers_;
+    Hash128 layout_;
+    std::vector<std::vector<uint8_t>> framed_;
+    std::vector<TierKey> keys_;
+    size_t bytes_ = 0;
+};
 }  // namespace
 
 void Cache::add_tier(std::shared_ptr<BlockTier> tier) {
@@ -130,10 +173,10 @@ void Cache::on_evict_locked(BlockId id) {
     }
 }
 
-void Cache::put_to_tiers(const Hash128& h, const std::vector<uint8_t>& payload) {
-    const TierKey key{h, tier_layout_};
-    const std::vector<uint8_t> framed = tier_frame(key, payload.data(), payload.size());
-    for (const auto& slot : tier_slots()) slot->tier->put(key, framed.data(), framed.size());
+std::vector<std::shared_ptr<BlockTier>> Cache::tier_backends() const {
+    std::vector<std::shared_ptr<BlockTier>> v;
+    for (const auto& slot : tier_slots()) v.push_back(slot->tier);
+    return v;
 }
 
 void Cache::flush_pending() {
@@ -143,7 +186,9 @@ void Cache::flush_pending() {
         todo.swap(pending_);
         has_pending_.store(false, std::memory_order_relaxed);
     }
-    for (const PendingSet& p : todo) put_to_tiers(p.hash, p.payload);
+    if (todo.empty()) return;
+    BatchWriter out(tier_backends(), tier_layout_);
+    for (const PendingSet& p : todo) out.add(p.hash, p.payload);
 }
 
 uint64_t Cache::persist() {
@@ -164,6 +209,7 @@ uint64_t Cache::persist() {
         });
     }
     uint64_t n = 0;
+    BatchWriter out(tier_backends(), tier_layout_);
     for (const Hash128& h : hashes) {
         std::vector<uint8_t> payload;
         {
@@ -173,9 +219,10 @@ uint64_t Cache::persist() {
             if (payload.empty()) continue;
             persisted_.insert(h);
         }
-        put_to_tiers(h, payload);
+        out.add(h, payload);
         n++;
     }
+    out.flush();
     return n;
 }
 
@@ -232,6 +279,9 @@ TierFetch Cache::fetch_from_tiers(const SeqKeys& keys, const int32_t* tokens, in
                     bool usable = true;
                     for (size_t m = 0; m < nm; m++)
                         if (!blocks[m] && layout_.managers[m].kind != LayerKind::Window) usable = false;
+                    // int8 / fp8 rows: every scale finite (a NaN scale would poison every later query).
+                    for (size_t m = 0; m < nm && usable; m++)
+                        if (blocks[m] && !quant_scales_finite(layout_, int32_t(m), blocks[m])) usable = false;
                     if (usable) {
                         from = slot.get();
                         break;

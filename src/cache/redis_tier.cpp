@@ -256,6 +256,20 @@ public:
         }
     }
 
+    void put_many(const TierPut* puts, size_t n) noexcept override {
+        if (n <= 1) {
+            if (n == 1) put(puts[0].key, puts[0].framed, puts[0].n);
+            return;
+        }
+        try {
+            put_many_impl(puts, n);
+        } catch (...) {
+            std::lock_guard<std::mutex> l(mu_);
+            ++s_.errors;
+            last_error_ = "redis put: out of memory in the client";
+        }
+    }
+
     bool get(const TierKey& key, std::vector<uint8_t>* out) noexcept override {
         try {
             return get_impl(key, out);
@@ -323,32 +337,39 @@ private:
         std::list<std::string>::iterator lru;
     };
 
+    // Budget for one payload of n bytes under k, with `pending` bytes of the same batch not yet
+    // tracked: false (counted) when n alone exceeds the budget; else this process's least
+    // recently used keys leave first (appended to *victims, forgotten here).
+    bool make_room_locked(const std::string& k, size_t n, uint64_t pending, std::vector<std::string>* victims) {
+        if (budget_ > 0 && n > budget_) {
+            ++s_.put_failures;
+            ++x_.over_budget;
+            last_error_ = "redis put: a payload of " + std::to_string(n) + " bytes exceeds the tier budget of " +
+                          std::to_string(budget_) + " bytes";
+            return false;
+        }
+        auto it = tracked_.find(k);
+        uint64_t already = it == tracked_.end() ? 0 : it->second.bytes;
+        while (budget_ > 0 && stored_ + pending - already + n > budget_ && !lru_.empty()) {
+            const std::string& victim = lru_.front();
+            if (victim == k) {  // the key being replaced: its bytes are already subtracted
+                lru_.splice(lru_.end(), lru_, lru_.begin());
+                if (lru_.size() == 1) break;
+                continue;
+            }
+            victims->push_back(victim);
+            forget_locked(victim);
+            ++s_.evictions;
+        }
+        return true;
+    }
+
     void put_impl(const TierKey& key, const uint8_t* framed, size_t n) {
         std::string k = redis_tier_key(prefix_, key);
         std::vector<std::string> victims;
         {
             std::lock_guard<std::mutex> l(mu_);
-            if (budget_ > 0 && n > budget_) {
-                ++s_.put_failures;
-                ++x_.over_budget;
-                last_error_ = "redis put: a payload of " + std::to_string(n) + " bytes exceeds the tier budget of " +
-                              std::to_string(budget_) + " bytes";
-                return;
-            }
-            // Make room: this process's least recently used keys leave first.
-            auto it = tracked_.find(k);
-            uint64_t already = it == tracked_.end() ? 0 : it->second.bytes;
-            while (budget_ > 0 && stored_ - already + n > budget_ && !lru_.empty()) {
-                const std::string& victim = lru_.front();
-                if (victim == k) {  // the key being replaced: its bytes are already subtracted
-                    lru_.splice(lru_.end(), lru_, lru_.begin());
-                    if (lru_.size() == 1) break;
-                    continue;
-                }
-                victims.push_back(victim);
-                forget_locked(victim);
-                ++s_.evictions;
-            }
+            if (!make_room_locked(k, n, 0, &victims)) return;
         }
         for (const std::string& v : victims) {
             command("DEL", [&](redisContext* c) {
@@ -371,6 +392,101 @@ private:
             return;
         }
         ++s_.put_failures;  // error replies are counted by command()
+    }
+
+    // One connection, every command appended before the first reply is read: the victims'
+    // DELs, then the SETs (a victim that is also in the batch is deleted, then stored again).
+    void put_many_impl(const TierPut* puts, size_t n) {
+        std::vector<std::string> keys(n), victims;
+        std::vector<char> send(n, 0);
+        size_t n_send = 0;
+        {
+            std::lock_guard<std::mutex> l(mu_);
+            uint64_t pending = 0;
+            for (size_t i = 0; i < n; ++i) {
+                keys[i] = redis_tier_key(prefix_, puts[i].key);
+                if (!make_room_locked(keys[i], puts[i].n, pending, &victims)) continue;
+                send[i] = 1;
+                ++n_send;
+                pending += puts[i].n;
+            }
+        }
+        if (n_send == 0 && victims.empty()) return;
+        redisContext* c = acquire("SET (pipelined)");
+        if (!c) {
+            std::lock_guard<std::mutex> l(mu_);
+            s_.put_failures += n_send;
+            return;
+        }
+        size_t appended = 0, replies = 0;
+        bool broken = false;
+        int saved = 0;
+        std::vector<char> stored(n, 0);
+        size_t error_replies = 0;
+        std::string first_error;
+        {
+            SigpipeGuard guard;
+            errno = 0;
+            for (const std::string& v : victims) {
+                if (redisAppendCommand(c, "DEL %b", v.data(), v.size()) != REDIS_OK) broken = true;
+                else ++appended;
+            }
+            for (size_t i = 0; i < n && !broken; ++i) {
+                if (!send[i]) continue;
+                if (redisAppendCommand(c, "SET %b %b EX %d", keys[i].data(), keys[i].size(), puts[i].framed, puts[i].n,
+                                       kRedisTierTtlSeconds) != REDIS_OK)
+                    broken = true;
+                else ++appended;
+            }
+            // Replies in order: victims' DELs first, then the SETs.
+            size_t i = 0;
+            while (!broken && replies < appended) {
+                void* raw = nullptr;
+                if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) {
+                    broken = true;
+                    break;
+                }
+                ReplyPtr r(static_cast<redisReply*>(raw));
+                const size_t k = replies++;
+                if (k < victims.size()) continue;
+                while (!send[i]) ++i;
+                if (r->type == REDIS_REPLY_STATUS) stored[i] = 1;
+                else if (r->type == REDIS_REPLY_ERROR) {
+                    ++error_replies;
+                    if (first_error.empty()) first_error.assign(r->str, r->len);
+                }
+                ++i;
+            }
+            saved = errno;
+        }
+        const bool timed_out = broken && is_timeout(c, saved);
+        std::string msg;
+        if (broken) {
+            msg = std::string("redis SET (pipelined): ") + (c->err ? c->errstr : "no reply");
+            if (timed_out) msg += " (timeout " + std::to_string(timeout_ms_) + " ms)";
+        }
+        release(c, !broken);
+        std::lock_guard<std::mutex> l(mu_);
+        if (broken) fail_locked(timed_out, std::move(msg));
+        else {
+            failures_ = 0;
+            backoff_ms_ = kBackoffStartMs;
+        }
+        if (error_replies) {
+            s_.errors += error_replies;
+            x_.error_replies += error_replies;
+            last_error_ = "redis SET (pipelined): " + first_error;
+        }
+        for (size_t i = 0; i < n; ++i) {
+            if (!send[i]) continue;
+            if (!stored[i]) {
+                ++s_.put_failures;
+                continue;
+            }
+            ++s_.puts;
+            s_.put_bytes += puts[i].n;
+            track_locked(keys[i], puts[i].n);
+        }
     }
 
     bool get_impl(const TierKey& key, std::vector<uint8_t>* out) {

@@ -79,9 +79,15 @@ bool tier_unframe(const TierKey& key, const uint8_t* f, size_t n, const uint8_t*
 
 Hash128 tier_layout_hash(const ResolvedLayout& l) {
     std::vector<int64_t> words{0x4b56525454494552ll /* tag */, l.block_tokens, static_cast<int64_t>(l.layers.size())};
-    for (const LayerSpec& s : l.layers)
+    for (size_t i = 0; i < l.layers.size(); i++) {
+        const LayerSpec& s = l.layers[i];
         words.insert(words.end(), {int64_t(s.kind), int64_t(s.dtype), s.n_kv_heads, s.head_dim, s.window, s.ratio,
                                    s.source, int64_t(s.shared_kv)});
+        // V rows of another type than K (issue 15: int8 / fp8 V with f16 K, ...): a word of its
+        // own, only then, so that the keys of layouts with one type stay what they were.
+        if (i < l.geometry.size() && l.geometry[i].separate_v && l.geometry[i].v_dtype != s.dtype)
+            words.push_back(1000 + int64_t(l.geometry[i].v_dtype));
+    }
     XXH128_hash_t h = XXH3_128bits(words.data(), words.size() * sizeof(int64_t));
     return Hash128{h.low64, h.high64};
 }

@@ -37,8 +37,9 @@ bool tier_unframe(const TierKey& key, const uint8_t* framed, size_t n, const uin
                   std::string* why);
 
 // TierKey.layout of a cache: a hash of block_tokens and every layer's kind,
-// dtype, heads, width, window, ratio, source and K = V flag (stable across
-// processes and machines).
+// K dtype, V dtype (when it differs from K's), heads, width, window, ratio,
+// source and K = V flag (stable across processes and machines), so that a
+// block set of another K or V type is never a hit.
 Hash128 tier_layout_hash(const ResolvedLayout& layout);
 
 // Lower-case hex of the key (64 characters): block hash then layout hash.

@@ -7,7 +7,9 @@
 // File ("KVRTCTX", the state_file.hpp container: version, XXH3-64 checksum of
 // everything, written to a temporary file, fsync'ed, renamed, directory
 // fsync'ed):
-//   u32 family (0 decoder, 1 CED) | model fingerprint (2 x u64) | u32 KV dtype |
+//   u32 family (0 decoder, 1 CED) | model fingerprint (2 x u64) | u32 KV dtypes (the
+//   K rows' type in the low 16 bits; V's type + 1 in the high 16 when V's differs, 0 when
+//   not: a file of one type reads as it always did) |
 //   u32 block tokens | salt (u64 length + bytes) | tokens (u64 n + n x i32) |
 //   u32 has_logits | logits (u64 n + n x f32) | u64 length + the architecture's
 //   state: a KVRTSEQ container of the cache sequence (decoders: rows of every
@@ -30,6 +32,21 @@ namespace kvrt::runtime {
 namespace {
 const char kCtxMagic[8] = {'K', 'V', 'R', 'T', 'C', 'T', 'X', '\0'};
 constexpr uint32_t kFamilyDecoder = 0, kFamilyCed = 1;
+
+// The header's KV dtype word: K's type, and V's type + 1 above it when V's differs.
+uint32_t kv_dtypes_word(DType k, const std::optional<DType>& v) {
+    const uint32_t vw = v && *v != k ? static_cast<uint32_t>(*v) + 1 : 0;
+    return static_cast<uint32_t>(k) | (vw << 16);
+}
+
+std::string kv_dtypes_text(uint32_t w) {
+    const uint32_t k = w & 0xffffu, v = w >> 16;
+    auto name = [](uint32_t t) {
+        return t <= static_cast<uint32_t>(DType::FP8_E4M3) ? std::string(dtype_name(static_cast<DType>(t)))
+                                                      : "type " + std::to_string(t);
+    };
+    return v == 0 ? "K and V rows of " + name(k) : "K rows of " + name(k) + " and V rows of " + name(v - 1);
+}
 }  // namespace
 
 void Context::save_seq(int32_t seq, const std::string& path) const {
@@ -38,10 +55,10 @@ void Context::save_seq(int32_t seq, const std::string& path) const {
     w.u32(ced_ ? kFamilyCed : kFamilyDecoder);
     w.u64(model_->fingerprint().lo);
     w.u64(model_->fingerprint().hi);
-    w.u32(static_cast<uint32_t>(p_.kv_dtype));
+    w.u32(kv_dtypes_word(p_.kv_dtype, p_.kv_v_dtype));
     w.u32(static_cast<uint32_t>(p_.block_tokens));
-    w.u64(p_.salt.size());
-    w.bytes(p_.salt.data(), p_.salt.size());
+    w.u64(keys_.salt.size());  // the salt, plus act_bits 16's suffix (Context::Context)
+    w.bytes(keys_.salt.data(), keys_.salt.size());
     w.u64(s.tokens.size());
     w.bytes(s.tokens.data(), s.tokens.size() * sizeof(int32_t));
     w.u32(s.has_logits ? 1 : 0);
@@ -71,10 +88,10 @@ void Context::load_seq(int32_t seq, const std::string& path) {
     const uint64_t fp_lo = r.u64(), fp_hi = r.u64();
     KVRT_CHECK(fp_lo == model_->fingerprint().lo && fp_hi == model_->fingerprint().hi, KVRT_ERR_MISMATCH,
                path + " was saved from another model (fingerprint differs)");
-    const uint32_t dtype = r.u32();
-    KVRT_CHECK(dtype == static_cast<uint32_t>(p_.kv_dtype), KVRT_ERR_MISMATCH,
-               path + " holds KV rows of dtype " + std::to_string(dtype) + "; this context's kv_dtype is " +
-                   std::to_string(static_cast<int>(p_.kv_dtype)));
+    const uint32_t dtype = r.u32(), want = kv_dtypes_word(p_.kv_dtype, p_.kv_v_dtype);
+    KVRT_CHECK(dtype == want, KVRT_ERR_MISMATCH,
+               path + " holds rows of another KV dtype (" + kv_dtypes_text(dtype) + "); this context keeps " +
+                   kv_dtypes_text(want));
     const uint32_t bt = r.u32();
     KVRT_CHECK(bt == static_cast<uint32_t>(p_.block_tokens), KVRT_ERR_MISMATCH,
                path + " was saved with block_tokens " + std::to_string(bt) + "; this context uses " +
@@ -82,8 +99,8 @@ void Context::load_seq(int32_t seq, const std::string& path) {
     const uint64_t salt_len = r.u64();
     KVRT_CHECK(salt_len <= r.remaining(), KVRT_ERR_BAD_FORMAT, path + ": salt length exceeds the file");
     const uint8_t* salt = r.bytes(salt_len);
-    KVRT_CHECK(salt_len == p_.salt.size() && std::memcmp(salt, p_.salt.data(), salt_len) == 0, KVRT_ERR_MISMATCH,
-               path + " was saved under another cache salt");
+    KVRT_CHECK(salt_len == keys_.salt.size() && std::memcmp(salt, keys_.salt.data(), salt_len) == 0, KVRT_ERR_MISMATCH,
+               path + " was saved under another cache salt or act_bits");
     const uint64_t n = r.u64();
     KVRT_CHECK(n <= r.remaining() / sizeof(int32_t), KVRT_ERR_BAD_FORMAT, path + ": token count exceeds the file");
     KVRT_CHECK(n <= p_.n_ctx, KVRT_ERR_OUT_OF_RANGE,

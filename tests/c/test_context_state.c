@@ -300,6 +300,33 @@ static void scenario(struct Run *r, const char *name, const char *model_path, in
         EXPECT_ERR(kvrt_context_seq_load(other, 0, file), KVRT_ERR_MISMATCH);
         EXPECT(strstr(kvrt_last_error(), "block_tokens") != NULL);
         kvrt_context_destroy(other);
+        /* The same K type with V rows of another type (int8, with scales): refused by the header,
+         * naming both types; the sequence it replaces is left as it was. */
+        {
+            kvrt_context_config vc;
+            kvrt_context_config_init(&vc, sizeof vc);
+            vc.n_ctx = 512;
+            vc.n_seq_max = 3;
+            vc.n_threads = 2;
+            vc.kv_dtype = dtype;
+            vc.v_dtype = KVRT_DTYPE_I8;
+            vc.block_tokens = bt;
+            vc.cache_salt = "tenant";
+            other = NULL;
+            EXPECT_OK(kvrt_context_create(&other, m, &vc));
+            if (other) {
+                EXPECT_OK(kvrt_context_prefill(NULL, other, 0, prompt, 8));
+                EXPECT_ERR(kvrt_context_seq_load(other, 0, file), KVRT_ERR_MISMATCH);
+                EXPECT(strstr(kvrt_last_error(), "V rows of int8") != NULL);
+                EXPECT_OK(kvrt_context_seq_tokens(NULL, 0, &w, other, 0));
+                EXPECT(w == 8);
+                /* And a file of int8 V does not load into the f16/f32 context. */
+                EXPECT_OK(kvrt_context_seq_save(other, 0, bad));
+                EXPECT_ERR(kvrt_context_seq_load(ctx, 1, bad), KVRT_ERR_MISMATCH);
+                EXPECT(strstr(kvrt_last_error(), "V rows of int8") != NULL);
+                kvrt_context_destroy(other);
+            }
+        }
         other = make_ctx(m, dtype, bt, "another tenant");
         EXPECT_ERR(kvrt_context_seq_load(other, 0, file), KVRT_ERR_MISMATCH);
         EXPECT(strstr(kvrt_last_error(), "salt") != NULL);
