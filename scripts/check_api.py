@@ -19,6 +19,14 @@ Checks, each named in its findings:
   python      every exported symbol is declared in bindings/python/kvrt/_capi.py ("<name>")
   spdx        every source file has an SPDX-License-Identifier line (scripts/spdx.py --check)
   license     the LICENSE copies in the binding packages equal the top-level LICENSE
+  deprecated  every KVRT_DEPRECATED("use kvrt_x ...") declaration names a replacement that is
+              declared, and its comment says DEPRECATED
+  buffers     the buffer convention's shape: a `char *`/`T *` output followed by `size_t
+              capacity`-like count is followed by `size_t *written`-like (dst, capacity,
+              written) triples: every parameter named *capacity is preceded by a pointer and
+              followed by a size_t * named *written
+  aliases     every deprecated alias macro (KVRT_KV_*) expands to a KVRT_DTYPE_* name, not a
+              bare number (one dtype enum)
 
 Prints one line per finding and a summary; exits 1 when anything is found. Run by ctest as
 abi.api_conventions.
@@ -33,7 +41,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import spdx  # noqa: E402  (same directory)
 
-CHECKS = ["comment", "init", "min_size", "symbols", "rust", "go", "python", "spdx", "license"]
+CHECKS = ["comment", "init", "min_size", "symbols", "rust", "go", "python", "spdx", "license", "deprecated",
+          "buffers", "aliases"]
 
 
 def strip_preprocessor_continuations(text):
@@ -68,6 +77,22 @@ def api_declarations(root):
             prev = lines[k].rstrip() if k >= 0 else ""
             has_comment = prev.endswith("*/") or prev.lstrip().startswith("//")
             out.append((os.path.relpath(h, root), i + 1, m.group(1), has_comment))
+    return out
+
+
+def deprecated_replacements(root):
+    """{deprecated function: the kvrt_ function its KVRT_DEPRECATED("use ...") message names}."""
+    out = {}
+    for h in header_files(root):
+        lines = open(h, encoding="utf-8").read().split("\n")
+        for i, line in enumerate(lines):
+            m = re.match(r'^\s*KVRT_DEPRECATED\("([^"]*)"\)', line)
+            if not m or i + 1 >= len(lines):
+                continue
+            repl = re.search(r"\b(kvrt_\w+)", m.group(1))
+            decl = re.search(r"(\w+)\s*\(", lines[i + 1])
+            if repl and decl:
+                out[decl.group(1)] = repl.group(1)
     return out
 
 
@@ -210,6 +235,7 @@ def main():
         for name in sorted(set(symbols) - functions):
             find("symbols", f"cmake/kvrt.symbols lists {name}, which no header declares")
 
+    deprecated_for = deprecated_replacements(root)
     bindings = {
         "rust": (glob.glob(os.path.join(root, "bindings", "rust", "kvrt-sys", "src", "**", "*.rs"), recursive=True),
                  lambda n: rf"\bfn\s+{n}\s*\(", "bindings/rust/kvrt-sys/src"),
@@ -223,6 +249,8 @@ def main():
             continue
         text = read_all(p for p in paths if os.path.exists(p))
         for name in symbols:
+            if name in deprecated_for and re.search(pattern(re.escape(deprecated_for[name])), text):
+                continue  # a deprecated function is bound through its replacement
             if not re.search(pattern(re.escape(name)), text):
                 find(lang, f"{name} is exported but not bound in {where}")
 
@@ -240,6 +268,51 @@ def main():
                 find("license", f"{d}/LICENSE is missing (a copy of LICENSE ships in each package)")
             elif open(p, encoding="utf-8").read() != top:
                 find("license", f"{d}/LICENSE differs from LICENSE")
+
+    if "deprecated" in only or "buffers" in only:
+        for h in header_files(root):
+            rel = os.path.relpath(h, root)
+            lines = open(h, encoding="utf-8").read().split("\n")
+            for i, line in enumerate(lines):
+                m = re.match(r'^\s*KVRT_DEPRECATED\("([^"]*)"\)', line)
+                if m and "deprecated" in only:
+                    repl = re.search(r"\b(kvrt_\w+)", m.group(1))
+                    if not repl or repl.group(1) not in functions:
+                        find("deprecated", f"{rel}:{i + 1}: KVRT_DEPRECATED names no declared replacement "
+                                           f"(\"use kvrt_x ...\"): {m.group(1)!r}")
+                    k = i - 1
+                    while k >= 0 and not lines[k].lstrip().startswith("/*"):
+                        k -= 1
+                    if "DEPRECATED" not in "\n".join(lines[max(k, 0):i]):
+                        find("deprecated", f"{rel}:{i + 1}: the comment of a KVRT_DEPRECATED declaration does not "
+                                           "say DEPRECATED (since when, what replaces it)")
+            if "buffers" not in only:
+                continue
+            for _, line_no, name, _ in (d for d in decls if d[0] == rel):
+                j, text = line_no - 1, lines[line_no - 1]
+                while ";" not in text and j + 1 < len(lines):
+                    j += 1
+                    text += " " + lines[j]
+                params = [p.strip() for p in text[text.index("(") + 1:text.rindex(")")].split(",")]
+                for pi, prm in enumerate(params):
+                    if not re.search(r"\bsize_t\s+\w*capacity$", prm):
+                        continue
+                    before = params[pi - 1] if pi > 0 else ""
+                    after = params[pi + 1] if pi + 1 < len(params) else ""
+                    if "*" not in before:
+                        find("buffers", f"{rel}:{line_no}: {name}: {prm!r} does not follow its buffer pointer")
+                    # (dst, capacity, written) triples; the row copies' (dst, capacity) pairs carry no count
+                    # (their size is n_rows x row_bytes, known before the call).
+                    if not name.startswith("kvrt_cache_read_rows") and not re.search(r"size_t\s*\*\s*\w*written$", after):
+                        find("buffers", f"{rel}:{line_no}: {name}: {prm!r} is not followed by a size_t *written")
+
+    if "aliases" in only:
+        ctx_h = os.path.join(root, "include", "kvrt", "context.h")
+        text = open(ctx_h, encoding="utf-8").read() if os.path.exists(ctx_h) else ""
+        for m in re.finditer(r"^#define\s+(KVRT_KV_\w+)\s+(\S+)", text, re.M):
+            if not m.group(2).startswith("KVRT_DTYPE_"):
+                find("aliases", f"include/kvrt/context.h: {m.group(1)} is {m.group(2)}, not an alias of a "
+                                "KVRT_DTYPE_* value (one dtype enum)")
 
     for f in findings:
         print(f)

@@ -299,8 +299,8 @@ func (c *Cache) WriteRows(seq uint64, layer int32, firstRow, nRows int64, k, v [
 		if v != nil {
 			vp = unsafe.Pointer(&v[0])
 		}
-		return C.kvrt_cache_write_rows(p, C.uint64_t(seq), C.int32_t(layer), C.int64_t(firstRow), C.int64_t(nRows),
-			unsafe.Pointer(&k[0]), vp)
+		return C.kvrt_cache_write_rows_v2(p, C.uint64_t(seq), C.int32_t(layer), C.int64_t(firstRow), C.int64_t(nRows),
+			unsafe.Pointer(&k[0]), C.size_t(len(k)), vp, C.size_t(len(v)))
 	})
 }
 
@@ -314,8 +314,8 @@ func (c *Cache) ReadRows(seq uint64, layer int32, firstRow, nRows int64, k, v []
 		if v != nil {
 			vp = unsafe.Pointer(&v[0])
 		}
-		return C.kvrt_cache_read_rows(unsafe.Pointer(&k[0]), vp, p, C.uint64_t(seq), C.int32_t(layer),
-			C.int64_t(firstRow), C.int64_t(nRows))
+		return C.kvrt_cache_read_rows_v2(unsafe.Pointer(&k[0]), C.size_t(len(k)), vp, C.size_t(len(v)), p,
+			C.uint64_t(seq), C.int32_t(layer), C.int64_t(firstRow), C.int64_t(nRows))
 	})
 }
 

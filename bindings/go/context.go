@@ -27,8 +27,9 @@ import (
 	"unsafe"
 )
 
-// KVType is the element type of cached K/V rows (kvrt_context_config.kv_dtype).
-// The zero value keeps kvrt's default (f16).
+// KVType is the element type of cached K/V rows (kvrt_context_config.kv_dtype, a
+// kvrt_dtype: the values are those of DType, the one dtype enum of the C API). The zero
+// value keeps kvrt's default (f16); KVTypeOf converts a DType.
 type KVType int32
 
 const (
@@ -40,18 +41,29 @@ const (
 	KVFP8E4M3 // fp8 e4m3, an f16 scale per head of a row
 )
 
+// KVTypeOf is the KVType of a DType (DTypeF16 -> KVF16, ...); KVDefault for a DType
+// contexts cannot use.
+func KVTypeOf(d DType) KVType {
+	for _, t := range []KVType{KVF32, KVF16, KVBF16, KVI8, KVFP8E4M3} {
+		if r, _ := t.raw(); DType(r) == d {
+			return t
+		}
+	}
+	return KVDefault
+}
+
 func (t KVType) raw() (C.int32_t, bool) {
 	switch t {
 	case KVF32:
-		return C.KVRT_KV_F32, true
+		return C.KVRT_DTYPE_F32, true
 	case KVF16:
-		return C.KVRT_KV_F16, true
+		return C.KVRT_DTYPE_F16, true
 	case KVBF16:
-		return C.KVRT_KV_BF16, true
+		return C.KVRT_DTYPE_BF16, true
 	case KVI8:
-		return C.KVRT_KV_I8, true
+		return C.KVRT_DTYPE_I8, true
 	case KVFP8E4M3:
-		return C.KVRT_KV_FP8_E4M3, true
+		return C.KVRT_DTYPE_FP8_E4M3, true
 	}
 	return 0, false
 }

@@ -193,16 +193,20 @@ func readText(f func(dst *C.char, capacity C.size_t, written *C.size_t) C.kvrt_s
 		return "", err
 	}
 	for {
-		buf := (*C.char)(C.malloc(n + 1))
-		capacity := n + 1
+		// n counts the terminating NUL (kvrt/model.h's text-buffer convention).
+		capacity := n
+		if capacity == 0 {
+			capacity = 1
+		}
+		buf := (*C.char)(C.malloc(capacity))
 		err := call(func() C.kvrt_status { return f(buf, capacity, &n) })
 		if e, ok := err.(*Error); ok && e.Status == ErrBufferTooSmall && n > capacity {
 			C.free(unsafe.Pointer(buf))
 			continue
 		}
 		var s string
-		if err == nil {
-			s = C.GoStringN(buf, C.int(n))
+		if err == nil && n > 0 {
+			s = C.GoStringN(buf, C.int(n-1))
 		}
 		C.free(unsafe.Pointer(buf))
 		return s, err

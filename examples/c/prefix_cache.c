@@ -57,6 +57,7 @@ static kvrt_status build_prompt(int32_t **out, size_t *n_out, const kvrt_model *
     text = malloc(n);
     if (!text) return KVRT_ERR_OUT_OF_MEMORY;
     st = kvrt_model_chat_apply(text, n, &n, model, msgs, 2, 1);
+    n -= 1; /* text buffers: n counted the NUL */
     if (st == KVRT_OK) st = kvrt_model_tokenize(NULL, 0, n_out, model, text, n, KVRT_TOKENIZE_PARSE_SPECIAL);
     if (st == KVRT_OK) {
         *out = malloc(*n_out * sizeof **out);

@@ -58,7 +58,9 @@ extern "C" {
 typedef struct kvrt_cache kvrt_cache;
 typedef struct kvrt_cache_layout kvrt_cache_layout;
 
-/* Element types (values equal the KVRT_KV_* of kvrt/context.h). */
+/* Element types: the one dtype enum of the API, for cache layers and for a
+ * context's K/V (kvrt_context_config.kv_dtype; kvrt/context.h's KVRT_KV_* are
+ * deprecated aliases of these values). */
 typedef enum kvrt_dtype {
     KVRT_DTYPE_F32 = 0,
     KVRT_DTYPE_F16 = 1,
@@ -329,7 +331,11 @@ KVRT_API kvrt_status kvrt_cache_layer_info_init(kvrt_cache_layer_info *out, size
  * bad struct_size), KVRT_ERR_OUT_OF_RANGE (layer). Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info *out, const kvrt_cache *cache, int32_t layer);
 
-/* Copies n_rows rows of layer `layer` starting at row first_row from k (and v).
+/* DEPRECATED since 0.3: use kvrt_cache_write_rows_v2, which also takes the
+ * sizes of k and v and checks them (this one trusts the caller's buffers to
+ * hold n_rows rows). Kept, with unchanged behaviour, for programs built
+ * against 0.1 and 0.2; it will be removed no earlier than 1.0.
+ * Copies n_rows rows of layer `layer` starting at row first_row from k (and v).
  *   k  n_rows x row_bytes bytes of K rows;
  *   v  the V rows for a full/window layer; must be NULL when K = V.
  * All rows are checked before any is written. Returns KVRT_OK,
@@ -338,20 +344,63 @@ KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info *out, const
  * (layer, rows outside [0, ceil(length/ratio)), rows a window dropped),
  * KVRT_ERR_INVALID_STATE (a row in a shared or prefix-cached block).
  * Thread-safe. O(n_rows x row_bytes). */
+KVRT_DEPRECATED("use kvrt_cache_write_rows_v2 (buffer sizes checked)")
 KVRT_API kvrt_status kvrt_cache_write_rows(kvrt_cache *cache, uint64_t seq, int32_t layer, int64_t first_row,
                                            int64_t n_rows, const void *k, const void *v);
 
-/* Copies n_rows rows out (k_dst and, for full/window layers, v_dst, which may
+/* DEPRECATED since 0.3: use kvrt_cache_read_rows_v2, which takes the
+ * capacity of each destination and checks it (this one writes n_rows rows
+ * wherever k_dst and v_dst point). Kept, with unchanged behaviour, for
+ * programs built against 0.1 and 0.2; it will be removed no earlier than 1.0.
+ * Copies n_rows rows out (k_dst and, for full/window layers, v_dst, which may
  * be NULL to skip V). Readers read their source. Returns as write_rows, minus
  * INVALID_STATE. Thread-safe. O(n_rows x row_bytes). */
+KVRT_DEPRECATED("use kvrt_cache_read_rows_v2 (dst, capacity)")
 KVRT_API kvrt_status kvrt_cache_read_rows(void *k_dst, void *v_dst, const kvrt_cache *cache, uint64_t seq,
                                           int32_t layer, int64_t first_row, int64_t n_rows);
+
+/* Copies n_rows rows of layer `layer` starting at row first_row from k (and v),
+ * checking that the buffers hold them (replaces kvrt_cache_write_rows).
+ *   k, k_bytes  the K rows: k_bytes >= n_rows x row_bytes (kvrt_cache_layer_info);
+ *   v, v_bytes  the V rows of a full/window layer with separate V:
+ *               v_bytes >= n_rows x v_row_bytes; v must be NULL (and v_bytes 0)
+ *               when one row serves as both K and V.
+ * Bytes past the rows needed are not read. All rows and sizes are checked
+ * before any is written; on failure the cache is unchanged.
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_NOT_FOUND (seq);
+ * KVRT_ERR_INVALID_ARGUMENT (NULL k, v missing or present wrongly, NULL k or v
+ * with a size > 0, k_bytes or v_bytes smaller than the rows: the message gives
+ * both sizes, a bank reader layer); KVRT_ERR_OUT_OF_RANGE (layer, rows outside
+ * [0, ceil(length/ratio)), rows a window dropped); KVRT_ERR_INVALID_STATE (a row
+ * in a shared or prefix-cached block). Thread-safe. O(n_rows x row_bytes). */
+KVRT_API kvrt_status kvrt_cache_write_rows_v2(kvrt_cache *cache, uint64_t seq, int32_t layer, int64_t first_row,
+                                              int64_t n_rows, const void *k, size_t k_bytes, const void *v,
+                                              size_t v_bytes);
+
+/* Copies n_rows rows of layer `layer` out, into caller buffers whose capacity
+ * (in bytes) is checked (replaces kvrt_cache_read_rows). Readers read their
+ * source.
+ *   k_dst, k_capacity  receives the K rows: k_capacity >= n_rows x row_bytes;
+ *   v_dst, v_capacity  NULL (capacity 0) to skip V, else receives the V rows of a
+ *                      full/window layer with separate V: v_capacity >= n_rows x
+ *                      v_row_bytes; must be NULL when one row serves as both.
+ * Nothing is written past n_rows rows, nor anything at all on failure.
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_NOT_FOUND (seq);
+ * KVRT_ERR_INVALID_ARGUMENT (NULL k_dst, v_dst on a K = V layer, NULL k_dst or
+ * v_dst with a capacity > 0); KVRT_ERR_BUFFER_TOO_SMALL (a capacity below the
+ * rows: the message gives the bytes needed, n_rows x row_bytes or x v_row_bytes
+ * of kvrt_cache_layer_info); KVRT_ERR_OUT_OF_RANGE (layer, rows outside the
+ * sequence or dropped by a window). Thread-safe. O(n_rows x row_bytes). */
+KVRT_API kvrt_status kvrt_cache_read_rows_v2(void *k_dst, size_t k_capacity, void *v_dst, size_t v_capacity,
+                                             const kvrt_cache *cache, uint64_t seq, int32_t layer,
+                                             int64_t first_row, int64_t n_rows);
 
 /* The block table of a sequence for layer `layer`: one address per logical
  * block (NULL for a block a window dropped), for kernels reading rows in
  * place with kvrt_cache_layer_info's offsets. The addresses stay valid until
  * the sequence is appended to, truncated or released.
- *   dst       capacity entries (may be NULL when capacity is 0);
+ *   dst       capacity entries; NULL with capacity 0 is a size query (KVRT_OK;
+ *             before 0.3 it returned KVRT_ERR_BUFFER_TOO_SMALL for a non-empty table);
  *   written   receives the number of blocks (also on BUFFER_TOO_SMALL).
  * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_NOT_FOUND,
  * KVRT_ERR_INVALID_ARGUMENT (NULL written), KVRT_ERR_OUT_OF_RANGE (layer),

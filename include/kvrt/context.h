@@ -53,16 +53,19 @@ extern "C" {
 
 typedef struct kvrt_context kvrt_context;
 
-/* Element type of cached K/V rows (values equal kvrt/cache.h's KVRT_DTYPE_*). */
-#define KVRT_KV_F32 0
-#define KVRT_KV_F16 1
-#define KVRT_KV_BF16 2
-/* Quantised (kvrt/cache.h's kvrt_dtype): int8 with one f16 scale per 32 elements of a head
- * (34 bytes per 32 elements; head_dim must be a multiple of 32), and fp8 e4m3 with one f16
- * scale per head of a row (head_dim + 2 bytes per head). The attention kernels read them
- * directly; decoder models (not CED ones). */
-#define KVRT_KV_I8 3
-#define KVRT_KV_FP8_E4M3 4
+/* K/V element types are kvrt/cache.h's kvrt_dtype, the one dtype enum of the API
+ * (kvrt_context_config.kv_dtype, k_dtype and v_dtype take KVRT_DTYPE_*: F32, F16,
+ * BF16, and the quantised I8 = int8 with one f16 scale per 32 elements of a head,
+ * head_dim a multiple of 32, and FP8_E4M3 = fp8 e4m3 with one f16 scale per head;
+ * the attention kernels read the quantised ones directly, decoder models only).
+ * DEPRECATED since 0.3: the KVRT_KV_* names, kept as aliases equal to the
+ * kvrt_dtype values so that older code compiles; they will be removed no
+ * earlier than 1.0. */
+#define KVRT_KV_F32 KVRT_DTYPE_F32
+#define KVRT_KV_F16 KVRT_DTYPE_F16
+#define KVRT_KV_BF16 KVRT_DTYPE_BF16
+#define KVRT_KV_I8 KVRT_DTYPE_I8
+#define KVRT_KV_FP8_E4M3 KVRT_DTYPE_FP8_E4M3
 
 /* Options of kvrt_context_create. Initialise with kvrt_context_config_init();
  * fields are only ever appended. */
@@ -73,7 +76,7 @@ typedef struct kvrt_context_config {
     uint32_t n_seq_max;         /* sequence ids [0, n_seq_max); default 1 */
     uint32_t n_batch;           /* prefill chunk in tokens; default 512 */
     int32_t n_threads;          /* threads for this context's calls, 0..1024; 0 = the OpenMP default */
-    int32_t kv_dtype;           /* KVRT_KV_*; default KVRT_KV_F16. KVRT_KV_BF16 on CPUs with
+    int32_t kv_dtype;           /* kvrt_dtype; default KVRT_DTYPE_F16. KVRT_DTYPE_BF16 on CPUs with
                                    AVX512_BF16: attention multiplies in bf16 (the query and the
                                    softmax weights rounded to bf16, f32 sums), ~1.3x faster
                                    prefill; KVRT_ISA=avx512 keeps f32 products */
@@ -110,8 +113,8 @@ typedef struct kvrt_context_config {
                                    default KVRT_CED_RESUME_AUTO (prefix_caching = 0 means COLD) */
     /* Appended in 0.3 (a struct_size ending at ced_resume keeps their defaults): K and V rows
      * of different types (llama.cpp's type_k / type_v). */
-    int32_t k_dtype;            /* KVRT_KV_* of the K rows; -1 (default): kv_dtype */
-    int32_t v_dtype;            /* KVRT_KV_* of the V rows; -1 (default): kv_dtype */
+    int32_t k_dtype;            /* kvrt_dtype of the K rows; -1 (default): kv_dtype */
+    int32_t v_dtype;            /* kvrt_dtype of the V rows; -1 (default): kv_dtype */
     /* Appended in 0.3 (an older struct_size keeps their defaults): lower tiers of the prefix
      * cache the context creates (kvrt/cache.h, "Lower tiers"), searched in array order.
      * Refused (INVALID_ARGUMENT) together with cfg->cache: give a shared cache its tiers with
@@ -453,8 +456,10 @@ typedef struct kvrt_generate_config {
                                            streamed (stop strings cut), always NUL-terminated,
                                            cut at a UTF-8 character boundary when it does not fit */
     size_t text_capacity;
-    size_t *text_written;               /* NULL or receives the answer's length in bytes (NUL
-                                           excluded); >= text_capacity = truncated */
+    size_t *text_written;               /* NULL or receives the answer's length in bytes plus 1
+                                           (the NUL counts, as in every text buffer: kvrt/model.h);
+                                           > text_capacity = truncated. Before 0.3 the NUL was
+                                           excluded */
 } kvrt_generate_config;
 
 /* Fills *cfg with the defaults (256 tokens, stop at end of generation, greedy, no

@@ -14,11 +14,23 @@
  * dereferenced: a NULL, destroyed or foreign model handle returns
  * KVRT_ERR_BAD_HANDLE (kvrt_model_destroy ignores it).
  *
- * Buffers follow one convention: (dst, capacity, written). On success
- * *written is the number of elements written. When capacity is too small the
- * call returns KVRT_ERR_BUFFER_TOO_SMALL and sets *written to the number
- * needed; dst == NULL with capacity == 0 is a size query that returns KVRT_OK
- * and sets *written to the number needed.
+ * Buffers follow one convention, the whole API over: (dst, capacity, written).
+ *   - dst == NULL with capacity == 0 is a size query: KVRT_OK, *written = the
+ *     number of elements needed;
+ *   - capacity too small: KVRT_ERR_BUFFER_TOO_SMALL, *written = the number
+ *     needed, dst unspecified (it may hold a partial result);
+ *   - success: KVRT_OK, *written = the number of elements written;
+ *   - dst == NULL with capacity > 0, or a NULL written: KVRT_ERR_INVALID_ARGUMENT.
+ * So the *written of a size query is exactly the capacity that succeeds.
+ * Text buffers (every `char *dst` of the API: metadata, tensor names,
+ * kvrt_model_detokenize, kvrt_model_chat_apply*, the text_out of
+ * kvrt_generate_config) hold NUL-terminated UTF-8 and the terminating NUL is
+ * one of the elements: *written counts it in all three cases above, so the
+ * text is *written - 1 bytes long and a buffer of *written bytes holds it.
+ * (Detokenized text may contain NUL bytes of its own, from byte tokens: take
+ * *written - 1 as its length rather than strlen.) Capacity 0 with a non-NULL
+ * dst is always too small for text. Integer and float buffers (token ids,
+ * logits, block tables) count elements of their type.
  *
  * C99; no varargs, no bitfields, no structs by value.
  */
@@ -139,12 +151,13 @@ KVRT_API kvrt_status kvrt_model_info_init(kvrt_model_info *info, size_t struct_s
 KVRT_API kvrt_status kvrt_model_get_info(kvrt_model_info *info, const kvrt_model *model);
 
 /* Looks up a GGUF metadata value by key ("general.name",
- * "llama.context_length", ...) and writes it as text (NUL-terminated;
- * *written counts the bytes without the NUL; numbers in decimal, booleans as
- * "true"/"false", arrays as "[array of N <type>]"). Returns KVRT_OK,
- * KVRT_ERR_NOT_FOUND (no such key), KVRT_ERR_BUFFER_TOO_SMALL (see the
- * buffer convention; the size needed includes the NUL),
- * KVRT_ERR_INVALID_ARGUMENT, KVRT_ERR_BAD_HANDLE. Thread-safe. O(keys). */
+ * "llama.context_length", ...) and writes it as text (the text-buffer
+ * convention at the top of this header: NUL-terminated, *written counts the
+ * NUL; numbers in decimal, booleans as "true"/"false", arrays as
+ * "[array of N <type>]"). Returns KVRT_OK, KVRT_ERR_NOT_FOUND (no such key),
+ * KVRT_ERR_BUFFER_TOO_SMALL (*written = the bytes needed),
+ * KVRT_ERR_INVALID_ARGUMENT (NULL written or key, NULL dst with capacity > 0),
+ * KVRT_ERR_BAD_HANDLE. Thread-safe. O(keys). */
 KVRT_API kvrt_status kvrt_model_meta_string(char *dst, size_t capacity, size_t *written,
                                             const kvrt_model *model, const char *key);
 
@@ -152,8 +165,8 @@ KVRT_API kvrt_status kvrt_model_meta_string(char *dst, size_t capacity, size_t *
  * kvrt_model_meta_string, plus KVRT_ERR_OUT_OF_RANGE for index >= count). */
 KVRT_API kvrt_status kvrt_model_meta_count(size_t *out, const kvrt_model *model);
 /* The key of metadata entry `index` (file order), written as kvrt_model_meta_string
- * writes values (NUL-terminated; *written without the NUL; the size needed with it
- * on KVRT_ERR_BUFFER_TOO_SMALL). Returns KVRT_OK, KVRT_ERR_OUT_OF_RANGE (index >=
+ * writes values (the text-buffer convention: NUL-terminated, *written counts the
+ * NUL). Returns KVRT_OK, KVRT_ERR_OUT_OF_RANGE (index >=
  * kvrt_model_meta_count), KVRT_ERR_BUFFER_TOO_SMALL, KVRT_ERR_INVALID_ARGUMENT,
  * KVRT_ERR_BAD_HANDLE. Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_model_meta_key(char *dst, size_t capacity, size_t *written,
@@ -193,8 +206,11 @@ KVRT_API kvrt_status kvrt_model_tokenize(int32_t *dst, size_t capacity, size_t *
 /* Flags of kvrt_model_detokenize. */
 #define KVRT_DETOKENIZE_SPECIAL 1u /* render special tokens ("<|im_end|>") instead of dropping them */
 
-/* Turns token ids back into UTF-8 text (not NUL-terminated; *written counts
- * bytes). A token id outside [0, n_vocab) returns KVRT_ERR_OUT_OF_RANGE and
+/* Turns token ids back into UTF-8 text, NUL-terminated as every text buffer
+ * (the convention at the top of this header: *written counts the NUL; the
+ * text is *written - 1 bytes and may itself contain NUL bytes from byte
+ * tokens). Before 0.3 the text was not terminated and *written excluded the
+ * NUL. A token id outside [0, n_vocab) returns KVRT_ERR_OUT_OF_RANGE and
  * names it. Other returns as kvrt_model_tokenize. Thread-safe. O(n). */
 KVRT_API kvrt_status kvrt_model_detokenize(char *dst, size_t capacity, size_t *written,
                                            const kvrt_model *model, const int32_t *tokens, size_t n_tokens,
@@ -218,8 +234,8 @@ typedef struct kvrt_chat_message {
  * KVRT_ERR_UNSUPPORTED too, with a message saying so: kvrt never guesses a
  * template; choose one with kvrt_model_chat_apply_template (e.g. "chatml").
  * add_assistant != 0 appends the opening of the assistant's turn. Writes
- * NUL-terminated text; *written excludes the NUL, the size needed includes
- * it. Tokenize the result with KVRT_TOKENIZE_PARSE_SPECIAL. Returns KVRT_OK,
+ * NUL-terminated text as the text-buffer convention says (*written counts the
+ * NUL in a size query, on BUFFER_TOO_SMALL and on success). Tokenize the result with KVRT_TOKENIZE_PARSE_SPECIAL. Returns KVRT_OK,
  * KVRT_ERR_BUFFER_TOO_SMALL, KVRT_ERR_INVALID_ARGUMENT (NULL message field),
  * KVRT_ERR_UNSUPPORTED, KVRT_ERR_BAD_HANDLE. Thread-safe. O(text). */
 KVRT_API kvrt_status kvrt_model_chat_apply(char *dst, size_t capacity, size_t *written,

@@ -481,6 +481,7 @@ KVRT_API kvrt_status kvrt_cache_block_table(const void** dst, size_t capacity, s
         if (capacity > 0) require_non_null(dst, "dst");
         std::vector<const uint8_t*> table = c->block_table(seq, layer);
         *written = table.size();
+        if (dst == nullptr && capacity == 0) return;  // a size query (the buffer convention, kvrt/model.h)
         if (capacity < table.size())
             throw Error(KVRT_ERR_BUFFER_TOO_SMALL, "the block table has " + std::to_string(table.size()) +
                                                        " entries; capacity is " + std::to_string(capacity));

@@ -113,12 +113,15 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, kvrt_model* model, 
         kvrt_context_config d;
         kvrt_context_config_init(&d, sizeof d);
         const kvrt_context_config c = merged(cfg, d, kContextConfigV01, "cfg");
-        if (c.kv_dtype < KVRT_KV_F32 || c.kv_dtype > KVRT_KV_FP8_E4M3)
-            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kv_dtype " + std::to_string(c.kv_dtype) + " is not a KVRT_KV_* value");
-        if (c.k_dtype < -1 || c.k_dtype > KVRT_KV_FP8_E4M3)
-            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->k_dtype " + std::to_string(c.k_dtype) + " is not -1 or a KVRT_KV_* value");
-        if (c.v_dtype < -1 || c.v_dtype > KVRT_KV_FP8_E4M3)
-            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->v_dtype " + std::to_string(c.v_dtype) + " is not -1 or a KVRT_KV_* value");
+        if (c.kv_dtype < KVRT_DTYPE_F32 || c.kv_dtype > KVRT_DTYPE_FP8_E4M3)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kv_dtype " + std::to_string(c.kv_dtype) +
+                                                       " is not a context's kvrt_dtype (KVRT_DTYPE_F32..FP8_E4M3)");
+        if (c.k_dtype < -1 || c.k_dtype > KVRT_DTYPE_FP8_E4M3)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->k_dtype " + std::to_string(c.k_dtype) +
+                                                       " is not -1 or a context's kvrt_dtype (KVRT_DTYPE_F32..FP8_E4M3)");
+        if (c.v_dtype < -1 || c.v_dtype > KVRT_DTYPE_FP8_E4M3)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->v_dtype " + std::to_string(c.v_dtype) +
+                                                       " is not -1 or a context's kvrt_dtype (KVRT_DTYPE_F32..FP8_E4M3)");
         if (c.reserved0 != 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->reserved0 must be 0");
         kvrt::api::require_thread_count(c.n_threads, "cfg->n_threads");
         if (c.prefix_caching != 0 && c.prefix_caching != 1)

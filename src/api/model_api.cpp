@@ -23,14 +23,14 @@ using kvrt::api::require_non_null;
 
 namespace {
 
-// Writes s NUL-terminated (needed size includes the NUL; *written excludes it).
+// Writes s NUL-terminated: the one text-buffer convention of kvrt/model.h. *written is
+// s.size() + 1 (the NUL counts) after a size query, on BUFFER_TOO_SMALL and on success.
 kvrt_status write_cstring(char* dst, size_t capacity, size_t* written, std::string_view s, const char* what) {
     require_non_null(written, "written");
     require_capacity(capacity, dst, s.size() + 1, written, what);  // *written = bytes needed (with the NUL)
     if (dst == nullptr) return KVRT_OK;                             // size query
     std::memcpy(dst, s.data(), s.size());
     dst[s.size()] = '\0';
-    *written = s.size();
     return KVRT_OK;
 }
 
@@ -257,7 +257,7 @@ KVRT_API kvrt_status kvrt_model_tokenize(int32_t* dst, size_t capacity, size_t* 
 
 KVRT_API kvrt_status kvrt_model_detokenize(char* dst, size_t capacity, size_t* written, const kvrt_model* model,
                                            const int32_t* tokens, size_t n_tokens, uint32_t flags) {
-    return guard("kvrt_model_detokenize", [&] {
+    return guard("kvrt_model_detokenize", [&]() -> kvrt_status {
         require_non_null(written, "written");
         auto mp = model_of(model);
         if (tokens == nullptr && n_tokens > 0) throw Error(KVRT_ERR_INVALID_ARGUMENT, "tokens is NULL with n_tokens > 0");
@@ -265,8 +265,7 @@ KVRT_API kvrt_status kvrt_model_detokenize(char* dst, size_t capacity, size_t* w
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "unknown detokenize flags " + std::to_string(flags));
         const std::string s = mp->tokenizer().decode(std::span<const int32_t>(tokens, n_tokens),
                                                                (flags & KVRT_DETOKENIZE_SPECIAL) != 0);
-        require_capacity(capacity, dst, s.size(), written, "kvrt_model_detokenize");
-        if (dst) std::memcpy(dst, s.data(), s.size());
+        return write_cstring(dst, capacity, written, s, "kvrt_model_detokenize");
     });
 }
 

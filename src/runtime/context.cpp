@@ -633,10 +633,10 @@ void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, cons
     // token so that they hold what was produced even when a later step fails.
     size_t text_in_buf = 0;
     if (gp.tokens_written) *gp.tokens_written = 0;
-    if (gp.text_written) *gp.text_written = 0;
+    if (gp.text_written) *gp.text_written = 1;  // the text-buffer convention: the NUL counts
     if (gp.text_out && gp.text_capacity > 0) gp.text_out[0] = '\0';
     auto emit_text = [&](size_t upto) {  // text[0, upto) is the answer so far
-        if (gp.text_written) *gp.text_written = upto;
+        if (gp.text_written) *gp.text_written = upto + 1;
         if (!gp.text_out || gp.text_capacity == 0) return;
         size_t n = std::min(upto, gp.text_capacity - 1);
         while (n > text_in_buf && n < upto && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;

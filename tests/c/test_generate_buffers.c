@@ -80,7 +80,7 @@ int main(void) {
     EXPECT_OK(kvrt_context_generate(&st, ctx, 0, prompt, n, &gc));
     EXPECT(tw == 24 && st.generated_tokens == 24);
     EXPECT(memcmp(toks, stream.tokens, 24 * sizeof(int32_t)) == 0);
-    EXPECT(xw == stream.len && strlen(text) == xw && strcmp(text, stream.text) == 0);
+    EXPECT(xw == stream.len + 1 && strlen(text) + 1 == xw && strcmp(text, stream.text) == 0); /* the NUL counts */
 
     /* Truncated: the first tokens, the counts of the whole answer, a NUL-terminated prefix. */
     gc.tokens_out = small_toks;
@@ -89,7 +89,7 @@ int main(void) {
     gc.text_capacity = sizeof small_text;
     EXPECT_OK(kvrt_context_generate(NULL, ctx, 0, prompt, n, &gc));
     EXPECT(tw == 24 && small_toks[0] == stream.tokens[0] && small_toks[1] == stream.tokens[1]);
-    EXPECT(xw == stream.len && xw >= sizeof small_text); /* reported as truncated */
+    EXPECT(xw == stream.len + 1 && xw > sizeof small_text); /* reported as truncated */
     EXPECT(strlen(small_text) <= sizeof small_text - 1);
     EXPECT(strncmp(small_text, stream.text, strlen(small_text)) == 0);
     /* cut at a character boundary: the next byte of the full text is not a continuation byte */
@@ -114,8 +114,8 @@ int main(void) {
         EXPECT_OK(kvrt_context_generate(&st, ctx, 0, prompt, n, &gc));
         EXPECT(st.stop_reason == KVRT_STOP_STRING);
         EXPECT(strstr(stream.text, cut) != NULL);
-        EXPECT(xw == (size_t)(strstr(stream.text, cut) - stream.text));
-        EXPECT(strlen(text) == xw && strncmp(text, stream.text, xw) == 0);
+        EXPECT(xw == (size_t)(strstr(stream.text, cut) - stream.text) + 1);
+        EXPECT(strlen(text) + 1 == xw && strncmp(text, stream.text, xw - 1) == 0);
         gc.stop_strings = NULL;
         gc.n_stop_strings = 0;
     }

@@ -139,7 +139,7 @@ int main(void) {
     /* Families. */
     EXPECT_OK(kvrt_model_chat_apply_template(buf, sizeof buf, &w2, m, "chatml", msgs, 2, 0));
     EXPECT(strcmp(buf, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello<|im_end|>\n") == 0);
-    EXPECT(w2 == strlen(buf));
+    EXPECT(w2 == strlen(buf) + 1); /* text buffers: written counts the NUL */
     EXPECT_OK(kvrt_model_chat_apply_template(buf, sizeof buf, &w2, m, "gemma", msgs, 1, 1));
     EXPECT(strstr(buf, "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n") != NULL);
     EXPECT_OK(kvrt_model_chat_apply_template(buf, sizeof buf, &w2, m, "llama3", msgs, 1, 1));

@@ -134,7 +134,7 @@ int main(void) {
 
     /* metadata */
     EXPECT(kvrt_model_meta_string(buf, sizeof buf, &w, m, "llama.block_count") == KVRT_OK);
-    EXPECT(strcmp(buf, "30") == 0 && w == 2);
+    EXPECT(strcmp(buf, "30") == 0 && w == 3); /* text buffers: written counts the NUL */
     EXPECT(kvrt_model_meta_string(buf, sizeof buf, &w, m, "general.architecture") == KVRT_OK);
     EXPECT(strcmp(buf, "llama") == 0);
     EXPECT(kvrt_model_meta_string(NULL, 0, &w, m, "general.architecture") == KVRT_OK);
@@ -179,16 +179,16 @@ int main(void) {
     toks[1] = 6376;
     toks[2] = 314;
     EXPECT(kvrt_model_detokenize(buf, sizeof buf, &w, m, toks, 3, 0) == KVRT_OK);
-    EXPECT(w == 10 && memcmp(buf, "The sky is", 10) == 0);
-    EXPECT(kvrt_model_detokenize(NULL, 0, &w, m, toks, 3, 0) == KVRT_OK && w == 10);
-    EXPECT(kvrt_model_detokenize(buf, 4, &w, m, toks, 3, 0) == KVRT_ERR_BUFFER_TOO_SMALL && w == 10);
+    EXPECT(w == 11 && strcmp(buf, "The sky is") == 0); /* NUL-terminated; written counts the NUL */
+    EXPECT(kvrt_model_detokenize(NULL, 0, &w, m, toks, 3, 0) == KVRT_OK && w == 11);
+    EXPECT(kvrt_model_detokenize(buf, 4, &w, m, toks, 3, 0) == KVRT_ERR_BUFFER_TOO_SMALL && w == 11);
     toks[1] = 49152;
     EXPECT(kvrt_model_detokenize(buf, sizeof buf, &w, m, toks, 3, 0) == KVRT_ERR_OUT_OF_RANGE);
     EXPECT(strstr(kvrt_last_error(), "49152") != NULL);
     toks[0] = 2;
     EXPECT(kvrt_model_detokenize(buf, sizeof buf, &w, m, toks, 1, KVRT_DETOKENIZE_SPECIAL) == KVRT_OK);
-    EXPECT(w == 10 && memcmp(buf, "<|im_end|>", 10) == 0);
-    EXPECT(kvrt_model_detokenize(buf, sizeof buf, &w, m, toks, 1, 0) == KVRT_OK && w == 0);
+    EXPECT(w == 11 && strcmp(buf, "<|im_end|>") == 0);
+    EXPECT(kvrt_model_detokenize(buf, sizeof buf, &w, m, toks, 1, 0) == KVRT_OK && w == 1 && buf[0] == '\0');
 
     EXPECT(kvrt_model_token_is_eog(&eog, m, 2) == KVRT_OK && eog == 1);
     EXPECT(kvrt_model_token_is_eog(&eog, m, 504) == KVRT_OK && eog == 0);
@@ -202,7 +202,7 @@ int main(void) {
     EXPECT(kvrt_model_chat_apply(NULL, 0, &w, m, msgs, 1, 1) == KVRT_OK);
     i = w;
     EXPECT(kvrt_model_chat_apply(buf, sizeof buf, &w, m, msgs, 1, 1) == KVRT_OK);
-    EXPECT(w + 1 == i && buf[w] == '\0');
+    EXPECT(w == i && buf[w - 1] == '\0' && strlen(buf) + 1 == w);
     EXPECT(strstr(buf, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n") != NULL);
     EXPECT(strstr(buf, "You are a helpful AI assistant named SmolLM") != NULL);
     EXPECT(kvrt_model_chat_apply(buf, 8, &w, m, msgs, 1, 1) == KVRT_ERR_BUFFER_TOO_SMALL);

@@ -77,7 +77,7 @@ std::string detokenize(const kvrt_model* m, const std::vector<int32_t>& toks) {
     if (kvrt_model_detokenize(nullptr, 0, &n, m, toks.data(), toks.size(), 0) != KVRT_OK) return {};
     std::string s(n, '\0');
     if (kvrt_model_detokenize(s.data(), s.size(), &n, m, toks.data(), toks.size(), 0) != KVRT_OK) return {};
-    s.resize(n);
+    s.resize(n - 1);  // text buffers: *written counts the NUL
     return s;
 }
 
@@ -91,7 +91,7 @@ bool chat_prompt(const kvrt_model* m, const std::vector<std::pair<std::string, s
     out.assign(n, '\0');
     s = kvrt_model_chat_apply(out.data(), out.size(), &n, m, cm.data(), cm.size(), 1);
     if (s != KVRT_OK) return report_error("chat", "chat template", s), false;
-    out.resize(n);
+    out.resize(n - 1);  // text buffers: *written counts the NUL
     return true;
 }
 

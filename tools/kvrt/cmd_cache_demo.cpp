@@ -72,7 +72,7 @@ int compute(kvrt_cache* cache, uint64_t seq, int32_t n_layers, int64_t from, int
                 k[i] = static_cast<uint16_t>(p);
                 v[i] = static_cast<uint16_t>(l);
             }
-            TRY(kvrt_cache_write_rows(cache, seq, l, p, 1, k.data(), v.data()));
+            TRY(kvrt_cache_write_rows_v2(cache, seq, l, p, 1, k.data(), k.size() * sizeof k[0], v.data(), v.size() * sizeof v[0]));
         }
     TRY(kvrt_cache_seq_mark_computed(cache, seq, to));
     return 0;

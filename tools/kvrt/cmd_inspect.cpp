@@ -296,11 +296,11 @@ int cmd_inspect(int argc, char** argv) {
         size_t w = 0;
         std::string key(256, '\0'), val;
         if (kvrt_model_meta_key(key.data(), key.size(), &w, m, i) != KVRT_OK) continue;
-        key.resize(w);
+        key.resize(w - 1);  // text buffers: *written counts the NUL
         if (kvrt_model_meta_string(nullptr, 0, &w, m, key.c_str()) != KVRT_OK) continue;
         val.assign(w, '\0');
         if (kvrt_model_meta_string(val.data(), val.size(), &w, m, key.c_str()) != KVRT_OK) continue;
-        val.resize(w);
+        val.resize(w - 1);
         meta.emplace_back(key, val);
     }
     // Tensors: per type counts and bytes.

@@ -231,7 +231,11 @@ SIGNATURES = {
     "kvrt_cache_layer_info_init": (status_t, [POINTER(cache_layer_info), c_size_t]),
     "kvrt_cache_layer_info_get": (status_t, [POINTER(cache_layer_info), P, c_int32]),
     "kvrt_cache_write_rows": (status_t, [P, c_uint64, c_int32, c_int64, c_int64, c_void_p, c_void_p]),
-    "kvrt_cache_read_rows": (status_t, [c_void_p, c_void_p, P, c_uint64, c_int32, c_int64, c_int64]),
+    "kvrt_cache_read_rows": (status_t, [c_void_p, c_void_p, P, c_uint64, c_int32, c_int64, c_int64]),  # deprecated
+    "kvrt_cache_write_rows_v2": (status_t, [P, c_uint64, c_int32, c_int64, c_int64, c_void_p, c_size_t, c_void_p,
+                                            c_size_t]),
+    "kvrt_cache_read_rows_v2": (status_t, [c_void_p, c_size_t, c_void_p, c_size_t, P, c_uint64, c_int32, c_int64,
+                                           c_int64]),
     "kvrt_cache_block_table": (status_t, [POINTER(c_void_p), c_size_t, _szp, P, c_uint64, c_int32]),
     "kvrt_cache_save_prefixes": (status_t, [_u64p, P, c_char_p, c_uint64, c_uint64]),
     "kvrt_cache_load_prefixes": (status_t, [_u64p, P, c_char_p, c_uint64, c_uint64]),

@@ -53,17 +53,18 @@ def create(fn, *args):
 
 
 def read_text(call):
-    """kvrt's (dst, capacity, written) convention for text: size query, then fill."""
+    """kvrt's (dst, capacity, written) convention for text: size query, then fill.
+    written counts the terminating NUL (kvrt/model.h); the text is written - 1 bytes."""
     written = ctypes.c_size_t()
     check(call(None, 0, ctypes.byref(written)))
     while True:
-        cap = written.value + 1
+        cap = max(written.value, 1)
         buf = ctypes.create_string_buffer(cap)
         status = call(buf, cap, ctypes.byref(written))
         if status == -10 and written.value > cap:  # grew in between
             continue
         check(status)
-        return buf.raw[:written.value]
+        return buf.raw[:written.value - 1]
 
 
 class Callback:

@@ -196,15 +196,17 @@ class Cache(Handle):
         need = n_rows * self.layer_info(layer)["row_bytes"]
         kd = self._rows("k", k, need).tobytes()
         vd = None if v is None else self._rows("v", v, need).tobytes()
-        check(C.lib().kvrt_cache_write_rows(self._p, seq, layer, first_row, n_rows, kd, vd))
+        check(C.lib().kvrt_cache_write_rows_v2(self._p, seq, layer, first_row, n_rows, kd, len(kd), vd,
+                                               0 if vd is None else len(vd)))
 
     def read_rows(self, seq, layer, first_row, n_rows, k, v=None):
         """Copies n_rows rows into the writable buffers k (and v, or None to skip V)."""
         need = n_rows * self.layer_info(layer)["row_bytes"]
         kb = (ctypes.c_char * need).from_buffer(self._rows("k", k, need))
         vb = None if v is None else (ctypes.c_char * need).from_buffer(self._rows("v", v, need))
-        check(C.lib().kvrt_cache_read_rows(ctypes.addressof(kb), ctypes.addressof(vb) if vb is not None else None,
-                                           self._p, seq, layer, first_row, n_rows))
+        check(C.lib().kvrt_cache_read_rows_v2(ctypes.addressof(kb), need,
+                                              ctypes.addressof(vb) if vb is not None else None,
+                                              need if vb is not None else 0, self._p, seq, layer, first_row, n_rows))
 
     def seq_save(self, seq, path):
         check(C.lib().kvrt_cache_seq_save(self._p, seq, os.fsencode(path)))

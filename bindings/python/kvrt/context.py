@@ -12,13 +12,15 @@ from dataclasses import dataclass
 
 from . import _capi as C
 from ._handle import Callback, Handle, create
-from .cache import add_tier_of, persist_of, set_budget_of, stats_of, tier_config, tier_stats_of, trim_of
+from .cache import (DTYPE_BF16, DTYPE_F16, DTYPE_F32, DTYPE_FP8_E4M3, DTYPE_I8, add_tier_of, persist_of, set_budget_of,
+                    stats_of, tier_config, tier_stats_of, trim_of)
 from .errors import KvrtError, Status, check
 
-KV_F32, KV_F16, KV_BF16 = 0, 1, 2
-# Quantised KV rows (kvrt/context.h): int8 with an f16 scale per 32 elements of a head
-# (head_dim % 32 == 0), fp8 e4m3 with an f16 scale per head of a row.
-KV_I8, KV_FP8_E4M3 = 3, 4
+# A context's K/V element types are the cache's DTYPE_* (kvrt_dtype, the one dtype enum;
+# DTYPE_I8: int8 with an f16 scale per 32 elements of a head, head_dim % 32 == 0;
+# DTYPE_FP8_E4M3: fp8 e4m3 with an f16 scale per head of a row). The KV_* names are
+# deprecated aliases of the same values (C's KVRT_KV_*), kept for older code.
+KV_F32, KV_F16, KV_BF16, KV_I8, KV_FP8_E4M3 = DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_I8, DTYPE_FP8_E4M3
 CED_PREFILL_EXACT, CED_PREFILL_CED = C.CED_PREFILL_EXACT, C.CED_PREFILL_CED
 CED_RESUME_AUTO, CED_RESUME_CHECKPOINT, CED_RESUME_BOUNDED_REPLAY, CED_RESUME_COLD = (
     C.CED_RESUME_AUTO, C.CED_RESUME_CHECKPOINT, C.CED_RESUME_BOUNDED_REPLAY, C.CED_RESUME_COLD)

@@ -267,10 +267,18 @@ extern "C" {
 
     pub fn kvrt_cache_layer_info_init(out: *mut kvrt_cache_layer_info, struct_size: usize) -> kvrt_status;
     pub fn kvrt_cache_layer_info_get(out: *mut kvrt_cache_layer_info, cache: *const kvrt_cache, layer: i32) -> kvrt_status;
+    #[deprecated(note = "use kvrt_cache_write_rows_v2 (buffer sizes checked)")]
     pub fn kvrt_cache_write_rows(cache: *mut kvrt_cache, seq: u64, layer: i32, first_row: i64, n_rows: i64,
                                  k: *const c_void, v: *const c_void) -> kvrt_status;
+    #[deprecated(note = "use kvrt_cache_read_rows_v2 (dst, capacity)")]
     pub fn kvrt_cache_read_rows(k_dst: *mut c_void, v_dst: *mut c_void, cache: *const kvrt_cache, seq: u64,
                                 layer: i32, first_row: i64, n_rows: i64) -> kvrt_status;
+    pub fn kvrt_cache_write_rows_v2(cache: *mut kvrt_cache, seq: u64, layer: i32, first_row: i64, n_rows: i64,
+                                    k: *const c_void, k_bytes: usize, v: *const c_void, v_bytes: usize)
+                                    -> kvrt_status;
+    pub fn kvrt_cache_read_rows_v2(k_dst: *mut c_void, k_capacity: usize, v_dst: *mut c_void, v_capacity: usize,
+                                   cache: *const kvrt_cache, seq: u64, layer: i32, first_row: i64, n_rows: i64)
+                                   -> kvrt_status;
     pub fn kvrt_cache_block_table(dst: *mut *const c_void, capacity: usize, written: *mut usize,
                                   cache: *const kvrt_cache, seq: u64, layer: i32) -> kvrt_status;
 
@@ -384,11 +392,18 @@ pub struct kvrt_sampler {
     _private: [u8; 0],
 }
 
-pub const KVRT_KV_F32: i32 = 0;
-pub const KVRT_KV_F16: i32 = 1;
-pub const KVRT_KV_BF16: i32 = 2;
-pub const KVRT_KV_I8: i32 = 3;
-pub const KVRT_KV_FP8_E4M3: i32 = 4;
+// kvrt/context.h's KVRT_KV_* (deprecated since 0.3): aliases of the one dtype enum,
+// KVRT_DTYPE_* above.
+#[deprecated(note = "use KVRT_DTYPE_F32")]
+pub const KVRT_KV_F32: i32 = KVRT_DTYPE_F32;
+#[deprecated(note = "use KVRT_DTYPE_F16")]
+pub const KVRT_KV_F16: i32 = KVRT_DTYPE_F16;
+#[deprecated(note = "use KVRT_DTYPE_BF16")]
+pub const KVRT_KV_BF16: i32 = KVRT_DTYPE_BF16;
+#[deprecated(note = "use KVRT_DTYPE_I8")]
+pub const KVRT_KV_I8: i32 = KVRT_DTYPE_I8;
+#[deprecated(note = "use KVRT_DTYPE_FP8_E4M3")]
+pub const KVRT_KV_FP8_E4M3: i32 = KVRT_DTYPE_FP8_E4M3;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -37,10 +37,12 @@ impl LayerKind {
     }
 }
 
-/// Element type of a layer's rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Element type of a layer's rows and of a context's K/V (`kvrt_dtype`, the one dtype
+/// enum of the C API; `KvType` is an alias). The default is F16.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DType {
     F32,
+    #[default]
     F16,
     Bf16,
     /// int8, an f16 scale per 32 elements of a head (full and window layers).
@@ -299,18 +301,20 @@ impl Cache {
     /// separate V) must hold exactly n_rows x row_bytes bytes.
     pub fn write_rows(&self, seq: u64, layer: i32, first_row: i64, n_rows: i64, k: &[u8], v: Option<&[u8]>) -> Result<()> {
         self.check_rows(layer, n_rows, k.len(), v.map(|v| v.len()))?;
-        let vp = v.map_or(ptr::null(), |v| v.as_ptr() as *const c_void);
+        let (vp, vn) = v.map_or((ptr::null(), 0), |v| (v.as_ptr() as *const c_void, v.len()));
         check(unsafe {
-            sys::kvrt_cache_write_rows(self.raw.as_ptr(), seq, layer, first_row, n_rows, k.as_ptr() as *const c_void, vp)
+            sys::kvrt_cache_write_rows_v2(self.raw.as_ptr(), seq, layer, first_row, n_rows,
+                                          k.as_ptr() as *const c_void, k.len(), vp, vn)
         })
     }
 
     /// Reads `n_rows` rows from `first_row` into `k` (and `v` when given).
     pub fn read_rows(&self, seq: u64, layer: i32, first_row: i64, n_rows: i64, k: &mut [u8], v: Option<&mut [u8]>) -> Result<()> {
         self.check_rows(layer, n_rows, k.len(), v.as_ref().map(|v| v.len()))?;
-        let vp = v.map_or(ptr::null_mut(), |v| v.as_mut_ptr() as *mut c_void);
+        let (vp, vn) = v.map_or((ptr::null_mut(), 0), |v| (v.as_mut_ptr() as *mut c_void, v.len()));
         check(unsafe {
-            sys::kvrt_cache_read_rows(k.as_mut_ptr() as *mut c_void, vp, self.raw.as_ptr(), seq, layer, first_row, n_rows)
+            sys::kvrt_cache_read_rows_v2(k.as_mut_ptr() as *mut c_void, k.len(), vp, vn, self.raw.as_ptr(), seq,
+                                         layer, first_row, n_rows)
         })
     }
 

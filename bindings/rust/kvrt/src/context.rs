@@ -13,30 +13,9 @@ use crate::error::{check, Error, ErrorKind, Result};
 use crate::model::Model;
 use crate::util::{cstring, read_buffer, Callback};
 
-/// Element type of cached K/V rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum KvType {
-    F32,
-    #[default]
-    F16,
-    Bf16,
-    /// int8 with an f16 scale per 32 elements of a head (head_dim % 32 == 0).
-    I8,
-    /// fp8 e4m3 with an f16 scale per head of a row.
-    Fp8E4m3,
-}
-
-impl KvType {
-    fn raw(self) -> i32 {
-        match self {
-            KvType::F32 => sys::KVRT_KV_F32,
-            KvType::F16 => sys::KVRT_KV_F16,
-            KvType::Bf16 => sys::KVRT_KV_BF16,
-            KvType::I8 => sys::KVRT_KV_I8,
-            KvType::Fp8E4m3 => sys::KVRT_KV_FP8_E4M3,
-        }
-    }
-}
+/// Element type of cached K/V rows: the cache's `DType` (one dtype enum, as `kvrt_dtype`
+/// in C; this name is kept so that code written before 0.3 compiles). Default F16.
+pub type KvType = crate::cache::DType;
 
 /// Prefill semantics of a CED model (kvrt_ced_prefill_mode); ignored for other models.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

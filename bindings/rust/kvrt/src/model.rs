@@ -11,7 +11,7 @@ use kvrt_sys as sys;
 
 use crate::cache::DType;
 use crate::error::{check, Error, ErrorKind, Result};
-use crate::util::{cpath, cstring, read_buffer, Callback};
+use crate::util::{cpath, cstring, read_buffer, read_text, Callback};
 
 /// Options of [`Model::load_with`].
 #[derive(Default)]
@@ -219,7 +219,7 @@ impl Model {
     /// A GGUF metadata value as text; `Err(NotFound)` for a missing key.
     pub fn meta(&self, key: &str) -> Result<String> {
         let ckey = cstring("metadata key", key)?;
-        let buf = read_buffer::<c_char>(|dst, cap, written| unsafe {
+        let buf = read_text(|dst, cap, written| unsafe {
             sys::kvrt_model_meta_string(dst, cap, written, self.raw.as_ptr(), ckey.as_ptr())
         })?;
         Ok(bytes_to_string(&buf))
@@ -231,7 +231,7 @@ impl Model {
         check(unsafe { sys::kvrt_model_meta_count(&mut n, self.raw.as_ptr()) })?;
         (0..n)
             .map(|i| {
-                read_buffer::<c_char>(|dst, cap, written| unsafe {
+                read_text(|dst, cap, written| unsafe {
                     sys::kvrt_model_meta_key(dst, cap, written, self.raw.as_ptr(), i)
                 })
                 .map(|b| bytes_to_string(&b))
@@ -247,7 +247,7 @@ impl Model {
         for i in 0..n {
             let mut type_name: *const c_char = ptr::null();
             let (mut n_elements, mut n_bytes) = (0u64, 0u64);
-            let name = read_buffer::<c_char>(|dst, cap, written| unsafe {
+            let name = read_text(|dst, cap, written| unsafe {
                 sys::kvrt_model_tensor_info(dst, cap, written, &mut type_name, &mut n_elements, &mut n_bytes,
                                             self.raw.as_ptr(), i)
             })?;
@@ -272,7 +272,7 @@ impl Model {
     /// Token ids back to bytes (UTF-8 unless the ids split a character).
     pub fn detokenize_bytes(&self, tokens: &[i32], render_special: bool) -> Result<Vec<u8>> {
         let flags = if render_special { sys::KVRT_DETOKENIZE_SPECIAL } else { 0 };
-        let buf = read_buffer::<c_char>(|dst, cap, written| unsafe {
+        let buf = read_text(|dst, cap, written| unsafe {
             sys::kvrt_model_detokenize(dst, cap, written, self.raw.as_ptr(), tokens.as_ptr(), tokens.len(), flags)
         })?;
         Ok(buf.into_iter().map(|c| c as u8).collect())
@@ -326,7 +326,7 @@ impl Model {
     /// with [`TokenizeFlags::CHAT`].
     pub fn chat_apply(&self, messages: &[ChatMessage<'_>], add_assistant: bool) -> Result<String> {
         let (_owned, raw) = chat_messages(messages)?;
-        let buf = read_buffer::<c_char>(|dst, cap, written| unsafe {
+        let buf = read_text(|dst, cap, written| unsafe {
             sys::kvrt_model_chat_apply(dst, cap, written, self.raw.as_ptr(), raw.as_ptr(), raw.len(),
                                        add_assistant as c_int)
         })?;
@@ -366,7 +366,7 @@ impl Model {
                                -> Result<String> {
         let tmpl = cstring("chat template", template)?;
         let (_owned, raw) = chat_messages(messages)?;
-        let buf = read_buffer::<c_char>(|dst, cap, written| unsafe {
+        let buf = read_text(|dst, cap, written| unsafe {
             sys::kvrt_model_chat_apply_template(dst, cap, written, self.raw.as_ptr(), tmpl.as_ptr(), raw.as_ptr(),
                                                 raw.len(), add_assistant as c_int)
         })?;

@@ -43,6 +43,16 @@ pub(crate) fn read_buffer<T: Copy + Default>(
     }
 }
 
+/// `read_buffer` for kvrt's text buffers: NUL-terminated, `written` counting the
+/// NUL (kvrt/model.h); returns the text without its terminator.
+pub(crate) fn read_text(
+    f: impl FnMut(*mut std::os::raw::c_char, usize, *mut usize) -> sys::kvrt_status,
+) -> Result<Vec<std::os::raw::c_char>> {
+    let mut buf = read_buffer::<std::os::raw::c_char>(f)?;
+    buf.pop();
+    Ok(buf)
+}
+
 /// The state a C callback trampoline reaches through `user_data`: the Rust
 /// closure and the panic it raised, if any (resumed once the C call has
 /// returned, so no unwinding crosses the C frames).
