@@ -178,6 +178,30 @@ TEST_CASE("onednn.sparse.bit_identical_across_batching_and_threads") {
     }
     CHECK(test::bit_equal(out1, out4));
     CHECK(test::bit_equal(lse1, lse4));
+    // The hand-written kernel (mode off) keeps its own bits across batching and threads too.
+    {
+        ModeScope off(onednn::Mode::Off);
+        std::vector<float> h1(out1.size()), hl1(lse1.size()), h2(out1.size(), NAN), hl2(lse1.size(), NAN);
+        auto run_cpu = [&](int32_t first, int32_t count, std::vector<float>& out, std::vector<float>& lse) {
+            std::vector<SparseQuery> qs;
+            for (int32_t i = first; i < first + count; ++i)
+                qs.push_back(SparseQuery{q.data() + qn * size_t(i), rows[size_t(i)].data(),
+                                         int32_t(rows[size_t(i)].size()), out.data() + qn * size_t(i),
+                                         lse.data() + size_t(H) * i});
+            cpu::attention_sparse(bank.kv, p, qs.data(), count);
+        };
+        {
+            ThreadsScope t(1);
+            run_cpu(0, nq, h1, hl1);
+        }
+        {
+            ThreadsScope t(2);
+            for (int32_t i = 0; i < nq; ++i) run_cpu(i, 1, h2, hl2);
+        }
+        CHECK(test::bit_equal(h1, h2));
+        CHECK(test::bit_equal(hl1, hl2));
+        CHECK(test::max_abs_diff(h1, out1) < 2e-5f);
+    }
     // Against the ref twin as well.
     for (int32_t i = 0; i < nq; ++i) {
         std::vector<float> o(qn), l(static_cast<size_t>(H));

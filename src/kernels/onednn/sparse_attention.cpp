@@ -90,7 +90,7 @@ bool sparse_attention_use_onednn(const PagedKV& bank, const AttnParams& p) noexc
     // Auto: where bench_onednn_sparse measured oneDNN ahead (README.md in this folder). A function
     // of the model's shape alone (never of the batch or the selection), so that every call of a
     // model takes the same path and chunking / decode cannot change the bits.
-    return p.n_heads >= 8 && int64_t(p.n_heads) * p.head_dim >= 1024;
+    return int64_t(p.n_heads) * p.head_dim >= 1024;
 }
 
 // ---------------------------------------------------------------------------------------------
