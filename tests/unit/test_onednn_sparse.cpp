@@ -232,6 +232,20 @@ TEST_CASE("onednn.sparse.choice") {
         CHECK_FALSE(onednn::sparse_attention_use_onednn(bf.kv, p));
     }
     CHECK(std::string(onednn::onednn_mode_name(onednn::Mode::Auto)) == "auto");
+    // Auto: the model's shape and the ISA level decide (measured on AVX2 only).
+    {
+        ModeScope autom(onednn::Mode::Auto);
+        AttnParams small = p;
+        small.n_heads = 2;
+        small.head_dim = 128;
+        for (Isa isa : test::available_isas()) {
+            test::IsaScope s(isa);
+            const bool avx2_level = isa == Isa::Avx2 || isa == Isa::AvxVnni;
+            CAPTURE(std::string(isa_name(isa)));
+            CHECK(onednn::sparse_attention_use_onednn(bf.kv, p) == avx2_level);  // 16 x 128
+            CHECK_FALSE(onednn::sparse_attention_use_onednn(bf.kv, small));      // 2 x 128
+        }
+    }
     // A quantised bank with the mode on computes as with it off (the hand kernel both times).
     auto q = test::random_vec(size_t(16) * 128, 1903);
     auto rows = pick_rows(64, 40, 1904);

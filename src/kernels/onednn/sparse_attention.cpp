@@ -90,7 +90,10 @@ bool sparse_attention_use_onednn(const PagedKV& bank, const AttnParams& p) noexc
     // Auto: where bench_onednn_sparse measured oneDNN ahead (README.md in this folder). A function
     // of the model's shape alone (never of the batch or the selection), so that every call of a
     // model takes the same path and chunking / decode cannot change the bits.
-    return int64_t(p.n_heads) * p.head_dim >= 1024;
+    // Measured on AVX2 only (Zen 3): AVX-512 CPUs keep the hand kernel (4-row register blocks,
+    // bf16 dot products on avx512bf16) until bench_onednn_sparse has been run on one.
+    const Isa isa = isa_active();
+    return (isa == Isa::Avx2 || isa == Isa::AvxVnni) && int64_t(p.n_heads) * p.head_dim >= 1024;
 }
 
 // ---------------------------------------------------------------------------------------------
