@@ -22,6 +22,7 @@
 #include "cache/state_file.hpp"
 #include "model/model.hpp"
 #include "runtime/context.hpp"
+#include "runtime/seq_file.hpp"
 #include "util/error.hpp"
 
 #include <cstring>
@@ -29,25 +30,10 @@
 
 namespace kvrt::runtime {
 
-namespace {
-const char kCtxMagic[8] = {'K', 'V', 'R', 'T', 'C', 'T', 'X', '\0'};
-constexpr uint32_t kFamilyDecoder = 0, kFamilyCed = 1;
-
-// The header's KV dtype word: K's type, and V's type + 1 above it when V's differs.
-uint32_t kv_dtypes_word(DType k, const std::optional<DType>& v) {
-    const uint32_t vw = v && *v != k ? static_cast<uint32_t>(*v) + 1 : 0;
-    return static_cast<uint32_t>(k) | (vw << 16);
-}
-
-std::string kv_dtypes_text(uint32_t w) {
-    const uint32_t k = w & 0xffffu, v = w >> 16;
-    auto name = [](uint32_t t) {
-        return t <= static_cast<uint32_t>(DType::FP8_E4M3) ? std::string(dtype_name(static_cast<DType>(t)))
-                                                      : "type " + std::to_string(t);
-    };
-    return v == 0 ? "K and V rows of " + name(k) : "K rows of " + name(k) + " and V rows of " + name(v - 1);
-}
-}  // namespace
+// The file's magic, family codes and dtype word live in runtime/seq_file.hpp, with the
+// parser both load_seq and the fuzz harness (tests/fuzz/fuzz_seq_file.cpp) use.
+static constexpr const char* kCtxMagic = kSeqFileMagic;
+static constexpr uint32_t kFamilyDecoder = kSeqFamilyDecoder, kFamilyCed = kSeqFamilyCed;
 
 void Context::save_seq(int32_t seq, const std::string& path) const {
     const Seq& s = seq_ref(seq);
@@ -79,49 +65,21 @@ void Context::load_seq(int32_t seq, const std::string& path) {
     const uint64_t budget = ced_ ? ced_->bank_cache().stats().budget_bytes + ced_->window_cache().stats().budget_bytes
                                  : cache_->stats().budget_bytes;
     cache::StateReader r(path, kCtxMagic, 2 * budget + (uint64_t(1) << 34));
-    const uint32_t family = r.u32();
-    KVRT_CHECK(family == kFamilyDecoder || family == kFamilyCed, KVRT_ERR_BAD_FORMAT,
-               path + ": unknown model family " + std::to_string(family));
-    KVRT_CHECK((family == kFamilyCed) == (ced_ != nullptr), KVRT_ERR_MISMATCH,
-               path + " holds a " + (family == kFamilyCed ? "CED" : "decoder") + " sequence; this context runs a " +
-                   (ced_ ? "CED" : "decoder") + " model");
-    const uint64_t fp_lo = r.u64(), fp_hi = r.u64();
-    KVRT_CHECK(fp_lo == model_->fingerprint().lo && fp_hi == model_->fingerprint().hi, KVRT_ERR_MISMATCH,
-               path + " was saved from another model (fingerprint differs)");
-    const uint32_t dtype = r.u32(), want = kv_dtypes_word(p_.kv_dtype, p_.kv_v_dtype);
-    KVRT_CHECK(dtype == want, KVRT_ERR_MISMATCH,
-               path + " holds rows of another KV dtype (" + kv_dtypes_text(dtype) + "); this context keeps " +
-                   kv_dtypes_text(want));
-    const uint32_t bt = r.u32();
-    KVRT_CHECK(bt == static_cast<uint32_t>(p_.block_tokens), KVRT_ERR_MISMATCH,
-               path + " was saved with block_tokens " + std::to_string(bt) + "; this context uses " +
-                   std::to_string(p_.block_tokens));
-    const uint64_t salt_len = r.u64();
-    KVRT_CHECK(salt_len <= r.remaining(), KVRT_ERR_BAD_FORMAT, path + ": salt length exceeds the file");
-    const uint8_t* salt = r.bytes(salt_len);
-    KVRT_CHECK(salt_len == keys_.salt.size() && std::memcmp(salt, keys_.salt.data(), salt_len) == 0, KVRT_ERR_MISMATCH,
-               path + " was saved under another cache salt or act_bits");
-    const uint64_t n = r.u64();
-    KVRT_CHECK(n <= r.remaining() / sizeof(int32_t), KVRT_ERR_BAD_FORMAT, path + ": token count exceeds the file");
-    KVRT_CHECK(n <= p_.n_ctx, KVRT_ERR_OUT_OF_RANGE,
-               path + " holds " + std::to_string(n) + " tokens, more than this context's n_ctx = " + std::to_string(p_.n_ctx));
-    std::vector<int32_t> tokens(n);
-    if (n) std::memcpy(tokens.data(), r.bytes(n * sizeof(int32_t)), n * sizeof(int32_t));
-    const uint32_t nv = model_->config().n_vocab;
-    for (int32_t t : tokens)
-        KVRT_CHECK(t >= 0 && static_cast<uint32_t>(t) < nv, KVRT_ERR_BAD_FORMAT, path + ": a token is outside the vocabulary");
-    const uint32_t has_logits = r.u32();
-    const uint64_t nl = r.u64();
-    KVRT_CHECK(has_logits <= 1 && nl == (has_logits ? nv : 0) && (nl == 0 || n > 0), KVRT_ERR_BAD_FORMAT,
-               path + ": bad logits record");
-    std::vector<float> logits(nl);
-    if (nl) std::memcpy(logits.data(), r.bytes(nl * sizeof(float)), nl * sizeof(float));
-    const uint64_t arch_len = r.u64();
-    KVRT_CHECK(arch_len <= r.remaining(), KVRT_ERR_BAD_FORMAT, path + ": the saved rows exceed the file");
-    const uint8_t* ap = r.bytes(arch_len);
-    std::vector<uint8_t> arch(ap, ap + arch_len);
-    r.expect_end();
-    KVRT_CHECK((arch_len == 0) == (n == 0), KVRT_ERR_BAD_FORMAT, path + ": tokens without rows (or rows without tokens)");
+    SeqFileExpect want;
+    want.ced = ced_ != nullptr;
+    want.fingerprint_lo = model_->fingerprint().lo;
+    want.fingerprint_hi = model_->fingerprint().hi;
+    want.dtypes_word = kv_dtypes_word(p_.kv_dtype, p_.kv_v_dtype);
+    want.block_tokens = static_cast<uint32_t>(p_.block_tokens);
+    want.salt = keys_.salt;
+    want.n_ctx = p_.n_ctx;
+    want.n_vocab = model_->config().n_vocab;
+    SeqFileContents f = read_seq_file(r, want, path);
+    const uint64_t n = f.tokens.size(), fp_lo = f.fingerprint_lo, fp_hi = f.fingerprint_hi;
+    std::vector<int32_t> tokens = std::move(f.tokens);
+    std::vector<float> logits = std::move(f.logits);
+    std::vector<uint8_t> arch = std::move(f.arch);
+    const uint32_t has_logits = f.has_logits ? 1 : 0;
 
     // Load the rows into a new cache sequence; install it only when that worked.
     Seq fresh;

@@ -14,8 +14,9 @@ From the three real models (~/.cache/kvrt/models, as scripts/setup.sh fetches th
                           kl_text.txt, each behind an options byte selecting the tokenizer
   corpus/chat_template/   each model's Jinja chat template and every family, with a
                           conversation (the harness's NUL-separated fields)
-The cache-state corpus is written by the harness itself (KVRT_FUZZ_WRITE_SEEDS=DIR
-build/.../fuzz_cache_state); a tiny CED model (kvrt ced-init --preset tiny) can be added
+The cache-state and seq-file corpora are written by their harnesses (KVRT_FUZZ_WRITE_SEEDS=DIR
+build/.../fuzz_cache_state, fuzz_seq_file: files in Context::save_seq's format around rows
+the cache saved); a tiny CED model (kvrt ced-init --preset tiny) can be added
 to corpus/gguf by hand. Deterministic: the same models give the same files.
 """
 import argparse
