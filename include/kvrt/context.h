@@ -122,6 +122,18 @@ typedef struct kvrt_context_config {
      * tiers hold the bank cache's blocks (written on eviction and kvrt_cache_persist). */
     const kvrt_tier_config *tiers; /* n_tiers entries, each initialised by kvrt_tier_config_init; default NULL */
     size_t n_tiers;                /* default 0 */
+    /* Appended in 0.3 (an older struct_size keeps the default): the width of the activation
+     * codes each quantised weight matmul multiplies with (the CLI's --act-bits).
+     *   8 (default): per 32 activations an f32 scale and 8-bit codes, as llama.cpp's Q8_1.
+     *   16: 16-bit codes (scale amax/32767): the activation rounding, which is all of kvrt's
+     *       distance from exact math on the models measured, shrinks ~256x. The KL divergence
+     *       from a float64 forward and the speed of both are in scripts/reference/README.md
+     *       ("16-bit activation codes").
+     * Every guarantee holds in both (cached == uncached, prefix hit == cold, threads and ISA
+     * paths give the same bits); blocks computed under one width are never reused under the
+     * other (they key the prefix cache and state files as a salt does). Decoder models;
+     * 16 on a CED model is KVRT_ERR_UNSUPPORTED, other values KVRT_ERR_INVALID_ARGUMENT. */
+    int32_t act_bits;
 } kvrt_context_config;
 
 /* Fills *cfg with the defaults. Returns KVRT_ERR_INVALID_ARGUMENT for NULL or

@@ -95,13 +95,14 @@ KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config* cfg, size_t s
         init_struct(cfg, struct_size, kContextConfigV01, "kvrt_context_config");
         cfg->n_seq_max = 1;
         cfg->n_batch = 512;
-        cfg->kv_dtype = KVRT_KV_F16;
+        cfg->kv_dtype = KVRT_DTYPE_F16;
         cfg->block_tokens = 16;
         cfg->prefix_caching = 1;
         if (struct_size >= offsetof(kvrt_context_config, v_dtype) + sizeof(int32_t)) {
             cfg->k_dtype = -1;
             cfg->v_dtype = -1;
         }
+        if (struct_size >= offsetof(kvrt_context_config, act_bits) + sizeof(int32_t)) cfg->act_bits = 8;
     });
 }
 
@@ -151,6 +152,9 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, kvrt_model* model, 
                         "cfg->ced_resume " + std::to_string(c.ced_resume) + " is not a kvrt_ced_resume value");
         p.ced_prefill = static_cast<kvrt::ced::PrefillMode>(c.ced_prefill_mode);
         p.ced_resume = static_cast<kvrt::ced::Resume>(c.ced_resume);
+        if (c.act_bits != 8 && c.act_bits != 16)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->act_bits " + std::to_string(c.act_bits) + " is not 8 or 16");
+        p.act_bits = c.act_bits;
         if (c.progress) {
             kvrt_progress_fn fn = c.progress;
             void* ud = c.progress_user_data;

@@ -70,6 +70,19 @@ KernelIsa kernel_isa_detected() noexcept;
 bool kernel_isa_supported(KernelIsa isa) noexcept;
 const char* kernel_isa_name(KernelIsa isa) noexcept;
 
+// Width of the activation codes the quantised weight types are multiplied with
+// (the context option kvrt_context_config.act_bits). Q8: 8-bit codes per 32-element
+// block, d = amax/127 (the contract above). Q16: 16-bit codes per 32-element block,
+// d = amax/32767, |q| <= 32767 (a NaN becomes -32767), the same integer dot products
+// ~256x finer: the activation error falls from ~0.5% to ~0.002% of a dot product.
+// Float operations per output element in Q16 are those of Q8 except Q6_K, whose two
+// 16-element group products are added as two fmas (they need not fit int32 together):
+//   acc = fma(d*da, (float)(sc_lo*(isum_lo - 32*sa_lo)), acc);
+//   acc = fma(d*da, (float)(sc_hi*(isum_hi - 32*(sa - sa_lo))), acc)
+// Every ISA path gives the same bits in Q16 too (AVX-VNNI and AVX-512 machines run the
+// AVX2 kernels for Q16). Float weight types ignore it (no activation quantisation).
+enum class ActBits : uint8_t { Q8 = 8, Q16 = 16 };
+
 // Rows of one source tensor (GGUF layout) for a stacked PackedWeight.
 struct WeightRows {
     const void* data = nullptr;
@@ -156,8 +169,9 @@ private:
 // stride too small. X and Y must not overlap.
 // Cost: 2*M*N*K operations; W is read once per call (from L1 for every row
 // block of a panel), X quantised once per call for the quantised types.
+// act: the activation code width (ActBits above).
 void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
-            int n_threads = 0, KernelIsa isa = KernelIsa::Auto);
+            int n_threads = 0, KernelIsa isa = KernelIsa::Auto, ActBits act = ActBits::Q8);
 
 // Column pairs of w: the unit of matmul_part (32 output columns each; the last
 // may be partial). = ceil(rows() / 32).
@@ -171,11 +185,12 @@ inline int64_t matmul_pairs(const PackedWeight& w) noexcept { return w.panels() 
 // by every call (into the calling thread's scratch): meant for small M (decode).
 // Throws as matmul(), and KVRT_ERR_INVALID_ARGUMENT for a bad pair range.
 void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
-                 int64_t pair0, int64_t pair1, KernelIsa isa = KernelIsa::Auto);
+                 int64_t pair0, int64_t pair1, KernelIsa isa = KernelIsa::Auto, ActBits act = ActBits::Q8);
 
 // The reference twin (src/kernels/ref/): the same math with naive loops over
 // the original GGUF layout — the same activation quantisation, exact integer
 // block dot products, block partials accumulated in double. Single-threaded.
-void matmul_ref(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy);
+void matmul_ref(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
+                ActBits act = ActBits::Q8);
 
 }  // namespace kvrt

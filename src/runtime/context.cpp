@@ -96,6 +96,10 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     KVRT_CHECK(p_.block_tokens >= 1 && p_.block_tokens <= 4096, KVRT_ERR_INVALID_ARGUMENT,
                "block_tokens must be in [1, 4096]");
     KVRT_CHECK(p_.n_threads >= 0, KVRT_ERR_INVALID_ARGUMENT, "n_threads is negative");
+    KVRT_CHECK(p_.act_bits == 8 || p_.act_bits == 16, KVRT_ERR_INVALID_ARGUMENT,
+               "act_bits " + std::to_string(p_.act_bits) + " is not 8 or 16");
+    KVRT_CHECK(p_.act_bits == 8 || !model_->is_ced(), KVRT_ERR_UNSUPPORTED,
+               "act_bits 16 is implemented for decoder models (llama, qwen2, gemma3), not CED ones");
     if (model_->is_ced()) {
         KVRT_CHECK(!cache_, KVRT_ERR_UNSUPPORTED,
                    "a context over a CED model creates its own bank and window caches; sharing a cache "
@@ -190,6 +194,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     keys_.fingerprint_lo = model_->fingerprint().lo;
     keys_.fingerprint_hi = model_->fingerprint().hi;
     keys_.salt = p_.salt;
+    // Rows computed with 16-bit activation codes differ from 8-bit ones: their prefix blocks
+    // get their own keys (the salt bytes plus a suffix no NUL-terminated cache_salt can
+    // spell), so neither precision ever reuses the other's blocks, in RAM or in a tier.
+    if (p_.act_bits == 16) keys_.salt.append(std::string("\0kvrt-act16", 11));
+    scratch_.act = p_.act_bits == 16 ? ActBits::Q16 : ActBits::Q8;
     seqs_.resize(p_.n_seq_max);
     scratch_.cancel = &cancel_;
 }

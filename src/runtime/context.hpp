@@ -51,6 +51,9 @@ struct ContextParams {
     // prefix-cache hit restores the window state (ced_runtime.hpp).
     ced::PrefillMode ced_prefill = ced::PrefillMode::Exact;
     ced::Resume ced_resume = ced::Resume::Auto;
+    // Activation code width of the quantised weight matmuls: 8 or 16 (ActBits in
+    // kernels/weight_matmul.hpp); decoder models only. Part of the prefix-cache keys.
+    int act_bits = 8;
 };
 
 // What one prefill / generate did.

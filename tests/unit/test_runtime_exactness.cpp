@@ -47,13 +47,16 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
     return c;
 }
 
-// The cache's K/V element types (issue 15): f16 (the default), int8, fp8, and K and V apart.
+// The cache's K/V element types (issue 15): f16 (the default), int8, fp8, and K and V apart;
+// and the activation codes of the quantised matmuls (8 or 16 bits: ContextParams::act_bits).
 struct KvTypes {
     DType k = DType::F16, v = DType::F16;
+    ActBits act = ActBits::Q8;
 };
 runtime::ContextParams typed(runtime::ContextParams p, KvTypes t) {
     p.kv_dtype = t.k;
     if (t.v != t.k) p.kv_v_dtype = t.v;
+    p.act_bits = static_cast<int>(t.act);
     return p;
 }
 
@@ -62,7 +65,7 @@ void chunked_prefill(const char* arch, KvTypes kt = {}) {
     if (!A.ok) return;
     const std::vector<int32_t> p = A.encode("The quick brown fox jumps over the lazy dog because it was late.");
     REQUIRE(p.size() >= 12);
-    const std::vector<float> want = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), kt.k, kt.v);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), kt.k, kt.v, kt.act);
     for (uint32_t chunk : {1u, 5u, 512u}) {
         runtime::Context ctx(A.m, typed(small_params(256, chunk, false), kt));
         std::vector<float> all;
@@ -83,7 +86,7 @@ void greedy_decode(const char* arch, KvTypes kt = {}) {
     const kvrt::test::GreedyRun run = greedy_run(ctx, 0, p, steps);
     std::vector<int32_t> all = p;
     all.insert(all.end(), run.tokens.begin(), run.tokens.end() - 1);  // the last choice was not decoded
-    const std::vector<float> want = runtime::uncached_forward(*A.m, all.data(), static_cast<int32_t>(all.size()), kt.k, kt.v);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, all.data(), static_cast<int32_t>(all.size()), kt.k, kt.v, kt.act);
     for (int s = 0; s <= steps; ++s)
         CHECK_MESSAGE(bit_equal(run.logits[static_cast<size_t>(s)].data(), A.row(want, p.size() - 1 + static_cast<size_t>(s)), A.vocab()),
                       std::string(arch) << ": decode step " << s);
@@ -233,11 +236,11 @@ void batched_prefill(const char* arch) {
     CHECK(batched.has_logits(1));
 }
 
-void thread_count(const char* arch) {
+void thread_count(const char* arch, KvTypes kt = {}) {
     const Arch A(arch);
     if (!A.ok) return;
     const std::vector<int32_t> p = A.encode("Threads must not matter for the result.");
-    runtime::ContextParams p1 = small_params(128), p2 = small_params(128);
+    runtime::ContextParams p1 = typed(small_params(128), kt), p2 = typed(small_params(128), kt);
     p1.n_threads = 1;
     p2.n_threads = 2;
     runtime::Context c1(A.m, p1), c2(A.m, p2);
@@ -282,5 +285,36 @@ void thread_count(const char* arch) {
     }
 
 KVRT_EXACTNESS_CASES("llama")
+
+// 16-bit activation codes (kvrt_context_config.act_bits = 16) on one model: the same
+// guarantees, against the uncached forward run with 16-bit codes; and it is a different
+// computation (the 8-bit uncached logits differ).
+TEST_CASE("runtime[llama]: 16-bit activation codes keep chunked prefill, decode, prefix hits and threads bit-exact") {
+    const KvTypes q16{DType::F16, DType::F16, ActBits::Q16};
+    chunked_prefill("llama", q16);
+    greedy_decode("llama", q16);
+    prefix_hit("llama", q16);
+    thread_count("llama", q16);
+    const Arch A("llama");
+    if (!A.ok) return;
+    const std::vector<int32_t> p = A.encode("Sixteen bits per activation.");
+    const std::vector<float> w8 = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), DType::F16, DType::F16);
+    const std::vector<float> w16 =
+        runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), DType::F16, DType::F16, ActBits::Q16);
+    CHECK_FALSE(bit_equal(w8.data(), w16.data(), w8.size()));
+    // A 16-bit context never reuses an 8-bit context's blocks in a shared cache.
+    runtime::Context c8(A.m, small_params(256));
+    const std::vector<int32_t> doc = A.encode(
+        "Project memo. The bridge repair starts on 3 May and must finish by 30 June. The budget is fixed.");
+    REQUIRE(doc.size() > 16);
+    c8.prefill(0, doc.data(), doc.size());
+    runtime::Context c16(A.m, typed(small_params(256), q16), c8.cache());
+    runtime::RequestStats st;
+    c16.prefill(0, doc.data(), doc.size(), &st);
+    CHECK(st.reused_from_cache == 0);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, doc.data(), static_cast<int32_t>(doc.size()), DType::F16,
+                                                              DType::F16, ActBits::Q16);
+    CHECK(bit_equal(c16.logits(0).data(), A.row(want, doc.size() - 1), A.vocab()));
+}
 KVRT_EXACTNESS_CASES("qwen2")
 KVRT_EXACTNESS_CASES("gemma3")

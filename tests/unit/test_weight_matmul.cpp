@@ -691,3 +691,149 @@ TEST_CASE("weight_matmul: real Q5_0, Q4_K and Q6_K tensors (Gemma 3 270M, Qwen2.
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// 16-bit activation codes (ActBits::Q16): the same contract.
+
+TEST_CASE("weight_matmul Q16: 16-bit activation codes are the same bytes on every path and match ref") {
+    const int64_t nb = 18;
+    auto x = randn(static_cast<size_t>(nb * 32), 8, 3.0f);
+    for (int j = 0; j < 32; j++) x[32 + j] = 0.0f;             // an all-zero block
+    x[64] = 1e30f;                                             // a huge outlier
+    for (int j = 0; j < 32; j++) x[96 + j] = (j - 16) * 0.5f;  // round-half-even ties
+    x[130] = -x[129] * 4.0f;                                   // amax at a negative value
+    std::vector<int16_t> q_ref(nb * 32);
+    std::vector<float> d_ref(nb);
+    std::vector<int32_t> s_ref(nb);
+    ref::quantize_row_q16(x.data(), nb, q_ref.data(), d_ref.data(), s_ref.data());
+    CHECK(d_ref[1] == 0.0f);
+    CHECK(s_ref[1] == 0);
+    int at_limit = 0;
+    for (int16_t q : q_ref) {
+        CHECK(q >= -32767);
+        at_limit += q == 32767 || q == -32767;
+    }
+    CHECK(at_limit >= nb - 1);  // every non-zero block reaches +-32767 at its amax
+    for (KernelIsa isa : isas()) {
+        CAPTURE(kernel_isa_name(isa));
+        kernels::QuantizedRowsBuffer buf;
+        kernels::QuantizedRows q = buf.view(1, nb, ActBits::Q16);
+        REQUIRE(q.q16 != nullptr);
+        CHECK(q.qs == nullptr);
+        kernels::quantize_rows(x.data(), nb * 32, 0, 1, q, isa);
+        CHECK(std::memcmp(q.q16, q_ref.data(), q_ref.size() * 2) == 0);
+        CHECK(same_bits(q.d, d_ref.data(), nb));
+        CHECK(std::memcmp(q.sum, s_ref.data(), nb * 4) == 0);
+        for (int64_t b = 0; b < nb; b++) {
+            CHECK(q.s[b] == d_ref[b] * static_cast<float>(s_ref[b]));
+            int32_t lo = 0;
+            for (int j = 0; j < 16; j++) lo += q_ref[b * 32 + j];
+            CHECK(q.sum_lo[b] == lo);
+        }
+    }
+}
+
+TEST_CASE("weight_matmul Q16: every quantised type on every ISA path agrees with ref and gives the same bits") {
+    const int64_t shapes[][3] = {{1, 1, 256}, {3, 17, 512}, {5, 45, 256}, {2, 48, 768}, {9, 33, 256}};
+    std::vector<TensorType> types{TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0};
+    types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
+    for (TensorType t : types) {
+        for (auto& s : shapes) {
+            const int64_t M = s[0], N = s[1], K = s[2];
+            CAPTURE(tensor_type_name(t));
+            CAPTURE(M);
+            CAPTURE(N);
+            CAPTURE(K);
+            Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * 37 + K + static_cast<int>(t)));
+            const int64_t ldx = K + 3, ldy = N + 5;
+            auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M + 3 * K));
+            std::vector<float> Yref(M * ldy, -1.0f), Y8(M * ldy, -1.0f), Yscalar;
+            matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy, ActBits::Q16);
+            matmul_ref(w.packed, X.data(), M, ldx, Y8.data(), ldy, ActBits::Q8);
+            CHECK_FALSE(same_bits(Yref.data(), Y8.data(), Yref.size()));  // the mode is applied
+            std::vector<float> Yraw(M * ldy, -1.0f);
+            ref::weight_matmul(t, w.raw.data(), N, K, X.data(), M, ldx, Yraw.data(), ldy, ActBits::Q16);
+            CHECK(same_bits(Yraw.data(), Yref.data(), Yraw.size()));
+            for (KernelIsa isa : isas()) {
+                CAPTURE(kernel_isa_name(isa));
+                std::vector<float> Y(M * ldy, -7.0f);
+                matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, 2, isa, ActBits::Q16);
+                CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, ldx, Y.data(), Yref.data(), ldy) == 0);
+                int touched = 0;
+                for (int64_t m = 0; m < M; m++)
+                    for (int64_t n = N; n < ldy; n++) touched += Y[m * ldy + n] != -7.0f;
+                CHECK(touched == 0);
+                if (isa == KernelIsa::Scalar) Yscalar = Y;
+                else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
+            }
+        }
+    }
+}
+
+TEST_CASE("weight_matmul Q16: rows do not depend on M, neighbours, threads or column splits") {
+    const int64_t N = 80, K = 512, M = 41;
+    for (TensorType t : {TensorType::Q4_1, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+        CAPTURE(tensor_type_name(t));
+        Weight w = make_weight(t, N, K, 81);
+        auto X = randn(static_cast<size_t>(M * K), 82);
+        for (KernelIsa isa : isas()) {
+            CAPTURE(kernel_isa_name(isa));
+            std::vector<float> Y2(M * N), Y1(M * N);
+            matmul(w.packed, X.data(), M, K, Y2.data(), N, 2, isa, ActBits::Q16);
+            matmul(w.packed, X.data(), M, K, Y1.data(), N, 1, isa, ActBits::Q16);
+            CHECK(same_bits(Y1.data(), Y2.data(), Y1.size()));
+            for (int64_t m : {int64_t{0}, int64_t{1}, int64_t{22}, int64_t{40}}) {
+                std::vector<float> y(N);
+                matmul(w.packed, X.data() + m * K, 1, K, y.data(), N, 2, isa, ActBits::Q16);
+                CHECK(same_bits(y.data(), Y2.data() + m * N, N));
+            }
+            REQUIRE(matmul_pairs(w.packed) == 3);
+            std::vector<float> Yp(3 * N, -1.0f);
+            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 1, 3, isa, ActBits::Q16);
+            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 0, 1, isa, ActBits::Q16);
+            CHECK(same_bits(Yp.data(), Y2.data(), 3 * N));
+        }
+        // Many rows, few columns: rows split across threads.
+        Weight narrow = make_weight(t, 20, 256, 83);
+        const int64_t Mn = 203;
+        auto Xn = randn(static_cast<size_t>(Mn * 256), 84);
+        std::vector<float> A(Mn * 20), B(Mn * 20);
+        matmul(narrow.packed, Xn.data(), Mn, 256, A.data(), 20, 1, KernelIsa::Auto, ActBits::Q16);
+        matmul(narrow.packed, Xn.data(), Mn, 256, B.data(), 20, 3, KernelIsa::Auto, ActBits::Q16);
+        CHECK(same_bits(A.data(), B.data(), A.size()));
+    }
+    // Float weights have no activation codes: Q16 changes nothing.
+    Weight f = make_weight(TensorType::F16, 40, 96, 85);
+    auto X = randn(static_cast<size_t>(3 * 96), 86);
+    std::vector<float> a(3 * 40), b(3 * 40);
+    matmul(f.packed, X.data(), 3, 96, a.data(), 40, 1, KernelIsa::Auto, ActBits::Q8);
+    matmul(f.packed, X.data(), 3, 96, b.data(), 40, 1, KernelIsa::Auto, ActBits::Q16);
+    CHECK(same_bits(a.data(), b.data(), a.size()));
+    float x[64] = {}, y[64] = {};
+    CHECK(status_of([&] { matmul(f.packed, x, 1, 96, y, 40, 1, KernelIsa::Auto, static_cast<ActBits>(12)); }) ==
+          KVRT_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("weight_matmul Q16: the activation error against f32 math is ~256x smaller than Q8's") {
+    const int64_t M = 8, N = 64, K = 768;
+    std::vector<TensorType> types{TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0};
+    types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
+    for (TensorType t : types) {
+        CAPTURE(tensor_type_name(t));
+        Weight w = make_weight(t, N, K, 91);
+        auto X = randn(static_cast<size_t>(M * K), 92);
+        std::vector<float> Y8(M * N), Y16(M * N), Yf(M * N);
+        matmul(w.packed, X.data(), M, K, Y8.data(), N, 0, KernelIsa::Auto, ActBits::Q8);
+        matmul(w.packed, X.data(), M, K, Y16.data(), N, 0, KernelIsa::Auto, ActBits::Q16);
+        ref::weight_matmul_dequant_f32(t, w.raw.data(), N, K, X.data(), M, K, Yf.data(), N);
+        auto rel = [&](const std::vector<float>& Y) {
+            double num = 0, den = 0;
+            for (size_t i = 0; i < Y.size(); i++) num += (Y[i] - Yf[i]) * double(Y[i] - Yf[i]), den += double(Yf[i]) * Yf[i];
+            return std::sqrt(num / den);
+        };
+        const double e8 = rel(Y8), e16 = rel(Y16);
+        MESSAGE(std::string(tensor_type_name(t)), ": relative L2 error vs f32 math, 8-bit codes ", e8, ", 16-bit ", e16);
+        CHECK(e16 > 0.0);
+        CHECK(e16 < e8 / 50);  // 256x in the activation rounding; f32 sums of the partials remain
+    }
+}

@@ -236,8 +236,19 @@ const char* kv_type_name(int32_t t) {
 }
 
 std::vector<std::string> with_kv_type_opts(std::vector<std::string> value_opts) {
-    for (const char* o : {"--kv-type", "--k-type", "--v-type"}) value_opts.emplace_back(o);
+    for (const char* o : {"--kv-type", "--k-type", "--v-type", "--act-bits"}) value_opts.emplace_back(o);
     return value_opts;
+}
+
+bool parse_act_bits(const char* cmd, const Args& a, int32_t& bits) {
+    if (!a.has("--act-bits")) return true;
+    const std::string v = a.get("--act-bits");
+    if (v != "8" && v != "16") {
+        std::fprintf(stderr, "kvrt %s: --act-bits '%s' is not 8 or 16\n", cmd, v.c_str());
+        return false;
+    }
+    bits = v == "8" ? 8 : 16;
+    return true;
 }
 
 bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc) {
@@ -255,7 +266,7 @@ bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc) {
         }
         *o.field = t;
     }
-    return true;
+    return parse_act_bits(cmd, a, cc.act_bits);
 }
 
 std::vector<std::string> with_tier_opts(std::vector<std::string> value_opts) {

@@ -13,10 +13,11 @@ namespace kvrt::kernels {
 
 void QuantizedRowsBuffer::Free::operator()(uint8_t* p) const noexcept { std::free(p); }
 
-QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks) {
+QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks, ActBits act) {
     const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(blocks);
     auto round64 = [](size_t b) { return (b + 63) & ~size_t{63}; };
-    const size_t qs_bytes = round64(n * 32);
+    const bool wide = act == ActBits::Q16;
+    const size_t qs_bytes = round64(n * 32 * (wide ? 2 : 1));
     const size_t f_bytes = round64(n * 4);
     const size_t need = qs_bytes + 4 * f_bytes;
     if (need > capacity_) {
@@ -29,7 +30,8 @@ QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks) {
     q.rows = rows;
     q.blocks = blocks;
     uint8_t* base = mem_.get();
-    q.qs = reinterpret_cast<int8_t*>(base);
+    if (wide) q.q16 = reinterpret_cast<int16_t*>(base);
+    else q.qs = reinterpret_cast<int8_t*>(base);
     q.d = reinterpret_cast<float*>(base + qs_bytes);
     q.sum = reinterpret_cast<int32_t*>(base + qs_bytes + f_bytes);
     q.s = reinterpret_cast<float*>(base + qs_bytes + 2 * f_bytes);
@@ -59,6 +61,22 @@ void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32
 
 void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const QuantizedRows& out, KernelIsa isa) {
     const int64_t nb = out.blocks;
+    if (out.q16) {
+        using Fn16 = void (*)(const float*, int64_t, int16_t*, float*, int32_t*, float*);
+        // AVX-VNNI and AVX-512 machines have AVX2: the 16-bit codes take its path (same bytes).
+        const Fn16 fn16 = isa == KernelIsa::Scalar ? quantize_row16_scalar : quantize_row16_avx2;
+        for (int64_t m = m0; m < m1; m++) {
+            int16_t* qs = out.q16 + m * nb * 32;
+            fn16(X + m * ldx, nb, qs, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
+            int32_t* lo = out.sum_lo + m * nb;
+            for (int64_t b = 0; b < nb; b++) {
+                int32_t t = 0;
+                for (int j = 0; j < 16; j++) t += qs[b * 32 + j];
+                lo[b] = t;
+            }
+        }
+        return;
+    }
     using Fn = void (*)(const float*, int64_t, int8_t*, float*, int32_t*, float*);
     Fn fn = quantize_row_scalar;
     if (isa == KernelIsa::Avx512) fn = quantize_row_avx512;

@@ -24,6 +24,8 @@ namespace kvrt::kernels {
 
 // A view of M quantised rows of nb blocks. Row m's int8 values start at
 // qs + m * nb * 32; its scales, sums, d*sum and half sums at d/sum/s/sum_lo + m * nb.
+// 16-bit codes (ActBits::Q16, activation_quant16.cpp): q16 instead of qs (qs is then
+// null), d = amax / 32767, |q| <= 32767; the sums as above.
 struct QuantizedRows {
     int64_t rows = 0;
     int64_t blocks = 0;  // nb = K / 32
@@ -32,20 +34,29 @@ struct QuantizedRows {
     int32_t* sum = nullptr;
     float* s = nullptr;
     int32_t* sum_lo = nullptr;
+    int16_t* q16 = nullptr;
 
     const int8_t* row_qs(int64_t m) const { return qs + m * blocks * 32; }
+    const int16_t* row_q16(int64_t m) const { return q16 + m * blocks * 32; }
     // The view of rows [m0, rows).
     QuantizedRows from_row(int64_t m0) const {
-        return QuantizedRows{rows - m0,        blocks,           qs + m0 * blocks * 32, d + m0 * blocks,
-                             sum + m0 * blocks, s + m0 * blocks, sum_lo + m0 * blocks};
+        return QuantizedRows{rows - m0,
+                             blocks,
+                             qs ? qs + m0 * blocks * 32 : nullptr,
+                             d + m0 * blocks,
+                             sum + m0 * blocks,
+                             s + m0 * blocks,
+                             sum_lo + m0 * blocks,
+                             q16 ? q16 + m0 * blocks * 32 : nullptr};
     }
 };
 
 // Storage for QuantizedRows, grown on demand and reused (64-byte aligned).
 class QuantizedRowsBuffer {
 public:
-    // A view over storage for `rows` x `blocks` (reallocates only when larger).
-    QuantizedRows view(int64_t rows, int64_t blocks);
+    // A view over storage for `rows` x `blocks` (reallocates only when larger), with
+    // 8-bit (qs) or 16-bit (q16) codes.
+    QuantizedRows view(int64_t rows, int64_t blocks, ActBits act = ActBits::Q8);
 
 private:
     struct Free {
@@ -56,7 +67,8 @@ private:
 };
 
 // Quantises rows [m0, m1) of X (rows ldx floats apart, K = out.blocks * 32)
-// into `out`. isa must be supported by the CPU (not Auto).
+// into `out` (8-bit codes, or 16-bit ones when out.q16 is set). isa must be
+// supported by the CPU (not Auto).
 void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const QuantizedRows& out, KernelIsa isa);
 
 // The block's scale d = amax / 127 and its inverse (0 for an all-zero block): the one
@@ -81,5 +93,14 @@ void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32
 // The SIMD twins (defined in activation_quant_avx2.cpp / _avx512.cpp).
 void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s);
 void quantize_row_avx512(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s);
+
+// 16-bit codes (activation_quant16.cpp, _avx2.cpp): d = amax / 32767, q = round-half-even(x / d)
+// clamped to [-32767, 32767] (a NaN gives -32767), the same bytes on every path.
+inline BlockScale block_scale16(float amax) {
+    const float d = amax / 32767.0f;
+    return BlockScale{d, d != 0.0f ? 1.0f / d : 0.0f};
+}
+void quantize_row16_scalar(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s);
+void quantize_row16_avx2(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s);
 
 }  // namespace kvrt::kernels

@@ -70,11 +70,16 @@ namespace {
 using PanelKernel = void (*)(const MatmulArgs&, int64_t, int64_t);
 
 // The panel kernel of `isa` (Auto: the best this CPU has); resolves isa in place.
-// Throws KVRT_ERR_UNSUPPORTED when the CPU cannot run it.
-PanelKernel panel_kernel(KernelIsa& isa) {
+// Throws KVRT_ERR_UNSUPPORTED when the CPU cannot run it. 16-bit codes: the scalar or
+// the AVX2 kernel (AVX-VNNI and AVX-512 CPUs have AVX2; their own 16-bit kernels are
+// not written yet).
+PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
     if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
     KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
                std::string("weight matmul: this CPU cannot run the ") + kernel_isa_name(isa) + " path");
+    KVRT_CHECK(act == ActBits::Q8 || act == ActBits::Q16, KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: activation bits " + std::to_string(static_cast<int>(act)) + " is not 8 or 16");
+    if (act == ActBits::Q16) return isa == KernelIsa::Scalar ? matmul_panels16_scalar : matmul_panels16_avx2;
     if (isa == KernelIsa::Avx512) return matmul_panels_avx512;
     if (isa == KernelIsa::AvxVnni) return matmul_panels_avxvnni;
     if (isa == KernelIsa::Avx2) return matmul_panels_avx2;
@@ -100,17 +105,17 @@ MatmulArgs checked_args(const PackedWeight& w, const float* X, int64_t M, int64_
 }  // namespace
 
 void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
-                 int64_t pair0, int64_t pair1, KernelIsa isa) {
+                 int64_t pair0, int64_t pair1, KernelIsa isa, ActBits act) {
     KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
     KVRT_CHECK(pair0 >= 0 && pair0 <= pair1 && pair1 <= matmul_pairs(w), KVRT_ERR_INVALID_ARGUMENT,
                "weight matmul: pair range [" + std::to_string(pair0) + ", " + std::to_string(pair1) +
                    ") is outside [0, " + std::to_string(matmul_pairs(w)) + ")");
     if (M == 0 || pair0 == pair1) return;
     MatmulArgs args = checked_args(w, X, M, ldx, Y, ldy);
-    const PanelKernel kernel = panel_kernel(isa);
+    const PanelKernel kernel = panel_kernel(isa, act);
     QuantizedRows own;
     if (is_quantized_weight(w.type())) {
-        own = scratch().view(M, w.cols() / 32);
+        own = scratch().view(M, w.cols() / 32, act);
         quantize_rows(X, ldx, 0, M, own, isa);
         args.a = &own;
     }
@@ -118,11 +123,11 @@ void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, 
 }
 
 void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy, int n_threads,
-            KernelIsa isa) {
+            KernelIsa isa, ActBits act) {
     KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
     if (M == 0) return;
     MatmulArgs args = checked_args(w, X, M, ldx, Y, ldy);
-    const PanelKernel kernel = panel_kernel(isa);
+    const PanelKernel kernel = panel_kernel(isa, act);
 
     const bool quant = is_quantized_weight(w.type());
     const int64_t nb = w.cols() / 32;
@@ -148,7 +153,7 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
     // Either way the bytes are the same (a function of the row alone).
     const bool private_quant = quant && (M <= 16 || nt == 1);
     QuantizedRows shared;
-    if (quant && !private_quant) shared = scratch().view(M, nb);
+    if (quant && !private_quant) shared = scratch().view(M, nb, act);
 
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -157,7 +162,7 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
         MatmulArgs targs = args;
         QuantizedRows own;
         if (private_quant) {
-            own = scratch().view(M, nb);
+            own = scratch().view(M, nb, act);
             quantize_rows(X, ldx, 0, M, own, isa);
             targs.a = &own;
         } else if (quant) {

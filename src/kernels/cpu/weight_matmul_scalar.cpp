@@ -22,8 +22,16 @@ inline float half_at(const uint8_t* p, int r) {
     return f16_to_f32(h);
 }
 
+// The row's activation codes: 8-bit (A = int8_t) or 16-bit (A = int16_t).
+template <class A>
+const A* codes_of(const QuantizedRows& a, int64_t m) {
+    if constexpr (sizeof(A) == 1) return a.row_qs(m);
+    else return a.row_q16(m);
+}
+
+template <class A>
 float dot_q4(const uint8_t* panel, size_t step, int r, bool q41, int64_t nb, const QuantizedRows& a, int64_t m) {
-    const int8_t* x = a.row_qs(m);
+    const A* x = codes_of<A>(a, m);
     const float* da = a.d + m * nb;
     const int32_t* sa = a.sum + m * nb;
     const float* ss = a.s + m * nb;
@@ -31,7 +39,7 @@ float dot_q4(const uint8_t* panel, size_t step, int r, bool q41, int64_t nb, con
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = panel + b * step;
-        const int8_t* xb = x + b * 32;
+        const A* xb = x + b * 32;
         int32_t isum = q41 ? 0 : -8 * sa[b];
         for (int c = 0; c < 4; c++)
             for (int j = 0; j < 4; j++) {
@@ -46,14 +54,15 @@ float dot_q4(const uint8_t* panel, size_t step, int r, bool q41, int64_t nb, con
     return acc;
 }
 
+template <class A>
 float dot_q8(const uint8_t* panel, size_t step, int r, int64_t nb, const QuantizedRows& a, int64_t m) {
-    const int8_t* x = a.row_qs(m);
+    const A* x = codes_of<A>(a, m);
     const float* da = a.d + m * nb;
     const int32_t* sa = a.sum + m * nb;
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = panel + b * step;
-        const int8_t* xb = x + b * 32;
+        const A* xb = x + b * 32;
         int32_t isum = -128 * sa[b];
         for (int g = 0; g < 8; g++)
             for (int j = 0; j < 4; j++) isum += pb[32 + g * 64 + 4 * r + j] * xb[4 * g + j];
@@ -64,8 +73,9 @@ float dot_q8(const uint8_t* panel, size_t step, int r, int64_t nb, const Quantiz
 }
 
 // Q5_0, Q4_K, Q5_K, Q6_K: codes read back through the layout's accessors.
+template <class A>
 float dot_new(TensorType t, const uint8_t* panel, size_t step, int r, int64_t nb, const QuantizedRows& a, int64_t m) {
-    const int8_t* x = a.row_qs(m);
+    const A* x = codes_of<A>(a, m);
     const float* da = a.d + m * nb;
     const int32_t* sa = a.sum + m * nb;
     const int32_t* slo = a.sum_lo + m * nb;
@@ -77,7 +87,7 @@ float dot_new(TensorType t, const uint8_t* panel, size_t step, int r, int64_t nb
         const float dw = half_at(pb, r);
         for (int s = 0; s < subs; s++) {
             const int64_t b = st * subs + s;
-            const int8_t* xb = x + b * 32;
+            const A* xb = x + b * 32;
             int32_t lo = 0, hi = 0;  // integer dots over elements 0..15 and 16..31
             for (int e = 0; e < 32; e++) {
                 unsigned q;
@@ -95,8 +105,14 @@ float dot_new(TensorType t, const uint8_t* panel, size_t step, int r, int64_t nb
             } else if (t == TensorType::Q6_K) {
                 const int32_t sc0 = static_cast<int8_t>(pb[kQ6Sc + (2 * s) * 16 + r]);
                 const int32_t sc1 = static_cast<int8_t>(pb[kQ6Sc + (2 * s + 1) * 16 + r]);
-                const int32_t I = sc0 * (lo - 32 * slo[b]) + sc1 * (hi - 32 * (sa[b] - slo[b]));
-                acc = std::fma(dw * da[b], static_cast<float>(I), acc);
+                if constexpr (sizeof(A) == 1) {
+                    const int32_t I = sc0 * (lo - 32 * slo[b]) + sc1 * (hi - 32 * (sa[b] - slo[b]));
+                    acc = std::fma(dw * da[b], static_cast<float>(I), acc);
+                } else {  // 16-bit codes: each group product fits int32, their sum may not
+                    const int32_t Ilo = sc0 * (lo - 32 * slo[b]), Ihi = sc1 * (hi - 32 * (sa[b] - slo[b]));
+                    acc = std::fma(dw * da[b], static_cast<float>(Ilo), acc);
+                    acc = std::fma(dw * da[b], static_cast<float>(Ihi), acc);
+                }
             } else {
                 const float ds = dw * static_cast<float>(pb[kKSc + s * 16 + r]);
                 const float dm = half_at(pb + kKDmin, r) * static_cast<float>(pb[kKMin + s * 16 + r]);
@@ -124,9 +140,8 @@ float dot_float(TensorType t, const uint8_t* panel, size_t step, int r, int64_t 
     return acc;
 }
 
-}  // namespace
-
-void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1) {
+template <class A>
+void panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
     const TensorType t = w.type();
     const int64_t nb = w.cols() / 32;
@@ -139,18 +154,23 @@ void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1) {
             float* y = args.Y + m * args.ldy + p * kPanel;
             for (int r = 0; r < nr; r++) {
                 switch (t) {
-                    case TensorType::Q4_1: y[r] = dot_q4(panel, step, r, true, nb, *args.a, m); break;
-                    case TensorType::Q4_0: y[r] = dot_q4(panel, step, r, false, nb, *args.a, m); break;
-                    case TensorType::Q8_0: y[r] = dot_q8(panel, step, r, nb, *args.a, m); break;
+                    case TensorType::Q4_1: y[r] = dot_q4<A>(panel, step, r, true, nb, *args.a, m); break;
+                    case TensorType::Q4_0: y[r] = dot_q4<A>(panel, step, r, false, nb, *args.a, m); break;
+                    case TensorType::Q8_0: y[r] = dot_q8<A>(panel, step, r, nb, *args.a, m); break;
                     case TensorType::Q5_0:
                     case TensorType::Q4_K:
                     case TensorType::Q5_K:
-                    case TensorType::Q6_K: y[r] = dot_new(t, panel, step, r, nb, *args.a, m); break;
+                    case TensorType::Q6_K: y[r] = dot_new<A>(t, panel, step, r, nb, *args.a, m); break;
                     default: y[r] = dot_float(t, panel, step, r, w.cols(), args.X + m * args.ldx); break;
                 }
             }
         }
     }
 }
+
+}  // namespace
+
+void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1) { panels_scalar<int8_t>(args, p0, p1); }
+void matmul_panels16_scalar(const MatmulArgs& args, int64_t p0, int64_t p1) { panels_scalar<int16_t>(args, p0, p1); }
 
 }  // namespace kvrt::kernels

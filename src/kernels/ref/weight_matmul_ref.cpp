@@ -129,6 +129,26 @@ void quantize_row_q8(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* 
     }
 }
 
+void quantize_row_q16(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum) {
+    for (int64_t b = 0; b < nb; b++) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = std::fmax(amax, std::fabs(x[b * 32 + j]));
+        const float db = amax / 32767.0f;
+        const float id = db != 0.0f ? 1.0f / db : 0.0f;
+        int32_t s = 0;
+        for (int j = 0; j < 32; j++) {
+            float r = std::nearbyint(x[b * 32 + j] * id);
+            if (!(r == r)) r = -32767.0f;
+            if (r > 32767.0f) r = 32767.0f;
+            if (r < -32767.0f) r = -32767.0f;
+            qs[b * 32 + j] = static_cast<int16_t>(r);
+            s += static_cast<int32_t>(r);
+        }
+        d[b] = db;
+        sum[b] = s;
+    }
+}
+
 void dequantize_row(TensorType type, const void* w, int64_t n, int64_t k, float* out) {
     const uint8_t* row = static_cast<const uint8_t*>(w) + static_cast<size_t>(n) * row_bytes(type, k);
     const int64_t nb = k / 32;
@@ -171,7 +191,7 @@ namespace {
 // dotted with every quantised X row; block partials are accumulated in double.
 template <class RowFn>
 void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k, const float* X, int64_t M,
-                        int64_t ldx, float* Y, int64_t ldy) {
+                        int64_t ldx, float* Y, int64_t ldy, ActBits act) {
     const bool quant = is_quant(type);
     if (!quant) {
         std::vector<float> wr(static_cast<size_t>(k));
@@ -186,11 +206,24 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
         return;
     }
     const int64_t nb = k / 32;
-    std::vector<int8_t> qs(static_cast<size_t>(M * nb * 32));
+    // Activation codes (8- or 16-bit), widened to int32 for the loops below.
+    std::vector<int32_t> qs(static_cast<size_t>(M * nb * 32));
     std::vector<float> d(static_cast<size_t>(M * nb));
     std::vector<int32_t> sum(static_cast<size_t>(M * nb));
-    for (int64_t m = 0; m < M; m++)
-        quantize_row_q8(X + m * ldx, nb, qs.data() + m * nb * 32, d.data() + m * nb, sum.data() + m * nb);
+    {
+        std::vector<int8_t> q8(static_cast<size_t>(nb * 32));
+        std::vector<int16_t> q16(static_cast<size_t>(nb * 32));
+        for (int64_t m = 0; m < M; m++) {
+            int32_t* dst = qs.data() + m * nb * 32;
+            if (act == ActBits::Q16) {
+                quantize_row_q16(X + m * ldx, nb, q16.data(), d.data() + m * nb, sum.data() + m * nb);
+                for (int64_t i = 0; i < nb * 32; i++) dst[i] = q16[i];
+            } else {
+                quantize_row_q8(X + m * ldx, nb, q8.data(), d.data() + m * nb, sum.data() + m * nb);
+                for (int64_t i = 0; i < nb * 32; i++) dst[i] = q8[i];
+            }
+        }
+    }
     std::vector<int32_t> q(static_cast<size_t>(k));  // W row codes: nibble (Q4_1), nibble - 8 (Q4_0), int8 (Q8_0)
     std::vector<float> dw(static_cast<size_t>(nb)), mw(static_cast<size_t>(nb), 0.0f);
     std::vector<int32_t> sc16(static_cast<size_t>(2 * nb));  // Q6_K: scale of each 16-element group
@@ -222,7 +255,7 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
             }
         }
         for (int64_t m = 0; m < M; m++) {
-            const int8_t* a = qs.data() + m * nb * 32;
+            const int32_t* a = qs.data() + m * nb * 32;
             double acc = 0.0;
             for (int64_t b = 0; b < nb; b++) {
                 int64_t isum = 0;
@@ -257,10 +290,11 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
 }  // namespace
 
 void weight_matmul(TensorType type, const void* w, int64_t n_rows, int64_t k, const float* X, int64_t M, int64_t ldx,
-                   float* Y, int64_t ldy) {
+                   float* Y, int64_t ldy, ActBits act) {
     const size_t rb = row_bytes(type, k);
     const auto* W = static_cast<const uint8_t*>(w);
-    weight_matmul_rows(type, [&](int64_t n) { return W + static_cast<size_t>(n) * rb; }, n_rows, k, X, M, ldx, Y, ldy);
+    weight_matmul_rows(type, [&](int64_t n) { return W + static_cast<size_t>(n) * rb; }, n_rows, k, X, M, ldx, Y, ldy,
+                       act);
 }
 
 void weight_matmul_dequant_f32(TensorType type, const void* w, int64_t n_rows, int64_t k, const float* X, int64_t M,
@@ -280,7 +314,7 @@ void weight_matmul_dequant_f32(TensorType type, const void* w, int64_t n_rows, i
 
 namespace kvrt {
 
-void matmul_ref(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy) {
+void matmul_ref(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy, ActBits act) {
     KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M is negative");
     if (M == 0) return;
     KVRT_CHECK(X != nullptr && Y != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: X or Y is NULL");
@@ -292,7 +326,7 @@ void matmul_ref(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, f
             w.unpack_row(n, row.data());
             return static_cast<const uint8_t*>(row.data());
         },
-        w.rows(), w.cols(), X, M, ldx, Y, ldy);
+        w.rows(), w.cols(), X, M, ldx, Y, ldy, act);
 }
 
 }  // namespace kvrt

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "formats/tensor_type.hpp"
+#include "kernels/weight_matmul.hpp"
 
 #include <cstdint>
 
@@ -19,10 +20,13 @@ namespace kvrt::ref {
 
 // Q8 activation quantisation of one row of nb blocks (same bytes as the fast path).
 void quantize_row_q8(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum);
+// 16-bit activation codes (ActBits::Q16): d = amax / 32767, |q| <= 32767 (same bytes as the fast path).
+void quantize_row_q16(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum);
 
-// Y[m][n] = sum_k X[m][k] W[n][k]; W: n_rows rows of k elements of `type` (GGUF layout).
+// Y[m][n] = sum_k X[m][k] W[n][k]; W: n_rows rows of k elements of `type` (GGUF layout);
+// act: the activation code width of the quantised types.
 void weight_matmul(TensorType type, const void* w, int64_t n_rows, int64_t k, const float* X, int64_t M, int64_t ldx,
-                   float* Y, int64_t ldy);
+                   float* Y, int64_t ldy, ActBits act = ActBits::Q8);
 
 // Plain f32 math for error bounds: W dequantised to f32 (ggml's formulas),
 // X as given, products accumulated in double.

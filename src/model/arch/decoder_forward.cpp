@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <utility>
 
 namespace kvrt {
@@ -324,21 +325,14 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
         for (int64_t i = 0; i < M * E; ++i) x[i] += out[i];
     };
 
-    TeamTasks sync;
-    for (int64_t l = 0; l <= NL; ++l) {
-        // Region l: the FFN half of layer l-1 (l > 0), then the attention input of layer l
-        // (l < NL), or the output head (l == NL).
-        sync.reset();
-#pragma omp parallel num_threads(nt) if (nt > 1)
-        {
-            const int tid = omp_get_thread_num();
-            float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
-            float* xnp = xp + M * E;
-            std::copy_n(S.x.data(), M * E, xp);
+    // Step l: the FFN half of layer l-1 (l > 0), then the attention input of layer l
+    // (l < NL), or the output head (l == NL). Run by every thread of a region on its own
+    // residual copy xp (and xnp, its normalised form); `sync` hands out the column tasks.
+    auto step = [&](int64_t l, TeamTasks& sync, int tid, float* xp, float* xnp) {
             if (l > 0) {
                 const DecoderLayerWeights& P = model.layer(static_cast<uint32_t>(l - 1));
                 sync.run(0, static_cast<int64_t>(wo_parts.size()), [&](int64_t t) {
-                    guard([&] { matmul_part(*P.wo, S.att.data(), M, QD, S.xn.data(), E, wo_parts[t].first, wo_parts[t].second); });
+                    guard([&] { matmul_part(*P.wo, S.att.data(), M, QD, S.xn.data(), E, wo_parts[t].first, wo_parts[t].second, KernelIsa::Auto, S.act); });
                 });
 #pragma omp barrier
                 add_residual(xp, S.xn.data(), P.post_attn_norm, xnp);
@@ -346,8 +340,8 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 sync.run(1, static_cast<int64_t>(ff_parts.size()), [&](int64_t t) {
                     guard([&] {
                         const int64_t p0 = ff_parts[t].first, p1 = ff_parts[t].second;
-                        matmul_part(*P.w_gate, xnp, M, E, S.gate.data(), F, p0, p1);
-                        matmul_part(*P.w_up, xnp, M, E, S.up.data(), F, p0, p1);
+                        matmul_part(*P.w_gate, xnp, M, E, S.gate.data(), F, p0, p1, KernelIsa::Auto, S.act);
+                        matmul_part(*P.w_up, xnp, M, E, S.up.data(), F, p0, p1, KernelIsa::Auto, S.act);
                         const int64_t c0 = 32 * p0, c1 = std::min(F, 32 * p1);
                         for (int64_t m = 0; m < M; ++m) gated_act(&S.gate[m * F + c0], &S.up[m * F + c0], c1 - c0, c.ffn_act, false);
                     });
@@ -355,7 +349,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
 #pragma omp barrier
                 // (also: every thread has read S.xn before down overwrites it)
                 sync.run(2, static_cast<int64_t>(down_parts.size()), [&](int64_t t) {
-                    guard([&] { matmul_part(*P.w_down, S.gate.data(), M, F, S.xn.data(), E, down_parts[t].first, down_parts[t].second); });
+                    guard([&] { matmul_part(*P.w_down, S.gate.data(), M, F, S.xn.data(), E, down_parts[t].first, down_parts[t].second, KernelIsa::Auto, S.act); });
                 });
 #pragma omp barrier
                 add_residual(xp, S.xn.data(), P.post_ffn_norm, xnp);
@@ -369,7 +363,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         const int64_t nq = static_cast<int64_t>(q_parts.size()), nk = static_cast<int64_t>(k_parts.size());
                         if (t < nq) {  // Q heads: project, bias, norm, rotate
                             const auto [p0, p1] = q_parts[t];
-                            matmul_part(*L.wq, xnp, M, E, S.q.data(), QD, p0, p1);
+                            matmul_part(*L.wq, xnp, M, E, S.q.data(), QD, p0, p1, KernelIsa::Auto, S.act);
                             add_bias(S.q.data(), L.bq, M, QD, 32 * p0, 32 * (p1 - p0));
                             head_norm(S.q.data(), L.q_norm, c.rms_eps, M, QD, p0 / hp, (p1 - p0) / hp, D, false);
                             RopeParams r1 = rq;
@@ -382,7 +376,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         const bool is_k = t < nq + nk;
                         const auto [p0, p1] = k_parts[is_k ? t - nq : t - nq - nk];
                         float* out = is_k ? S.k.data() : S.v.data();
-                        matmul_part(is_k ? *L.wk : *L.wv, xnp, M, E, out, KD, p0, p1);
+                        matmul_part(is_k ? *L.wk : *L.wv, xnp, M, E, out, KD, p0, p1, KernelIsa::Auto, S.act);
                         const int64_t c0 = 32 * p0, n = 32 * (p1 - p0);
                         add_bias(out, is_k ? L.bk : L.bv, M, KD, c0, n);
                         if (is_k) head_norm(out, L.k_norm, c.rms_eps, M, KD, p0 / hp, (p1 - p0) / hp, D, false);
@@ -402,14 +396,71 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 guard([&] { cpu::rms_norm(xnp, model.output_norm().data(), c.rms_eps, static_cast<int32_t>(R), static_cast<int32_t>(E), xp); });
                 float* Y = R == 1 ? dsts[0] : S.logits_rows.data();
                 sync.run(3, static_cast<int64_t>(head_parts.size()), [&](int64_t t) {
-                    guard([&] { matmul_part(model.output(), xp, R, E, Y, V, head_parts[t].first, head_parts[t].second); });
+                    guard([&] { matmul_part(model.output(), xp, R, E, Y, V, head_parts[t].first, head_parts[t].second, KernelIsa::Auto, S.act); });
                 });
+            }
+    };
+    auto layer_params = [&](int64_t l) {
+        AttnParams a = ap;
+        a.window = c.layer_is_window(static_cast<uint32_t>(l)) ? static_cast<int32_t>(c.sliding_window) : 0;
+        return a;
+    };
+
+    static const bool kLayerRegions = getenv("KVRT_TMP_LAYER_REGIONS") != nullptr;  // TMP A/B
+    bool all_decode = nt > 1 && !kLayerRegions;
+    for (const SeqStep& s : batch) all_decode = all_decode && s.n_tokens == 1;
+    if (all_decode) {
+        // Decode batches: ONE parallel region for the whole token. The attention kernel runs
+        // in team mode inside it (orphaned work-sharing, cpu/scratch.hpp team_threads), so
+        // a layer costs barriers only, no fork/join: after Q/K/V, after the attention's chunk
+        // partials and fold, after the output projection, gate/up and down.
+        const size_t nb = batch.size();
+        S.views.resize(static_cast<size_t>(NL) * nb);
+        S.decode.resize(static_cast<size_t>(NL) * nb);
+        for (int64_t l = 0; l < NL; ++l)
+            for (size_t i = 0; i < nb; ++i) {
+                const SeqStep& s = batch[i];
+                PagedKV& v = S.views[static_cast<size_t>(l) * nb + i];
+                v = s.kv->view(static_cast<int32_t>(l), s.pos0 + 1);
+                DecodeSeq& d = S.decode[static_cast<size_t>(l) * nb + i];
+                d = DecodeSeq{};
+                d.kv = &v;
+                d.q = &S.q[static_cast<int64_t>(i) * QD];
+                d.out = &S.att[static_cast<int64_t>(i) * QD];
+                d.pos = static_cast<int32_t>(s.pos0);
+            }
+        std::unique_ptr<TeamTasks[]> syncs(new TeamTasks[static_cast<size_t>(NL) + 1]);
+#pragma omp parallel num_threads(nt)
+        {
+            const int tid = omp_get_thread_num();
+            float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
+            float* xnp = xp + M * E;
+            std::copy_n(S.x.data(), M * E, xp);
+            for (int64_t l = 0; l <= NL; ++l) {
+                step(l, syncs[static_cast<size_t>(l)], tid, xp, xnp);
+                if (l < NL) {
+#pragma omp barrier
+                    // Every thread makes the same call (the kernel's checks throw alike on all).
+                    const AttnParams a = layer_params(l);
+                    guard([&] { cpu::attention_decode(&S.decode[static_cast<size_t>(l) * nb], static_cast<int32_t>(nb), a); });
+                }
             }
         }
         if (error) std::rethrow_exception(error);
-        if (l < NL) {
-            ap.window = c.layer_is_window(static_cast<uint32_t>(l)) ? static_cast<int32_t>(c.sliding_window) : 0;
-            attend(batch, S, ap, QD, static_cast<uint32_t>(l), false);
+    } else {
+        TeamTasks sync;
+        for (int64_t l = 0; l <= NL; ++l) {
+            sync.reset();
+#pragma omp parallel num_threads(nt) if (nt > 1)
+            {
+                const int tid = omp_get_thread_num();
+                float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
+                float* xnp = xp + M * E;
+                std::copy_n(S.x.data(), M * E, xp);
+                step(l, sync, tid, xp, xnp);
+            }
+            if (error) std::rethrow_exception(error);
+            if (l < NL) attend(batch, S, layer_params(l), QD, static_cast<uint32_t>(l), false);
         }
     }
     if (R > 1)
@@ -454,9 +505,9 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
     ap.scale = c.softmax_scale();
     auto mm = [&](const PackedWeight& w, const float* X, int64_t ldx, float* Y, int64_t ldy) {
         if (ref)
-            matmul_ref(w, X, M, ldx, Y, ldy);
+            matmul_ref(w, X, M, ldx, Y, ldy, S.act);
         else
-            matmul(w, X, M, ldx, Y, ldy, n_threads);
+            matmul(w, X, M, ldx, Y, ldy, n_threads, KernelIsa::Auto, S.act);
     };
 
     S.x.resize(M * E);
@@ -541,9 +592,9 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
     rmsnorm(S.xn.data(), model.output_norm().data(), S.x.data(), R);
     S.logits_rows.resize(static_cast<size_t>(R * V));
     if (ref)
-        matmul_ref(model.output(), S.x.data(), R, E, S.logits_rows.data(), V);
+        matmul_ref(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, S.act);
     else
-        matmul(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, n_threads);
+        matmul(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, n_threads, KernelIsa::Auto, S.act);
     for (int64_t i = 0; i < R; ++i) std::memcpy(dsts[i], &S.logits_rows[i * V], static_cast<size_t>(V) * 4);
 }
 

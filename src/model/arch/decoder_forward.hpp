@@ -23,6 +23,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/paged_kv.hpp"
+#include "kernels/weight_matmul.hpp"
 #include "util/dtype.hpp"
 
 #include <cstddef>
@@ -101,6 +102,10 @@ struct ForwardScratch {
     // kTeamRows rows; when true the forward throws KVRT_ERR_CANCELLED (rows it wrote are
     // the caller's to roll back, as for any failure).
     const std::atomic<bool>* cancel = nullptr;
+    // Set by the owner: the activation code width of every quantised weight matmul
+    // (kernels/weight_matmul.hpp ActBits; the context option act_bits). Both forward paths
+    // (fast and reference) honour it.
+    ActBits act = ActBits::Q8;
 };
 
 // Runs the forward for a batch. Token ids must be < n_vocab and the stores must

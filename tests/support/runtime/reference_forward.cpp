@@ -11,7 +11,7 @@ namespace kvrt::runtime {
 
 namespace {
 std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype, KernelSet ks,
-                            DType v_dtype) {
+                            DType v_dtype, ActBits act = ActBits::Q8) {
     const DecoderConfig& c = model.config();
     KVRT_CHECK(tokens != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, "reference forward: empty token list");
     for (int32_t i = 0; i < n; ++i)
@@ -29,6 +29,7 @@ std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n
     step.logits = logits.data();
     step.logits_all = true;
     ForwardScratch scratch;
+    scratch.act = act;
     decoder_forward(model, std::span<SeqStep>(&step, 1), scratch, ks);
     return logits;
 }
@@ -43,8 +44,8 @@ std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, i
 }
 
 std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType k_dtype,
-                                    DType v_dtype) {
-    return one_pass(model, tokens, n, k_dtype, KernelSet::Fast, v_dtype);
+                                    DType v_dtype, ActBits act) {
+    return one_pass(model, tokens, n, k_dtype, KernelSet::Fast, v_dtype, act);
 }
 
 }  // namespace kvrt::runtime

@@ -9,6 +9,7 @@
 // of the cached runtime.
 #pragma once
 
+#include "kernels/weight_matmul.hpp"
 #include "util/dtype.hpp"
 
 #include <cstdint>
@@ -28,7 +29,8 @@ std::vector<float> reference_forward(const Model& model, const int32_t* tokens, 
 // cached runtime bit for bit.
 std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype);
 // K rows of k_dtype, V rows of v_dtype (the quantised KV types: util/kv_quant.hpp).
+// act: the activation codes of the quantised matmuls (ContextParams::act_bits).
 std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType k_dtype,
-                                    DType v_dtype);
+                                    DType v_dtype, ActBits act = ActBits::Q8);
 
 }  // namespace kvrt::runtime

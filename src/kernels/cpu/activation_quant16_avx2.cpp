@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
+// AVX2 twin of quantize_row16_scalar (activation_quant16.cpp): same bytes.
+#include "kernels/cpu/activation_quant.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace kvrt::kernels {
+
+void quantize_row16_avx2(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i lo = _mm256_set1_epi32(-32767), hi = _mm256_set1_epi32(32767);
+    for (int64_t b = 0; b < nb; b++) {
+        __m256 v[4];
+        __m256 a = _mm256_setzero_ps();
+        for (int i = 0; i < 4; i++) {
+            v[i] = _mm256_loadu_ps(x + b * 32 + 8 * i);
+            a = _mm256_max_ps(a, _mm256_andnot_ps(sign, v[i]));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const auto [db, id] = block_scale16(amax);
+        const __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        __m256i acc = _mm256_setzero_si256();
+        for (int i = 0; i < 4; i++) {
+            // out of range and NaN convert to INT_MIN, clamped to -32767 (as the scalar path)
+            q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));
+            q[i] = _mm256_max_epi32(_mm256_min_epi32(q[i], hi), lo);
+            acc = _mm256_add_epi32(acc, q[i]);
+        }
+        // packs works per 128-bit lane: [q0 lo4, q1 lo4 | q0 hi4, q1 hi4] -> reorder the qwords
+        const __m256i p01 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xD8);
+        const __m256i p23 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[2], q[3]), 0xD8);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * 32), p01);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * 32 + 16), p23);
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        const int32_t total = _mm_cvtsi128_si32(s4);
+        store_block_stats(b, db, total, d, sum, s);
+    }
+}
+
+}  // namespace kvrt::kernels
+
+#pragma GCC pop_options
+
+#else  // not x86: never selected; keeps the link whole.
+
+namespace kvrt::kernels {
+void quantize_row16_avx2(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s) {
+    quantize_row16_scalar(x, nb, qs, d, sum, s);
+}
+}  // namespace kvrt::kernels
+
+#endif
