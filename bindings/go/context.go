@@ -111,6 +111,10 @@ type ContextOptions struct {
 	// Progress of long prefills (fraction, stage "prefill"); return false to cancel
 	// (the call returns ErrCancelled). Runs on the goroutine of the call.
 	Progress func(fraction float32, stage string) bool
+	// Activation code width of the quantised weight matmuls (kvrt_context_config.act_bits):
+	// 0 = 8 (the default), or 16: ~256x finer activation rounding, closer to exact math;
+	// blocks computed under one width are never reused by the other.
+	ActBits int32
 }
 
 // Context runs a model over a KV cache. kvrt allows one thread at a time per
@@ -193,6 +197,9 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 		}
 		if vok {
 			cfg.v_dtype = vt
+		}
+		if o.ActBits != 0 {
+			cfg.act_bits = C.int32_t(o.ActBits)
 		}
 		if progress != nil {
 			cfg.progress = C.kvrt_go_ctx_progress_fn()

@@ -128,7 +128,9 @@ class context_config(Structure):
                 # appended in 0.3: K and V rows of different types (-1: kv_dtype)
                 ("k_dtype", c_int32), ("v_dtype", c_int32),
                 # appended in 0.3: lower tiers of the prefix cache
-                ("tiers", POINTER(tier_config)), ("n_tiers", c_size_t)]
+                ("tiers", POINTER(tier_config)), ("n_tiers", c_size_t),
+                # appended in 0.3: activation code width of the quantised matmuls (8 or 16)
+                ("act_bits", c_int32)]
 
 
 class request_stats(Structure):

@@ -93,16 +93,18 @@ class Context(Handle):
     returning False cancels (KvrtError CANCELLED). share_cache_with: another Context over the same model whose KV
     cache (and so prefix cache) this one shares. ced_prefill_mode and
     ced_resume apply to CED models only (kvrt/ced.h): exact or CED prefill,
-    and how a prefix-cache hit restores the windows. kv_dtype: KV_F32, KV_F16,
-    KV_BF16, KV_I8 or KV_FP8_E4M3; k_dtype / v_dtype (-1: kv_dtype) give the K
-    and V rows different types.
+    and how a prefix-cache hit restores the windows. kv_dtype: DTYPE_F32, DTYPE_F16,
+    DTYPE_BF16, DTYPE_I8 or DTYPE_FP8_E4M3 (kvrt_dtype); k_dtype / v_dtype (-1: kv_dtype) give the K
+    and V rows different types. act_bits: 8 (default) or 16, the activation codes of the
+    quantised weight matmuls (kvrt_context_config.act_bits: 16 is ~256x finer activation
+    rounding, closer to exact math; blocks of one width are never reused by the other).
     """
     _destroy = "kvrt_context_destroy"
 
-    def __init__(self, model, n_ctx=0, n_seq_max=1, n_batch=512, n_threads=0, kv_dtype=KV_F16, block_tokens=16,
+    def __init__(self, model, n_ctx=0, n_seq_max=1, n_batch=512, n_threads=0, kv_dtype=DTYPE_F16, block_tokens=16,
                  cache_bytes=0, prefix_caching=True, cache_salt="", share_cache_with=None,
                  ced_prefill_mode=CED_PREFILL_EXACT, ced_resume=CED_RESUME_AUTO, k_dtype=-1, v_dtype=-1,
-                 progress=None, cache_dir=None, cache_redis=None):
+                 progress=None, cache_dir=None, cache_redis=None, act_bits=8):
         self._ptr = None
         self._lock = threading.RLock()
         self._progress = None
@@ -113,6 +115,7 @@ class Context(Handle):
         cfg.cache_salt = cache_salt.encode()
         cfg.ced_prefill_mode, cfg.ced_resume = ced_prefill_mode, ced_resume
         cfg.k_dtype, cfg.v_dtype = k_dtype, v_dtype  # -1: kv_dtype (K and V rows of different types)
+        cfg.act_bits = act_bits
         if share_cache_with is not None:
             cfg.cache = share_cache_with._cache_ptr()
         if progress is not None:  # kept alive with the context

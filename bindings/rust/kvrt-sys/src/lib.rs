@@ -431,6 +431,8 @@ pub struct kvrt_context_config {
     // Appended in 0.3: lower tiers of the prefix cache the context creates.
     pub tiers: *const kvrt_tier_config,
     pub n_tiers: usize,
+    // Appended in 0.3: activation code width of the quantised weight matmuls (8 or 16).
+    pub act_bits: i32,
 }
 
 pub const KVRT_STOP_NONE: i32 = 0;
@@ -500,10 +502,10 @@ pub struct kvrt_generate_config {
 
 extern "C" {
     pub fn kvrt_context_config_init(cfg: *mut kvrt_context_config, struct_size: usize) -> kvrt_status;
-    pub fn kvrt_context_create(out: *mut *mut kvrt_context, model: *mut kvrt_model,
+    pub fn kvrt_context_create(out: *mut *mut kvrt_context, model: *const kvrt_model,
                                cfg: *const kvrt_context_config) -> kvrt_status;
     pub fn kvrt_context_destroy(ctx: *mut kvrt_context);
-    pub fn kvrt_context_get_cache(out: *mut *mut kvrt_cache, ctx: *mut kvrt_context) -> kvrt_status;
+    pub fn kvrt_context_get_cache(out: *mut *mut kvrt_cache, ctx: *const kvrt_context) -> kvrt_status;
     pub fn kvrt_request_stats_init(stats: *mut kvrt_request_stats, struct_size: usize) -> kvrt_status;
     pub fn kvrt_context_prefill(stats: *mut kvrt_request_stats, ctx: *mut kvrt_context, seq_id: i32,
                                 tokens: *const i32, n_tokens: usize) -> kvrt_status;
@@ -523,7 +525,7 @@ extern "C" {
     pub fn kvrt_context_seq_release(ctx: *mut kvrt_context, seq_id: i32) -> kvrt_status;
     pub fn kvrt_context_seq_tokens(dst: *mut i32, capacity: usize, written: *mut usize, ctx: *const kvrt_context,
                                    seq_id: i32) -> kvrt_status;
-    pub fn kvrt_context_seq_save(ctx: *mut kvrt_context, seq_id: i32, path: *const c_char) -> kvrt_status;
+    pub fn kvrt_context_seq_save(ctx: *const kvrt_context, seq_id: i32, path: *const c_char) -> kvrt_status;
     pub fn kvrt_context_seq_load(ctx: *mut kvrt_context, seq_id: i32, path: *const c_char) -> kvrt_status;
     pub fn kvrt_context_seq_fork(ctx: *mut kvrt_context, src_seq: i32, dst_seq: i32) -> kvrt_status;
     pub fn kvrt_context_seq_truncate(ctx: *mut kvrt_context, seq_id: i32, n: usize) -> kvrt_status;

@@ -89,6 +89,10 @@ pub struct ContextOptions {
     pub k_type: Option<KvType>,
     /// The V rows' type when it differs from `kv_type` (llama.cpp's type_v); None: kv_type.
     pub v_type: Option<KvType>,
+    /// Activation code width of the quantised weight matmuls: 8 (default) or 16
+    /// (kvrt_context_config.act_bits: ~256x finer activation rounding, closer to exact
+    /// math; blocks computed under one width are never reused by the other).
+    pub act_bits: i32,
 }
 
 impl Default for ContextOptions {
@@ -107,6 +111,7 @@ impl Default for ContextOptions {
             ced_resume: CedResume::Auto,
             k_type: None,
             v_type: None,
+            act_bits: 8,
         }
     }
 }
@@ -237,6 +242,7 @@ impl Context {
         cfg.ced_resume = o.ced_resume.raw();
         cfg.k_dtype = o.k_type.map_or(-1, KvType::raw);
         cfg.v_dtype = o.v_type.map_or(-1, KvType::raw);
+        cfg.act_bits = o.act_bits;
         let mut out: *mut sys::kvrt_context = ptr::null_mut();
         check(unsafe { sys::kvrt_context_create(&mut out, model.as_ptr(), &cfg) })?;
         NonNull::new(out)

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
+//go:build !kvrt_no_runtime
+
+package kvrt
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func actLogitBits(t *testing.T, c *Context) []uint32 {
+	t.Helper()
+	l, err := c.Logits(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]uint32, len(l))
+	for i, x := range l {
+		b[i] = math.Float32bits(x)
+	}
+	return b
+}
+
+func sameLogitBits(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ContextOptions.ActBits: 16-bit activation codes change the logits, are deterministic
+// and keep prefix hit == cold; a width other than 8 or 16 is ErrInvalidArgument.
+func TestActBits16IsItsOwnDeterministicMode(t *testing.T) {
+	open := func(bits, threads int32, noPrefix bool) *Context {
+		c, err := NewContext(testModel, ContextOptions{NCtx: 128, Threads: threads, BlockTokens: 4,
+			NoPrefixCaching: noPrefix, ActBits: bits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c8, c16, hit := open(8, 2, true), open(16, 2, true), open(16, 1, false)
+	defer c8.Close()
+	defer c16.Close()
+	defer hit.Close()
+	toks, _ := testModel.Tokenize("The lighthouse keeper climbed the stairs and looked out over the sea.", 0)
+	for _, c := range []*Context{c8, c16} {
+		if _, err := c.Prefill(0, toks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sameLogitBits(actLogitBits(t, c8), actLogitBits(t, c16)) {
+		t.Fatal("act_bits 16 gave the 8-bit logits")
+	}
+	if _, err := hit.Prefill(0, toks[:9]); err != nil {
+		t.Fatal(err)
+	}
+	hit.SeqRelease(0)
+	st, err := hit.Prefill(0, toks)
+	if err != nil || st.ReusedTokens < 8 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if !sameLogitBits(actLogitBits(t, hit), actLogitBits(t, c16)) {
+		t.Fatal("a prefix hit under act_bits 16 differs from the cold run")
+	}
+	for _, bad := range []int32{4, 12, 32, -8} {
+		if _, err := NewContext(testModel, ContextOptions{NCtx: 64, ActBits: bad}); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("ActBits %d: %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+//! ContextOptions::act_bits: 16-bit activation codes change the logits, are deterministic
+//! and keep prefix hit == cold; a width other than 8 or 16 is InvalidArgument.
+#![cfg(feature = "runtime")]
+
+use kvrt::{Context, ContextOptions, ErrorKind, Model, TokenizeFlags};
+
+mod support;
+#[allow(unused_imports)]
+use support::{model, model_path};
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn act_bits_16_is_its_own_deterministic_mode() {
+    let p = model_path();
+    let m = Model::load(&p).unwrap_or_else(|e| panic!("{}: {e} (run scripts/setup.sh)", p.display()));
+    let toks = m.tokenize("The lighthouse keeper climbed the stairs and looked out over the sea.", TokenizeFlags::default()).unwrap();
+    let o = |act_bits, n_threads, prefix_caching| ContextOptions {
+        n_ctx: 128, n_threads, block_tokens: 4, prefix_caching, act_bits, ..Default::default()
+    };
+    let mut c8 = Context::new(&m, &o(8, 2, false)).unwrap();
+    let mut c16 = Context::new(&m, &o(16, 2, false)).unwrap();
+    let mut hit = Context::new(&m, &o(16, 1, true)).unwrap();
+    c8.prefill(0, &toks).unwrap();
+    c16.prefill(0, &toks).unwrap();
+    assert_ne!(bits(&c8.logits(0).unwrap()), bits(&c16.logits(0).unwrap()));
+    hit.prefill(0, &toks[..9]).unwrap();
+    hit.seq_release(0).unwrap();
+    let s = hit.prefill(0, &toks).unwrap();
+    assert!(s.reused_tokens >= 8, "reused {}", s.reused_tokens);
+    assert_eq!(bits(&hit.logits(0).unwrap()), bits(&c16.logits(0).unwrap()));
+    for bad in [0, 4, 12, 32, -8] {
+        let e = Context::new(&m, &o(bad, 1, true)).err().expect("act_bits must be 8 or 16");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+}
