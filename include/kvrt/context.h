@@ -142,7 +142,8 @@ KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config *cfg, size_t s
 
 /* Creates a context that runs `model`.
  *   out    receives the context (NULL on failure); destroy with kvrt_context_destroy;
- *   model  the model; the context takes a reference (the model outlives it);
+ *   model  the model (const: the context only reads it); the context takes a
+ *          reference (the model outlives it);
  *   cfg    options or NULL for the defaults.
  * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE (NULL model); KVRT_ERR_INVALID_ARGUMENT
  * (bad cfg: struct_size, n_ctx above the model's limit, n_seq_max outside
@@ -151,7 +152,7 @@ KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config *cfg, size_t s
  * KVRT_ERR_MISMATCH (cfg->cache was made for another model or KV layout);
  * KVRT_ERR_OUT_OF_MEMORY. Thread-safe. Cost: allocates scratch buffers and,
  * without cfg->cache, the cache's arena reservation. */
-KVRT_API kvrt_status kvrt_context_create(kvrt_context **out, kvrt_model *model, const kvrt_context_config *cfg);
+KVRT_API kvrt_status kvrt_context_create(kvrt_context **out, const kvrt_model *model, const kvrt_context_config *cfg);
 
 /* Releases the context's sequences (their full blocks stay in the prefix
  * cache while it lives), its cache reference and its model reference. NULL,
@@ -166,7 +167,7 @@ KVRT_API void kvrt_context_destroy(kvrt_context *ctx);
  * the caller passed in stays the caller's, who destroys it after the contexts.
  * Returns KVRT_OK, KVRT_ERR_BAD_HANDLE (ctx), KVRT_ERR_INVALID_ARGUMENT (NULL
  * out). Thread-safe with respect to other contexts. O(contexts). */
-KVRT_API kvrt_status kvrt_context_get_cache(kvrt_cache **out, kvrt_context *ctx);
+KVRT_API kvrt_status kvrt_context_get_cache(kvrt_cache **out, const kvrt_context *ctx);
 
 /* ---- Per-request statistics -------------------------------------------- */
 
@@ -351,7 +352,7 @@ KVRT_API kvrt_status kvrt_context_seq_tokens(int32_t *dst, size_t capacity, size
  * KVRT_ERR_OUT_OF_RANGE (seq_id), KVRT_ERR_IO (the message names the step),
  * KVRT_ERR_OUT_OF_MEMORY. One thread at a time per context (other contexts on a
  * shared cache may run). Cost: O(the sequence's KV bytes) of copying and writing. */
-KVRT_API kvrt_status kvrt_context_seq_save(kvrt_context *ctx, int32_t seq_id, const char *path);
+KVRT_API kvrt_status kvrt_context_seq_save(const kvrt_context *ctx, int32_t seq_id, const char *path);
 
 /* Replaces sequence seq_id with the one saved in `path` (by kvrt_context_seq_save
  * in this or another process): afterwards the sequence holds the saved tokens and

@@ -106,7 +106,7 @@ KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config* cfg, size_t s
     });
 }
 
-KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, kvrt_model* model, const kvrt_context_config* cfg) {
+KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, const kvrt_model* model, const kvrt_context_config* cfg) {
     if (out) *out = nullptr;
     return guard("kvrt_context_create", [&] {
         require_non_null(out, "out");
@@ -182,7 +182,7 @@ KVRT_API void kvrt_context_destroy(kvrt_context* ctx) {
     }
 }
 
-KVRT_API kvrt_status kvrt_context_get_cache(kvrt_cache** out, kvrt_context* ctx) {
+KVRT_API kvrt_status kvrt_context_get_cache(kvrt_cache** out, const kvrt_context* ctx) {
     if (out) *out = nullptr;
     return guard("kvrt_context_get_cache", [&] {
         require_non_null(out, "out");

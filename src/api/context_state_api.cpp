@@ -26,7 +26,7 @@ KVRT_API kvrt_status kvrt_context_seq_tokens(int32_t* dst, size_t capacity, size
     });
 }
 
-KVRT_API kvrt_status kvrt_context_seq_save(kvrt_context* ctx, int32_t seq_id, const char* path) {
+KVRT_API kvrt_status kvrt_context_seq_save(const kvrt_context* ctx, int32_t seq_id, const char* path) {
     return guard("kvrt_context_seq_save", [&] {
         auto cp = kvrt::api::context_of(ctx);
         require_non_null(path, "path");
