@@ -175,6 +175,70 @@ TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {
     }
 }
 
+TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
+    // attention_decode_team: every thread of a region makes the call, each gets every output in
+    // its own buffer; bit-identical to attention_decode (and so to the prefill row), with 1, 2
+    // and 3 threads in the region and outside any region, for sequences of 1 to 3 chunks.
+    const Shape shapes[] = {{9, 3, 64}, {4, 1, 128}};
+    uint32_t seed = 700;
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (const Shape& s : shapes)
+            for (KvTypes dt : {KvTypes(DType::F16), KvTypes(DType::F32), KvTypes(DType::I8, DType::F16)}) {
+                CAPTURE(std::string(isa_name(isa)));
+                CAPTURE(s.d);
+                CAPTURE(test::kv_types_name(dt));
+                const int32_t n_tok = 1100;
+                TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
+                for (int32_t window : {0, 700}) {
+                    const AttnParams p = params(s, window);
+                    const int32_t positions[] = {5, 511, 512, 1099};  // 1, 1, 2 and 3 chunks
+                    const int32_t n = 4;
+                    const size_t row = size_t(s.h) * s.d;
+                    auto q = test::random_vec(size_t(n) * row, seed++);
+                    std::vector<PagedKV> views(n);
+                    std::vector<DecodeSeq> seqs(n);
+                    std::vector<float> want(size_t(n) * row);
+                    for (int32_t i = 0; i < n; ++i) {
+                        views[i] = t.prefix(positions[i] + 1);
+                        seqs[i] = DecodeSeq{&views[i], q.data() + i * row, want.data() + i * row, nullptr, positions[i]};
+                    }
+                    cpu::attention_decode(seqs.data(), n, p);
+                    std::vector<float> part(cpu::attention_decode_part_floats(seqs.data(), n, p));
+                    REQUIRE(!part.empty());
+                    // Outside a region: the calling thread does everything.
+                    std::vector<float> alone(want.size(), -1.0f);
+                    cpu::attention_decode_team(seqs.data(), n, p, part.data(), alone.data());
+                    CHECK(test::bit_equal(want, alone));
+                    for (int nt : {1, 2, 3}) {
+                        CAPTURE(nt);
+                        std::vector<std::vector<float>> outs(size_t(nt), std::vector<float>(want.size(), -1.0f));
+                        int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : failed)
+                        {
+                            const int tid = omp_get_thread_num();
+                            try {
+                                cpu::attention_decode_team(seqs.data(), n, p, part.data(), outs[size_t(tid)].data());
+                            } catch (...) {
+                                failed = 1;
+                            }
+                        }
+                        CHECK(failed == 0);
+                        for (const auto& o : outs) CHECK(test::bit_equal(want, o));
+                    }
+                }
+            }
+    }
+    // Bad arguments are refused before any work (on every thread alike).
+    std::vector<float> buf(64);
+    TestKV t(8, 1, 64, KvTypes(DType::F16), 16, 1);
+    PagedKV v = t.prefix(8);
+    auto q = test::random_vec(64, 2);
+    DecodeSeq sq{&v, q.data(), nullptr, nullptr, 7};
+    CHECK_THROWS_AS(cpu::attention_decode_team(&sq, 1, params({1, 1, 64}), nullptr, buf.data()), Error);
+    CHECK_THROWS_AS(cpu::attention_decode_team(&sq, 1, params({1, 1, 64}), buf.data(), nullptr), Error);
+}
+
 TEST_CASE("kernels.attention.prefill_chunking_is_bit_exact") {
     const Shape shapes[] = {{9, 3, 64}, {4, 2, 128}};
     uint32_t seed = 200;

@@ -34,19 +34,36 @@ void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, i
     attention_impl().prefill(kv, p, q, n_q, q_pos0, out, lse);
 }
 
-void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
+namespace {
+void check_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, bool team) {
     const char* what = "attention_decode";
     KVRT_CHECK(n_seqs >= 0 && (n_seqs == 0 || seqs), KVRT_ERR_INVALID_ARGUMENT, "attention_decode: null seqs");
     for (int32_t i = 0; i < n_seqs; ++i) {
         const DecodeSeq& s = seqs[i];
-        KVRT_CHECK(s.kv && s.q && s.out, KVRT_ERR_INVALID_ARGUMENT,
+        KVRT_CHECK(s.kv && s.q && (team || s.out), KVRT_ERR_INVALID_ARGUMENT,
                    "attention_decode: sequence " + std::to_string(i) + " has a null kv, q or out");
         kernels::check_attn_params(*s.kv, p, what);
         KVRT_CHECK(s.pos >= 0, KVRT_ERR_INVALID_ARGUMENT, "attention_decode: negative pos");
         kernels::check_rows_present(*s.kv, attn_first_key(p, s.pos), s.pos, what);
     }
+}
+}  // namespace
+
+void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
+    check_decode(seqs, n_seqs, p, false);
     if (n_seqs == 0) return;
     attention_impl().decode(seqs, n_seqs, p);
+}
+
+void attention_decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out) {
+    check_decode(seqs, n_seqs, p, true);
+    if (n_seqs == 0) return;
+    KVRT_CHECK(part && out, KVRT_ERR_INVALID_ARGUMENT, "attention_decode_team: null part or out");
+    attention_impl().decode_team(seqs, n_seqs, p, part, out);
+}
+
+size_t attention_decode_part_floats(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
+    return attention_impl().decode_part_floats(seqs, n_seqs, p);
 }
 
 void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries) {

@@ -33,7 +33,8 @@ namespace kvrt::cpu::avx512 {
 
 namespace kvrt::cpu {
 const AttentionImpl& attention_impl_avx512() {
-    static const AttentionImpl impl{&avx512::prefill, &avx512::decode, &avx512::sparse, &avx512::indexer, &avx512::indexer_batch};
+    static const AttentionImpl impl{&avx512::prefill, &avx512::decode, &avx512::sparse, &avx512::indexer, &avx512::indexer_batch,
+                                     &avx512::decode_team, &avx512::decode_part_floats};
     return impl;
 }
 }  // namespace kvrt::cpu

@@ -975,9 +975,10 @@ struct ChunkItem {
     int64_t lo, hi;    // keys [lo, hi] of this chunk
 };
 
-inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
-    const int d = p.head_dim, H = p.n_heads;
-    const size_t stride = size_t(d) + 2;  // per head: m, l, o[d]
+// The decode items (sequence, chunk of C keys) in sequence then key order; first[s] = the first
+// item of sequence s. Returns the number of items (their partials: items x H x (d + 2) floats).
+inline int decode_plan(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, ChunkItem** items_out,
+                       int32_t** first_out) {
     size_t total = 0;
     for (int32_t s = 0; s < n_seqs; ++s) {
         const int64_t lo = attn_first_key(p, seqs[s].pos), hi = seqs[s].pos;
@@ -994,17 +995,45 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
                 items[n_items] = ChunkItem{s, n_items, mx(lo, c * C), mn(hi, c * C + C - 1)};
     }
     first[n_seqs] = n_items;
-    float* part = scratch<float>(6, size_t(n_items) * H * stride);
+    *items_out = items;
+    *first_out = first;
+    return n_items;
+}
+
+inline size_t decode_part_floats(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
+    size_t n = 0;
+    for (int32_t s = 0; s < n_seqs; ++s) {
+        const int64_t lo = attn_first_key(p, seqs[s].pos), hi = seqs[s].pos;
+        if (lo <= hi) n += size_t(hi / C - lo / C + 1);
+    }
+    return n * size_t(p.n_heads) * (size_t(p.head_dim) + 2);
+}
+
+// team_part == nullptr: the plain call (a parallel region of its own when the work is large).
+// Else team mode (every thread of the caller's region makes the same call): each thread plans
+// the items on its own (the same plan), the items are shared out by an orphaned work-sharing
+// loop of the caller's region (no fork/join) writing their partials into team_part (the team's
+// one buffer), and after that loop's barrier every thread folds every (sequence, head) itself
+// into team_out (its own buffer; sequence s at team_out + s * H * d; lse not written), so the
+// call ends without a barrier. Same items, same arithmetic, same bits either way.
+inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* team_part,
+                        float* team_out) {
+    const int d = p.head_dim, H = p.n_heads;
+    const size_t stride = size_t(d) + 2;  // per head: m, l, o[d]
+    ChunkItem* items;
+    int32_t* first;
+    const int n_items = decode_plan(seqs, n_seqs, p, &items, &first);
+    const bool team = team_part != nullptr;
+    float* part = team ? team_part : scratch<float>(6, size_t(n_items) * H * stride);
     const float qscale = p.scale * kLog2e;
     double work = 0;
     for (int it = 0; it < n_items; ++it) work += double(items[it].hi - items[it].lo + 1) * H * d;
     // Each thread takes one contiguous span of items (a sequence's chunks in key order), so its
     // prefetch stream runs on from one chunk into the next instead of restarting at every chunk.
     const bool par = n_items > 1 && work > kParallelWork;
-    const int nth = par ? region_threads() : 1;
+    const int nth = team ? mx(1, team_threads()) : par ? region_threads() : 1;
     const int span = (n_items + nth - 1) / nth;
-#pragma omp parallel for schedule(static, span) if (par)
-    for (int it = 0; it < n_items; ++it) {
+    auto run_item = [&](int it) {
         const ChunkItem& ci = items[it];
         const DecodeSeq& sq = seqs[ci.seq];
         const PagedKV& kv = *sq.kv;
@@ -1064,11 +1093,10 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
                 tile_rows(tile, d, rw, G);
             }
         }
-    }
+    };
     // Fold each (sequence, head)'s chunk partials in chunk order.
     const int n_rows = n_seqs * H;
-#pragma omp parallel for schedule(static) if (n_rows >= 256)
-    for (int rh = 0; rh < n_rows; ++rh) {
+    auto fold_row = [&](int rh) {
         const int s = rh / H, h = rh % H;
         const DecodeSeq& sq = seqs[s];
         float* o = scratch<float>(7, size_t(d));
@@ -1078,8 +1106,29 @@ inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
             const float* st = part + (size_t(it) * H + h) * stride;
             fold(m, l, o, st[0], st[1], st + 2, d);
         }
-        finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, sq.out + size_t(h) * d, sq.lse ? sq.lse + h : nullptr);
+        if (team)
+            finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, team_out + (size_t(s) * H + h) * d, nullptr);
+        else
+            finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, sq.out + size_t(h) * d, sq.lse ? sq.lse + h : nullptr);
+    };
+    if (team) {
+        // The loop's implicit barrier: every partial is written before any thread folds.
+#pragma omp for schedule(static, span)
+        for (int it = 0; it < n_items; ++it) run_item(it);
+        for (int rh = 0; rh < n_rows; ++rh) fold_row(rh);
+        return;
     }
+#pragma omp parallel for schedule(static, span) if (par)
+    for (int it = 0; it < n_items; ++it) run_item(it);
+#pragma omp parallel for schedule(static) if (n_rows >= 256)
+    for (int rh = 0; rh < n_rows; ++rh) fold_row(rh);
+}
+
+inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
+    decode_impl(seqs, n_seqs, p, nullptr, nullptr);
+}
+inline void decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out) {
+    decode_impl(seqs, n_seqs, p, part, out);
 }
 
 // ---------------------------------------------------------------------------------------------

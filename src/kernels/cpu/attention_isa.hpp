@@ -22,6 +22,9 @@ struct AttentionImpl {
     // Query i scores positions [0, n_visible[i]) into scores + i * stride (indexer_core.inl).
     void (*indexer_batch)(const PagedKV& keys, const IndexerQuery* qs, const int32_t* n_visible, int32_t n_queries,
                           float* scores, size_t stride);
+    // Decode in team mode (attention.hpp attention_decode_team) and the size of its shared buffer.
+    void (*decode_team)(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out);
+    size_t (*decode_part_floats)(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p);
 };
 
 const AttentionImpl& attention_impl_scalar();

@@ -36,4 +36,10 @@ void* thread_scratch(int slot, size_t bytes) {
 
 int region_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
+int team_threads() {
+    if (!omp_in_parallel()) return 0;
+    const int n = omp_get_num_threads();
+    return n > 1 ? n : 0;
+}
+
 }  // namespace kvrt::cpu

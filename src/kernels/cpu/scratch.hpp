@@ -18,4 +18,10 @@ void* thread_scratch(int slot, size_t bytes);
 // Baseline translation unit, like thread_scratch.
 int region_threads();
 
+// Team mode: when called from inside an active parallel region of more than one thread, the
+// number of threads in that team (every one of them must make the same kernel call, which then
+// shares its work out with orphaned work-sharing constructs instead of opening a region of its
+// own); 0 outside such a region.
+int team_threads();
+
 }  // namespace kvrt::cpu

@@ -328,11 +328,11 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
     // Step l: the FFN half of layer l-1 (l > 0), then the attention input of layer l
     // (l < NL), or the output head (l == NL). Run by every thread of a region on its own
     // residual copy xp (and xnp, its normalised form); `sync` hands out the column tasks.
-    auto step = [&](int64_t l, TeamTasks& sync, int tid, float* xp, float* xnp) {
+    auto step = [&](int64_t l, TeamTasks& sync, int tid, float* xp, float* xnp, const float* att) {
             if (l > 0) {
                 const DecoderLayerWeights& P = model.layer(static_cast<uint32_t>(l - 1));
                 sync.run(0, static_cast<int64_t>(wo_parts.size()), [&](int64_t t) {
-                    guard([&] { matmul_part(*P.wo, S.att.data(), M, QD, S.xn.data(), E, wo_parts[t].first, wo_parts[t].second, KernelIsa::Auto, S.act); });
+                    guard([&] { matmul_part(*P.wo, att, M, QD, S.xn.data(), E, wo_parts[t].first, wo_parts[t].second, KernelIsa::Auto, S.act); });
                 });
 #pragma omp barrier
                 add_residual(xp, S.xn.data(), P.post_attn_norm, xnp);
@@ -406,17 +406,18 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
         return a;
     };
 
-    static const bool kLayerRegions = getenv("KVRT_TMP_LAYER_REGIONS") != nullptr;  // TMP A/B
-    bool all_decode = nt > 1 && !kLayerRegions;
+    bool all_decode = nt > 1;
     for (const SeqStep& s : batch) all_decode = all_decode && s.n_tokens == 1;
     if (all_decode) {
         // Decode batches: ONE parallel region for the whole token. The attention kernel runs
-        // in team mode inside it (orphaned work-sharing, cpu/scratch.hpp team_threads), so
-        // a layer costs barriers only, no fork/join: after Q/K/V, after the attention's chunk
-        // partials and fold, after the output projection, gate/up and down.
+        // in team mode inside it (cpu::attention_decode_team: orphaned work-sharing, each
+        // thread folds the chunk partials into its own copy of the attention output), so a
+        // layer costs five barriers and no fork/join: after Q/K/V, after the attention's chunk
+        // items, after the output projection, after gate/up and after down.
         const size_t nb = batch.size();
         S.views.resize(static_cast<size_t>(NL) * nb);
         S.decode.resize(static_cast<size_t>(NL) * nb);
+        size_t part_floats = 0;
         for (int64_t l = 0; l < NL; ++l)
             for (size_t i = 0; i < nb; ++i) {
                 const SeqStep& s = batch[i];
@@ -426,23 +427,32 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 d = DecodeSeq{};
                 d.kv = &v;
                 d.q = &S.q[static_cast<int64_t>(i) * QD];
-                d.out = &S.att[static_cast<int64_t>(i) * QD];
                 d.pos = static_cast<int32_t>(s.pos0);
+                if (i + 1 == nb)
+                    part_floats = std::max(part_floats, cpu::attention_decode_part_floats(
+                                                            &S.decode[static_cast<size_t>(l) * nb],
+                                                            static_cast<int32_t>(nb), layer_params(l)));
             }
+        std::vector<float> part(std::max<size_t>(part_floats, 1));
+        std::vector<float> att(static_cast<size_t>(nt) * static_cast<size_t>(M * QD));
         std::unique_ptr<TeamTasks[]> syncs(new TeamTasks[static_cast<size_t>(NL) + 1]);
 #pragma omp parallel num_threads(nt)
         {
             const int tid = omp_get_thread_num();
             float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
             float* xnp = xp + M * E;
+            float* my_att = &att[static_cast<size_t>(tid) * static_cast<size_t>(M * QD)];
             std::copy_n(S.x.data(), M * E, xp);
             for (int64_t l = 0; l <= NL; ++l) {
-                step(l, syncs[static_cast<size_t>(l)], tid, xp, xnp);
+                step(l, syncs[static_cast<size_t>(l)], tid, xp, xnp, my_att);
                 if (l < NL) {
 #pragma omp barrier
                     // Every thread makes the same call (the kernel's checks throw alike on all).
                     const AttnParams a = layer_params(l);
-                    guard([&] { cpu::attention_decode(&S.decode[static_cast<size_t>(l) * nb], static_cast<int32_t>(nb), a); });
+                    guard([&] {
+                        cpu::attention_decode_team(&S.decode[static_cast<size_t>(l) * nb], static_cast<int32_t>(nb), a,
+                                                   part.data(), my_att);
+                    });
                 }
             }
         }
@@ -457,7 +467,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
                 float* xnp = xp + M * E;
                 std::copy_n(S.x.data(), M * E, xp);
-                step(l, sync, tid, xp, xnp);
+                step(l, sync, tid, xp, xnp, S.att.data());
             }
             if (error) std::rethrow_exception(error);
             if (l < NL) attend(batch, S, layer_params(l), QD, static_cast<uint32_t>(l), false);
