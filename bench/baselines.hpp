@@ -45,6 +45,18 @@ inline void use_passive_omp_wait(char** argv) {
     execv("/proc/self/exe", argv);  // on failure, carry on with the default policy
 }
 
+// The CPU's model name (/proc/cpuinfo), printed beside every figure.
+inline std::string cpu_model() {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("model name", 0) == 0) {
+            auto p = line.find(':');
+            return p == std::string::npos ? line : line.substr(p + 2);
+        }
+    return "unknown";
+}
+
 inline double thread_cpu_seconds() {
     timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

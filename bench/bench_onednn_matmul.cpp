@@ -32,16 +32,6 @@ using namespace kvrt;
 using namespace kvrt::bench;
 
 namespace {
-std::string cpu_model() {
-    std::ifstream f("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("model name", 0) == 0) {
-            auto p = line.find(':');
-            return p == std::string::npos ? line : line.substr(p + 2);
-        }
-    return "unknown";
-}
 
 constexpr int kTile = 16;
 

@@ -24,16 +24,6 @@ using namespace kvrt;
 using namespace kvrt::bench;
 
 namespace {
-std::string cpu_model() {
-    std::ifstream f("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("model name", 0) == 0) {
-            auto p = line.find(':');
-            return p == std::string::npos ? line : line.substr(p + 2);
-        }
-    return "unknown";
-}
 
 std::vector<int32_t> pick_sorted(int32_t n_bank, int32_t n, uint32_t seed) {
     std::mt19937 rng(seed);

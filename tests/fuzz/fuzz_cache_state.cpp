@@ -15,6 +15,7 @@
 //
 // Seeds: run the harness binary with KVRT_FUZZ_WRITE_SEEDS=<dir> to write files the
 // cache itself saved (tests/fuzz/corpus/cache_state holds them with the byte-0 prefix).
+#include "fuzz_cache_config.hpp"
 #include "fuzz_support.hpp"
 
 #include "cache/cache.hpp"
@@ -32,26 +33,12 @@
 
 using namespace kvrt;
 using namespace kvrt::cache;
+using kvrt::fuzz::kFpHi;
+using kvrt::fuzz::kFpLo;
 
 namespace {
 
-constexpr uint64_t kFpLo = 0x0123456789abcdefull, kFpHi = 0xfedcba9876543210ull;
 
-CacheConfig config() {
-    CacheConfig c;
-    c.block_tokens = 4;
-    c.budget_bytes = 64 * 1024;
-    for (int i = 0; i < 3; i++) {
-        LayerSpec s;
-        s.kind = i == 2 ? LayerKind::Window : LayerKind::Full;
-        s.window = i == 2 ? 6 : 0;
-        s.n_kv_heads = 2;
-        s.head_dim = 8;
-        s.dtype = DType::F16;
-        c.layers.push_back(s);
-    }
-    return c;
-}
 
 std::string& scratch() {
     static std::string p = fuzz::scratch_path("cache-state");
@@ -70,7 +57,7 @@ void fill(Cache& c, SeqId s, int64_t from, int64_t to) {
 
 // Writes the seed files: byte 0 (the mode) followed by a file the cache saved.
 void write_seeds(const char* dir) {
-    Cache c(config());
+    Cache c(kvrt::fuzz::small_cache_config());
     std::vector<int32_t> toks(23);
     for (size_t i = 0; i < toks.size(); i++) toks[i] = int32_t(100 + i * 3);
     SeqKeys keys{kFpLo, kFpHi, "", 0};
@@ -172,7 +159,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (!fuzz::write_file(scratch(), file.data(), file.size())) fuzz::missing("cannot write " + scratch());
     std::unique_ptr<Cache>& slot = cache_slot();
-    if (!slot) slot = std::make_unique<Cache>(config());
+    if (!slot) slot = std::make_unique<Cache>(kvrt::fuzz::small_cache_config());
     Cache& c = *slot;
     const CacheStats before = c.stats();
     bool loaded = false;

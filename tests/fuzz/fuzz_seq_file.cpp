@@ -18,6 +18,7 @@
 //
 // Seeds: KVRT_FUZZ_WRITE_SEEDS=<dir> fuzz_seq_file writes files in Context::save_seq's
 // format around rows the cache itself saved (tests/fuzz/corpus/seq_file holds them).
+#include "fuzz_cache_config.hpp"
 #include "fuzz_support.hpp"
 
 #include "cache/cache.hpp"
@@ -37,28 +38,14 @@
 
 using namespace kvrt;
 using namespace kvrt::cache;
+using kvrt::fuzz::kFpHi;
+using kvrt::fuzz::kFpLo;
 using namespace kvrt::runtime;
 
 namespace {
 
-constexpr uint64_t kFpLo = 0x0123456789abcdefull, kFpHi = 0xfedcba9876543210ull;
 constexpr uint32_t kVocab = 512, kCtx = 256;
 
-CacheConfig config() {
-    CacheConfig c;
-    c.block_tokens = 4;
-    c.budget_bytes = 64 * 1024;
-    for (int i = 0; i < 3; i++) {
-        LayerSpec s;
-        s.kind = i == 2 ? LayerKind::Window : LayerKind::Full;
-        s.window = i == 2 ? 6 : 0;
-        s.n_kv_heads = 2;
-        s.head_dim = 8;
-        s.dtype = DType::F16;
-        c.layers.push_back(s);
-    }
-    return c;
-}
 
 SeqFileExpect default_expect() {
     SeqFileExpect e;
@@ -132,7 +119,7 @@ void fill(Cache& c, SeqId s, int64_t from, int64_t to) {
 }
 
 void write_seeds(const char* dir) {
-    Cache c(config());
+    Cache c(kvrt::fuzz::small_cache_config());
     int n = 0;
     auto emit = [&](uint8_t mode, const std::vector<uint8_t>& file) {
         std::vector<uint8_t> bytes(1, mode);
@@ -207,7 +194,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     // The decoder's rows, as Context::load_seq loads them.
     std::unique_ptr<Cache>& slot = cache_slot();
-    if (!slot) slot = std::make_unique<Cache>(config());
+    if (!slot) slot = std::make_unique<Cache>(kvrt::fuzz::small_cache_config());
     Cache& c = *slot;
     const CacheStats before = c.stats();
     SeqId id = 0;

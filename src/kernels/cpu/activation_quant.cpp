@@ -39,7 +39,14 @@ QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks, ActBits ac
     return q;
 }
 
-void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
+namespace {
+
+// Both code widths: q = round-half-even(x / d) clamped to [lo, hi]; NaN -> lo (as the AVX2
+// conversion's INT_MIN clamps): lo = -128, hi = 127 for 8-bit codes, -32767 and 32767 for 16.
+template <class Q>
+void quantize_row_portable(const float* x, int64_t nb, Q* qs, float* d, int32_t* sum, float* s) {
+    constexpr bool kWide = sizeof(Q) == 2;
+    constexpr float hi = kWide ? 32767.0f : 127.0f, lo = kWide ? -32767.0f : -128.0f;
     for (int64_t b = 0; b < nb; b++) {
         const float* xb = x + b * 32;
         float amax = 0.0f;
@@ -47,16 +54,36 @@ void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32
             const float a = std::fabs(xb[j]);
             amax = a > amax ? a : amax;
         }
-        const auto [db, id] = block_scale(amax);
+        const auto [db, id] = kWide ? block_scale16(amax) : block_scale(amax);
         int32_t total = 0;
         for (int j = 0; j < 32; j++) {
             const float r = std::nearbyint(xb[j] * id);  // round half to even (default FP environment)
-            const int32_t q = r >= 127.0f ? 127 : r <= -128.0f ? -128 : r == r ? static_cast<int32_t>(r) : -128;
-            qs[b * 32 + j] = static_cast<int8_t>(q);
+            const int32_t q = r >= hi ? int32_t(hi) : r <= lo ? int32_t(lo) : r == r ? static_cast<int32_t>(r) : int32_t(lo);
+            qs[b * 32 + j] = static_cast<Q>(q);
             total += q;
         }
         store_block_stats(b, db, total, d, sum, s);
     }
+}
+
+// The sums of the first 16 codes of each block (the same integers on every path).
+template <class Q>
+void half_sums(const Q* qs, int64_t nb, int32_t* lo) {
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t t = 0;
+        for (int j = 0; j < 16; j++) t += qs[b * 32 + j];
+        lo[b] = t;
+    }
+}
+
+}  // namespace
+
+void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
+    quantize_row_portable(x, nb, qs, d, sum, s);
+}
+
+void quantize_row16_scalar(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s) {
+    quantize_row_portable(x, nb, qs, d, sum, s);
 }
 
 void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const QuantizedRows& out, KernelIsa isa) {
@@ -68,12 +95,7 @@ void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const Qu
         for (int64_t m = m0; m < m1; m++) {
             int16_t* qs = out.q16 + m * nb * 32;
             fn16(X + m * ldx, nb, qs, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
-            int32_t* lo = out.sum_lo + m * nb;
-            for (int64_t b = 0; b < nb; b++) {
-                int32_t t = 0;
-                for (int j = 0; j < 16; j++) t += qs[b * 32 + j];
-                lo[b] = t;
-            }
+            half_sums(qs, nb, out.sum_lo + m * nb);
         }
         return;
     }
@@ -84,13 +106,7 @@ void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const Qu
     for (int64_t m = m0; m < m1; m++) {
         int8_t* qs = out.qs + m * nb * 32;
         fn(X + m * ldx, nb, qs, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
-        // Half sums from the int8 codes (the same integers on every path).
-        int32_t* lo = out.sum_lo + m * nb;
-        for (int64_t b = 0; b < nb; b++) {
-            int32_t t = 0;
-            for (int j = 0; j < 16; j++) t += qs[b * 32 + j];
-            lo[b] = t;
-        }
+        half_sums(qs, nb, out.sum_lo + m * nb);
     }
 }
 

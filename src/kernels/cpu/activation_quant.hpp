@@ -24,7 +24,7 @@ namespace kvrt::kernels {
 
 // A view of M quantised rows of nb blocks. Row m's int8 values start at
 // qs + m * nb * 32; its scales, sums, d*sum and half sums at d/sum/s/sum_lo + m * nb.
-// 16-bit codes (ActBits::Q16, activation_quant16.cpp): q16 instead of qs (qs is then
+// 16-bit codes (ActBits::Q16, activation_quant.cpp): q16 instead of qs (qs is then
 // null), d = amax / 32767, |q| <= 32767; the sums as above.
 struct QuantizedRows {
     int64_t rows = 0;
@@ -94,7 +94,7 @@ void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32
 void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s);
 void quantize_row_avx512(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s);
 
-// 16-bit codes (activation_quant16.cpp, _avx2.cpp): d = amax / 32767, q = round-half-even(x / d)
+// 16-bit codes (activation_quant.cpp, activation_quant_avx2.cpp): d = amax / 32767, q = round-half-even(x / d)
 // clamped to [-32767, 32767] (a NaN gives -32767), the same bytes on every path.
 inline BlockScale block_scale16(float amax) {
     const float d = amax / 32767.0f;

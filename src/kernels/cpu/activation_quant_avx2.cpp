@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
-// AVX2 twin of quantize_row_scalar (activation_quant.hpp): same bytes.
+// AVX2 twins of quantize_row_scalar and quantize_row16_scalar (activation_quant.hpp):
+// the same bytes. One block loop for both code widths; only the clamp, the scale and
+// the packing of the codes differ.
 #include "kernels/cpu/activation_quant.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -12,9 +14,14 @@
 
 namespace kvrt::kernels {
 
-void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
+namespace {
+
+template <class Q>
+inline void quantize_row_avx2_t(const float* x, int64_t nb, Q* qs, float* d, int32_t* sum, float* s) {
+    constexpr bool kWide = sizeof(Q) == 2;
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    const __m256i lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
+    // Out of range and NaN convert to INT_MIN, clamped to lo (as the scalar paths).
+    const __m256i lo = _mm256_set1_epi32(kWide ? -32767 : -128), hi = _mm256_set1_epi32(kWide ? 32767 : 127);
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t b = 0; b < nb; b++) {
         __m256 v[4];
@@ -27,7 +34,7 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t
         m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
         m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
         const float amax = _mm_cvtss_f32(m4);
-        const auto [db, id] = block_scale(amax);
+        const auto [db, id] = kWide ? block_scale16(amax) : block_scale(amax);
         const __m256 vid = _mm256_set1_ps(id);
         __m256i q[4];
         __m256i acc = _mm256_setzero_si256();
@@ -38,14 +45,30 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t
         }
         const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
         const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
-        const __m256i p = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), perm);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * 32), p);
+        if constexpr (kWide) {
+            // packs works per 128-bit lane: [q0 lo4, q1 lo4 | q0 hi4, q1 hi4] -> reorder the qwords
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * 32), _mm256_permute4x64_epi64(p01, 0xD8));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * 32 + 16), _mm256_permute4x64_epi64(p23, 0xD8));
+        } else {
+            const __m256i p = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), perm);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * 32), p);
+        }
         __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
         const int32_t total = _mm_cvtsi128_si32(s4);
         store_block_stats(b, db, total, d, sum, s);
     }
+}
+
+}  // namespace
+
+void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
+    quantize_row_avx2_t(x, nb, qs, d, sum, s);
+}
+
+void quantize_row16_avx2(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s) {
+    quantize_row_avx2_t(x, nb, qs, d, sum, s);
 }
 
 }  // namespace kvrt::kernels
@@ -57,6 +80,9 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t
 namespace kvrt::kernels {
 void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
     quantize_row_scalar(x, nb, qs, d, sum, s);
+}
+void quantize_row16_avx2(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s) {
+    quantize_row16_scalar(x, nb, qs, d, sum, s);
 }
 }  // namespace kvrt::kernels
 

@@ -32,41 +32,7 @@ namespace kvrt::kernels {
 
 namespace {
 
-constexpr int kMaxRows = 2;
-constexpr size_t kPrefetchBytes = 2048;
-
-inline void prefetch_step(const uint8_t* p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
-}
-
-struct Tile {
-    const uint8_t* panel;
-    size_t stride;
-    bool prefetch;
-    int64_t m0;
-    float* y;
-    int64_t ldy;
-    int ncols;
-};
-
-template <int MR>
-inline void store_tile(const Tile& t, __m256 (&acc)[MR][2]) {
-    if (t.ncols == 16) {
-        #pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
-            _mm256_storeu_ps(t.y + r * t.ldy, acc[r][0]);
-            _mm256_storeu_ps(t.y + r * t.ldy + 8, acc[r][1]);
-        }
-        return;
-    }
-    alignas(32) float tmp[16];
-    #pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) {
-        _mm256_store_ps(tmp, acc[r][0]);
-        _mm256_store_ps(tmp + 8, acc[r][1]);
-        std::memcpy(t.y + r * t.ldy, tmp, sizeof(float) * static_cast<size_t>(t.ncols));
-    }
-}
+#include "kernels/cpu/weight_matmul_avx2_common.hpp"
 
 // The 4 codes of elements e..e+3 of an activation row, in every qword.
 inline __m256i bcast4(const int16_t* p) {
@@ -86,33 +52,6 @@ inline void widen(__m256i w, __m256i& lo, __m256i& hi) {
 inline void mac(__m256i& A, __m256i& B, __m256i wlo, __m256i whi, __m256i x) {
     A = _mm256_add_epi32(A, _mm256_madd_epi16(wlo, x));
     B = _mm256_add_epi32(B, _mm256_madd_epi16(whi, x));
-}
-
-// Codes of chunk c of one ymm half of a Q4_0/Q4_1 block, a Q5_0 block or a K-quant
-// sub-block, as unsigned bytes: elements 8c..8c+3 (wl), 8c+4..8c+7 (wh). As
-// weight_matmul_avx2_impl.hpp's codes().
-template <TensorType T>
-inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& wl, __m256i& wh) {
-    const __m256i lo = _mm256_set1_epi8(0x0F);
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + c * 64 + 32 * h));
-    wl = _mm256_and_si256(w, lo);
-    wh = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo);
-    if constexpr (T == TensorType::Q5_0 || T == TensorType::Q5_K) {
-        const __m256i b5 = _mm256_set1_epi8(0x10);
-        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hx + 32 * h));
-        wl = _mm256_or_si256(wl, _mm256_and_si256(_mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - c)), b5));
-        wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(c)), b5));
-    } else if constexpr (T == TensorType::Q6_K) {
-        const __m256i b6 = _mm256_set1_epi8(0x30);
-        const __m256i hq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hx + (c >> 1) * 64 + 32 * h));
-        if (c & 1) {
-            wl = _mm256_or_si256(wl, _mm256_and_si256(hq, b6));
-            wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_srli_epi16(hq, 2), b6));
-        } else {
-            wl = _mm256_or_si256(wl, _mm256_and_si256(_mm256_slli_epi16(hq, 4), b6));
-            wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_slli_epi16(hq, 2), b6));
-        }
-    }
 }
 
 // Integer dots of chunks [c0, c1) of one 32-element block (4-bit chunk layout) for
@@ -312,21 +251,7 @@ void matmul_panels16_avx2(const MatmulArgs& args, int64_t p0, int64_t p1) {
         matmul_panels_avx2(args, p0, p1);
         return;
     }
-    for (int64_t p = p0; p < p1; p++) {
-        Tile t;
-        t.panel = w.panel(p);
-        t.stride = w.panel_stride();
-        t.ldy = args.ldy;
-        t.ncols = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
-        if (t.ncols <= 0) break;  // the zero padding panel
-        for (int64_t m = 0; m < args.M; m += kMaxRows) {
-            t.m0 = m;
-            t.prefetch = m == 0 && p % 2 == 0;
-            t.y = args.Y + m * args.ldy + p * kPanel;
-            if (args.M - m >= 2) run_tile<2>(args, t);
-            else run_tile<1>(args, t);
-        }
-    }
+    for_each_tile<run_tile<1>, run_tile<2>>(args, p0, p1);
 }
 
 }  // namespace kvrt::kernels

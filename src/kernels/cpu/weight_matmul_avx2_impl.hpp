@@ -19,47 +19,12 @@ namespace kvrt::kernels {
 
 namespace {
 
-constexpr int kMaxRows = 2;
-constexpr size_t kPrefetchBytes = 2048;  // as the AVX-512 path
-
-// Prefetches `bytes` of the weight stream kPrefetchBytes ahead of p.
-inline void prefetch_step(const uint8_t* p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
-}
-
-struct Tile {
-    const uint8_t* panel;  // PackedWeight::panel(p)
-    size_t stride;         // PackedWeight::panel_stride()
-    bool prefetch;         // prefetch the pair's stream (first panel of the pair, first row tile)
-    int64_t m0;
-    float* y;
-    int64_t ldy;
-    int ncols;  // valid columns (1..16)
-};
+#include "kernels/cpu/weight_matmul_avx2_common.hpp"
 
 inline int32_t load_i32(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
     return v;
-}
-
-template <int MR>
-inline void store_tile(const Tile& t, __m256 (&acc)[MR][2]) {
-    if (t.ncols == 16) {
-        #pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
-            _mm256_storeu_ps(t.y + r * t.ldy, acc[r][0]);
-            _mm256_storeu_ps(t.y + r * t.ldy + 8, acc[r][1]);
-        }
-        return;
-    }
-    alignas(32) float tmp[16];
-    #pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) {
-        _mm256_store_ps(tmp, acc[r][0]);
-        _mm256_store_ps(tmp + 8, acc[r][1]);
-        std::memcpy(t.y + r * t.ldy, tmp, sizeof(float) * static_cast<size_t>(t.ncols));
-    }
 }
 
 #if !KVRT_AVX2_VNNI
@@ -250,34 +215,6 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     store_tile<MR>(t, acc);
 }
 
-// Codes of chunk c (elements 8c..8c+3 -> lo, 8c+4..8c+7 -> hi) of one ymm half
-// (8 rows) of a Q5_0 / Q4_K / Q5_K / Q6_K sub-block, as unsigned bytes
-// (weight_matmul_layout.hpp). qs: the 4 chunks; hx: Q5 hb or Q6 qh of the sub-block.
-template <TensorType T>
-inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& wl, __m256i& wh) {
-    const __m256i lo = _mm256_set1_epi8(0x0F);
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + c * 64 + 32 * h));
-    wl = _mm256_and_si256(w, lo);
-    wh = _mm256_and_si256(_mm256_srli_epi16(w, 4), lo);
-    if constexpr (T == TensorType::Q5_0 || T == TensorType::Q5_K) {
-        const __m256i b5 = _mm256_set1_epi8(0x10);
-        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hx + 32 * h));
-        // bit c -> bit 4 (left shift 4 - c), bit 4 + c -> bit 4 (right shift c): within each byte
-        wl = _mm256_or_si256(wl, _mm256_and_si256(_mm256_sll_epi16(hb, _mm_cvtsi32_si128(4 - c)), b5));
-        wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(c)), b5));
-    } else if constexpr (T == TensorType::Q6_K) {
-        const __m256i b6 = _mm256_set1_epi8(0x30);
-        const __m256i hq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hx + (c >> 1) * 64 + 32 * h));
-        if (c & 1) {  // bits 4-5 and 6-7
-            wl = _mm256_or_si256(wl, _mm256_and_si256(hq, b6));
-            wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_srli_epi16(hq, 2), b6));
-        } else {      // bits 0-1 and 2-3
-            wl = _mm256_or_si256(wl, _mm256_and_si256(_mm256_slli_epi16(hq, 4), b6));
-            wh = _mm256_or_si256(wh, _mm256_and_si256(_mm256_slli_epi16(hq, 2), b6));
-        }
-    }
-}
-
 // 16 bytes (one per row of the panel) -> two ymm of 8 floats (exact small integers).
 inline void bytes_to_ps(const uint8_t* p, bool is_signed, __m256 (&out)[2]) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -465,24 +402,7 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
 
 }  // namespace
 
-void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
-    const PackedWeight& w = *args.w;
-    for (int64_t p = p0; p < p1; p++) {
-        Tile t;
-        t.panel = w.panel(p);
-        t.stride = w.panel_stride();
-        t.ldy = args.ldy;
-        t.ncols = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
-        if (t.ncols <= 0) break;  // the zero padding panel
-        for (int64_t m = 0; m < args.M; m += kMaxRows) {
-            t.m0 = m;
-            t.prefetch = m == 0 && p % 2 == 0;
-            t.y = args.Y + m * args.ldy + p * kPanel;
-            if (args.M - m >= 2) run_tile<2>(args, t);
-            else run_tile<1>(args, t);
-        }
-    }
-}
+void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) { for_each_tile<run_tile<1>, run_tile<2>>(args, p0, p1); }
 
 }  // namespace kvrt::kernels
 
