@@ -267,23 +267,34 @@ func (c *Cache) SeqInfo(seq uint64) (SeqInfo, error) {
 
 // RowBytes is the size of one row of layer.
 func (c *Cache) RowBytes(layer int32) (int, error) {
+	k, _, err := c.rowSizes(layer)
+	return k, err
+}
+
+// rowSizes gives the sizes of one K row and one V row of layer (they differ when
+// the layer's V type differs from K's).
+func (c *Cache) rowSizes(layer int32) (int, int, error) {
 	var i C.kvrt_cache_layer_info
 	if err := call(func() C.kvrt_status { return C.kvrt_cache_layer_info_init(&i, C.size_t(unsafe.Sizeof(i))) }); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	err := c.with(func(p *C.kvrt_cache) C.kvrt_status { return C.kvrt_cache_layer_info_get(&i, p, C.int32_t(layer)) })
-	return int(i.row_bytes), err
+	v := int(i.v_row_bytes)
+	if v == 0 {
+		v = int(i.row_bytes)
+	}
+	return int(i.row_bytes), v, err
 }
 
 func (c *Cache) checkRows(layer int32, nRows int64, k, v []byte) error {
-	rb, err := c.RowBytes(layer)
+	kb, vb, err := c.rowSizes(layer)
 	if err != nil {
 		return err
 	}
-	need := int64(rb) * nRows
-	if int64(len(k)) != need || (v != nil && int64(len(v)) != need) {
-		return bindingError(ErrInvalidArgument, "%d rows of layer %d need %d bytes per buffer (k %d, v %d)",
-			nRows, layer, need, len(k), len(v))
+	need, vneed := int64(kb)*nRows, int64(vb)*nRows
+	if int64(len(k)) != need || (v != nil && int64(len(v)) != vneed) {
+		return bindingError(ErrInvalidArgument, "%d rows of layer %d need %d bytes of K and %d of V (k %d, v %d)",
+			nRows, layer, need, vneed, len(k), len(v))
 	}
 	return nil
 }

@@ -193,20 +193,22 @@ class Cache(Handle):
 
     def write_rows(self, seq, layer, first_row, n_rows, k, v=None):
         """Copies n_rows rows from the bytes-like k (and v for layers with separate V)."""
-        need = n_rows * self.layer_info(layer)["row_bytes"]
+        info = self.layer_info(layer)
+        need, vneed = n_rows * info["row_bytes"], n_rows * (info["v_row_bytes"] or info["row_bytes"])
         kd = self._rows("k", k, need).tobytes()
-        vd = None if v is None else self._rows("v", v, need).tobytes()
+        vd = None if v is None else self._rows("v", v, vneed).tobytes()
         check(C.lib().kvrt_cache_write_rows_v2(self._p, seq, layer, first_row, n_rows, kd, len(kd), vd,
                                                0 if vd is None else len(vd)))
 
     def read_rows(self, seq, layer, first_row, n_rows, k, v=None):
         """Copies n_rows rows into the writable buffers k (and v, or None to skip V)."""
-        need = n_rows * self.layer_info(layer)["row_bytes"]
+        info = self.layer_info(layer)
+        need, vneed = n_rows * info["row_bytes"], n_rows * (info["v_row_bytes"] or info["row_bytes"])
         kb = (ctypes.c_char * need).from_buffer(self._rows("k", k, need))
-        vb = None if v is None else (ctypes.c_char * need).from_buffer(self._rows("v", v, need))
+        vb = None if v is None else (ctypes.c_char * vneed).from_buffer(self._rows("v", v, vneed))
         check(C.lib().kvrt_cache_read_rows_v2(ctypes.addressof(kb), need,
                                               ctypes.addressof(vb) if vb is not None else None,
-                                              need if vb is not None else 0, self._p, seq, layer, first_row, n_rows))
+                                              vneed if vb is not None else 0, self._p, seq, layer, first_row, n_rows))
 
     def seq_save(self, seq, path):
         check(C.lib().kvrt_cache_seq_save(self._p, seq, os.fsencode(path)))

@@ -118,3 +118,24 @@ def test_cache_from_many_threads():
     assert not errors
     assert cache.stats()["n_sequences"] == 0
     cache.close()
+
+
+def test_rows_of_a_layer_whose_v_type_differs():
+    # K in f32, V in f16: each side's buffer is sized by its own row size.
+    with kvrt.Layout(4) as layout:
+        layout.add_layers(2, 32, dtype=kvrt.DTYPE_F32, v_dtype=kvrt.DTYPE_F16)
+        c = kvrt.Cache(layout, budget_bytes=1 << 20)
+    try:
+        info = c.layer_info(0)
+        kb, vb = info["row_bytes"], info["v_row_bytes"]
+        assert kb == 2 * vb
+        s = c.seq_create()
+        c.seq_append(s, list(range(6)))
+        c.write_rows(s, 0, 0, 6, bytes([1]) * (6 * kb), bytes([2]) * (6 * vb))
+        k, v = bytearray(6 * kb), bytearray(6 * vb)
+        c.read_rows(s, 0, 0, 6, k, v)
+        assert set(k) == {1} and set(v) == {2}
+        with pytest.raises(kvrt.KvrtError):  # a V buffer of K's size is refused before any copy
+            c.read_rows(s, 0, 0, 6, bytearray(6 * kb), bytearray(6 * kb))
+    finally:
+        c.close()

@@ -281,17 +281,20 @@ impl Cache {
 
     fn check_rows(&self, layer: i32, n_rows: i64, k_len: usize, v_len: Option<usize>) -> Result<LayerInfo> {
         let info = self.layer_info(layer)?;
-        let need = (n_rows.max(0) as u64).checked_mul(info.row_bytes);
-        let bad = |what: &str, len: usize| {
+        let rows = n_rows.max(0) as u64;
+        // V rows have their own size when the layer's V type differs from K's.
+        let v_row = if info.v_row_bytes != 0 { info.v_row_bytes } else { info.row_bytes };
+        let (need, vneed) = (rows.checked_mul(info.row_bytes), rows.checked_mul(v_row));
+        let bad = |what: &str, len: usize, want: Option<u64>| {
             Error::new(ErrorKind::InvalidArgument,
-                       format!("{what} holds {len} bytes; {n_rows} rows of layer {layer} need {}", need.unwrap_or(u64::MAX)))
+                       format!("{what} holds {len} bytes; {n_rows} rows of layer {layer} need {}", want.unwrap_or(u64::MAX)))
         };
         if need != Some(k_len as u64) {
-            return Err(bad("k", k_len));
+            return Err(bad("k", k_len, need));
         }
         if let Some(v) = v_len {
-            if need != Some(v as u64) {
-                return Err(bad("v", v));
+            if vneed != Some(v as u64) {
+                return Err(bad("v", v, vneed));
             }
         }
         Ok(info)
