@@ -4,6 +4,7 @@
 // Attention kernels: cpu:: against ref:: on random shapes and edges, on every ISA path,
 // and bit-for-bit determinism (chunked prefill, decode == prefill row, batch order, threads).
 #include "kernel_fixtures.hpp"
+#include "runtime_test_support.hpp"
 #include "kernels/attention.hpp"
 #include "util/error.hpp"
 
@@ -259,7 +260,9 @@ TEST_CASE("kernels.attention.prefill_chunking_is_bit_exact") {
                     prefill_chunked(t, p, q, n_tok, 0, 7, o_7, l_7);
                     CHECK(test::bit_equal(o_all, o_7));
                     CHECK(test::bit_equal(l_all, l_7));
-                    if (s.d == 64) {
+                    // One token at a time: 600 calls per case; the sanitized builds (~10x slower) run
+                    // the same code through the chunks of 7 above, the Release run checks this too.
+                    if (s.d == 64 && !kvrt::test::kSanitized) {
                         prefill_chunked(t, p, q, n_tok, 0, 1, o_1, l_1);
                         CHECK(test::bit_equal(o_all, o_1));
                         CHECK(test::bit_equal(l_all, l_1));
