@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <netinet/in.h>
+#include <memory>
 #include <random>
 #include <spawn.h>
 #include <string>
@@ -194,6 +195,27 @@ private:
     int fd_ = -1;
     int port_ = 0;
 };
+
+// A Redis tier on `url` under key prefix `prefix` (REQUIRE'd to construct).
+inline std::unique_ptr<cache::BlockTier> redis_tier_at(const std::string& url, const std::string& prefix,
+                                                       uint64_t budget = 0, uint32_t timeout_ms = 1000) {
+    cache::RedisTierOptions o;
+    o.url = url;
+    o.key_prefix = prefix;
+    o.budget_bytes = budget;
+    o.timeout_ms = timeout_ms;
+    auto t = cache::make_redis_tier(o);
+    REQUIRE(t != nullptr);
+    return t;
+}
+
+// n bytes of a pattern picked by `seed`, with an embedded NUL (values are binary-safe).
+inline std::vector<uint8_t> tier_payload(size_t n, uint8_t seed) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed * 31 + i * 7 + (i >> 8));
+    if (n > 2) v[1] = 0;
+    return v;
+}
 
 }  // namespace kvrt::test
 

@@ -16,6 +16,8 @@
 
 using namespace kvrt::cache;
 using kvrt::test::PrivateRedis;
+using kvrt::test::redis_tier_at;
+using kvrt::test::tier_payload;
 using kvrt::test::SilentServer;
 using kvrt::test::unique_key_prefix;
 
@@ -28,24 +30,6 @@ TierKey key_n(uint64_t n, uint64_t layout = 0x1234) {
     return k;
 }
 
-std::vector<uint8_t> payload(size_t n, uint8_t seed) {
-    std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed * 31 + i * 7 + (i >> 8));
-    if (n > 2) v[1] = 0;  // binary-safe: an embedded NUL
-    return v;
-}
-
-std::unique_ptr<BlockTier> tier_at(const std::string& url, const std::string& prefix, uint64_t budget = 0,
-                                   uint32_t timeout_ms = 1000) {
-    RedisTierOptions o;
-    o.url = url;
-    o.key_prefix = prefix;
-    o.budget_bytes = budget;
-    o.timeout_ms = timeout_ms;
-    auto t = make_redis_tier(o);
-    REQUIRE(t != nullptr);
-    return t;
-}
 
 }  // namespace
 
@@ -98,14 +82,14 @@ TEST_CASE("redis tier: tenants' blocks of the same tokens have different keys") 
 
 TEST_CASE("redis tier: put, get, contains and remove round-trip binary payloads") {
     KVRT_REDIS_OR_NOT_RUN(url);
-    auto t = tier_at(url, unique_key_prefix("roundtrip"));
+    auto t = redis_tier_at(url, unique_key_prefix("roundtrip"));
     CHECK(std::string(t->kind()) == "redis");
     std::vector<uint8_t> out;
     CHECK_FALSE(t->get(key_n(1), &out));  // absent
     CHECK_FALSE(t->contains(key_n(1)));
     const std::vector<size_t> sizes = {1, 100, 65536, 737280, 2u << 20};
     for (size_t i = 0; i < sizes.size(); ++i) {
-        auto p = payload(sizes[i], static_cast<uint8_t>(i));
+        auto p = tier_payload(sizes[i], static_cast<uint8_t>(i));
         t->put(key_n(i), p.data(), p.size());
     }
     uint64_t total = 0;
@@ -114,11 +98,11 @@ TEST_CASE("redis tier: put, get, contains and remove round-trip binary payloads"
         CHECK(t->contains(key_n(i)));
         out.clear();
         REQUIRE(t->get(key_n(i), &out));
-        CHECK(out == payload(sizes[i], static_cast<uint8_t>(i)));
+        CHECK(out == tier_payload(sizes[i], static_cast<uint8_t>(i)));
         total += sizes[i];
     }
     // Replacing a key replaces its value and its accounted bytes.
-    auto p2 = payload(300, 99);
+    auto p2 = tier_payload(300, 99);
     t->put(key_n(0), p2.data(), p2.size());
     REQUIRE(t->get(key_n(0), &out));
     CHECK(out == p2);
@@ -140,7 +124,7 @@ TEST_CASE("redis tier: put, get, contains and remove round-trip binary payloads"
 TEST_CASE("redis tier: a block written under salt S is never returned for salt T") {
     KVRT_REDIS_OR_NOT_RUN(url);
     const std::string prefix = unique_key_prefix("tenants");
-    auto t = tier_at(url, prefix);
+    auto t = redis_tier_at(url, prefix);
     SeqKeys s_keys, t_keys;
     s_keys.salt = "S";
     t_keys.salt = "T";
@@ -156,7 +140,7 @@ TEST_CASE("redis tier: a block written under salt S is never returned for salt T
         kt.push_back({ht, layout});
     }
     for (int b = 0; b < 2; ++b) {
-        auto p = payload(4096, static_cast<uint8_t>(b));
+        auto p = tier_payload(4096, static_cast<uint8_t>(b));
         t->put(ks[b], p.data(), p.size());
     }
     std::vector<uint8_t> out;
@@ -171,15 +155,15 @@ TEST_CASE("redis tier: a block written under salt S is never returned for salt T
 TEST_CASE("redis tier: the client-side budget evicts this process's least recently used keys") {
     KVRT_REDIS_OR_NOT_RUN(url);
     const size_t n = 10000;
-    auto t = tier_at(url, unique_key_prefix("budget"), 3 * n);
+    auto t = redis_tier_at(url, unique_key_prefix("budget"), 3 * n);
     std::vector<uint8_t> out;
     for (int i = 0; i < 3; ++i) {
-        auto p = payload(n, static_cast<uint8_t>(i));
+        auto p = tier_payload(n, static_cast<uint8_t>(i));
         t->put(key_n(i), p.data(), p.size());
     }
     REQUIRE(t->get(key_n(0), &out));  // key 0 is now the most recently used
     for (int i = 3; i < 5; ++i) {
-        auto p = payload(n, static_cast<uint8_t>(i));
+        auto p = tier_payload(n, static_cast<uint8_t>(i));
         t->put(key_n(i), p.data(), p.size());
     }
     TierStats s = t->stats();
@@ -192,7 +176,7 @@ TEST_CASE("redis tier: the client-side budget evicts this process's least recent
     CHECK(t->contains(key_n(3)));
     CHECK(t->contains(key_n(4)));
     // A payload larger than the whole budget is dropped and counted.
-    auto big = payload(3 * n + 1, 9);
+    auto big = tier_payload(3 * n + 1, 9);
     t->put(key_n(9), big.data(), big.size());
     CHECK(t->stats().put_failures == 1);
     CHECK(redis_tier_counters(*t).over_budget == 1);
@@ -203,7 +187,7 @@ TEST_CASE("redis tier: the client-side budget evicts this process's least recent
 
 TEST_CASE("redis tier: concurrent puts and gets from four threads all land") {
     KVRT_REDIS_OR_NOT_RUN(url);
-    auto t = tier_at(url, unique_key_prefix("concurrent"));
+    auto t = redis_tier_at(url, unique_key_prefix("concurrent"));
     std::atomic<int> bad{0};
     std::vector<std::thread> th;
     for (int w = 0; w < 4; ++w) {
@@ -211,7 +195,7 @@ TEST_CASE("redis tier: concurrent puts and gets from four threads all land") {
             std::vector<uint8_t> out;
             for (int i = 0; i < 40; ++i) {
                 TierKey k = key_n(1000 * w + i);
-                auto p = payload(2048 + i, static_cast<uint8_t>(w + i));
+                auto p = tier_payload(2048 + i, static_cast<uint8_t>(w + i));
                 t->put(k, p.data(), p.size());
                 if (!t->get(k, &out) || out != p) bad++;
             }
@@ -235,9 +219,9 @@ TEST_CASE("redis tier fault: down at start, every call misses, is counted and th
         return;
     }
     const int port = kvrt::test::free_tcp_port();  // nothing listens there
-    auto t = tier_at("redis://127.0.0.1:" + std::to_string(port), "kvrt:", 0, 200);
+    auto t = redis_tier_at("redis://127.0.0.1:" + std::to_string(port), "kvrt:", 0, 200);
     std::vector<uint8_t> out;
-    auto p = payload(64, 1);
+    auto p = tier_payload(64, 1);
     t->put(key_n(1), p.data(), p.size());
     CHECK_FALSE(t->get(key_n(1), &out));
     CHECK_FALSE(t->contains(key_n(1)));
@@ -255,10 +239,10 @@ TEST_CASE("redis tier fault: down at start, every call misses, is counted and th
 }
 
 TEST_CASE("redis tier fault: a malformed URL gives a tier that misses and says why") {
-    auto t = tier_at("redis://cache:notaport", "kvrt:");
+    auto t = redis_tier_at("redis://cache:notaport", "kvrt:");
     std::vector<uint8_t> out;
     CHECK_FALSE(t->get(key_n(1), &out));
-    auto p = payload(8, 1);
+    auto p = tier_payload(8, 1);
     t->put(key_n(1), p.data(), p.size());
     TierStats s = t->stats();
     CHECK(s.errors == 2);
@@ -274,14 +258,14 @@ TEST_CASE("redis tier fault: a server that never answers costs a counted timeout
         return;
     }
     SilentServer silent;
-    auto t = tier_at(silent.url(), "kvrt:", 0, 100);
+    auto t = redis_tier_at(silent.url(), "kvrt:", 0, 100);
     std::vector<uint8_t> out;
     CHECK_FALSE(t->get(key_n(1), &out));
     TierStats s = t->stats();
     CHECK(s.timeouts == 1);
     CHECK(s.hits == 0);
     CHECK(t->last_error().find("timeout") != std::string::npos);
-    auto p = payload(64, 1);
+    auto p = tier_payload(64, 1);
     t->put(key_n(1), p.data(), p.size());  // second failure: times out as well, opens the back-off
     s = t->stats();
     CHECK(s.timeouts == 2);
@@ -293,9 +277,9 @@ TEST_CASE("redis tier fault: a server that never answers costs a counted timeout
 TEST_CASE("redis tier fault: a server killed mid-run gives counted misses, and a restart is used again") {
     PrivateRedis server;
     KVRT_PRIVATE_REDIS_OR_NOT_RUN(server);
-    auto t = tier_at(server.url(), "kvrt:", 0, 500);
+    auto t = redis_tier_at(server.url(), "kvrt:", 0, 500);
     std::vector<uint8_t> out;
-    auto p = payload(50000, 3);
+    auto p = tier_payload(50000, 3);
     t->put(key_n(1), p.data(), p.size());
     REQUIRE(t->get(key_n(1), &out));
     CHECK(out == p);
@@ -326,8 +310,8 @@ TEST_CASE("redis tier fault: a server killed mid-run gives counted misses, and a
 TEST_CASE("redis tier fault: out of memory under noeviction drops puts with a counted error") {
     PrivateRedis server({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
     KVRT_PRIVATE_REDIS_OR_NOT_RUN(server);
-    auto t = tier_at(server.url(), "kvrt:");
-    auto p = payload(100000, 5);
+    auto t = redis_tier_at(server.url(), "kvrt:");
+    auto p = tier_payload(100000, 5);
     int stored = 0;
     for (int i = 0; i < 60; ++i) {
         t->put(key_n(i), p.data(), p.size());

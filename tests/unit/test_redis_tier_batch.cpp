@@ -14,6 +14,8 @@
 
 using namespace kvrt::cache;
 using kvrt::test::PrivateRedis;
+using kvrt::test::redis_tier_at;
+using kvrt::test::tier_payload;
 using kvrt::test::unique_key_prefix;
 
 namespace {
@@ -25,30 +27,12 @@ TierKey key_n(uint64_t n) {
     return k;
 }
 
-std::vector<uint8_t> payload(size_t n, uint8_t seed) {
-    std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed * 17 + i * 13 + (i >> 9));
-    if (n > 3) v[2] = 0;
-    return v;
-}
-
-std::unique_ptr<BlockTier> tier_at(const std::string& url, const std::string& prefix, uint64_t budget = 0,
-                                   uint32_t timeout_ms = 1000) {
-    RedisTierOptions o;
-    o.url = url;
-    o.key_prefix = prefix;
-    o.budget_bytes = budget;
-    o.timeout_ms = timeout_ms;
-    auto t = make_redis_tier(o);
-    REQUIRE(t != nullptr);
-    return t;
-}
 
 struct Batch {
     std::vector<std::vector<uint8_t>> data;
     std::vector<TierPut> puts;
     void add(uint64_t k, size_t n, uint8_t seed) {
-        data.push_back(payload(n, seed));
+        data.push_back(tier_payload(n, seed));
         puts.push_back(TierPut{key_n(k), nullptr, 0});
     }
     // Pointers taken once every payload is in place (data may reallocate while adding).
@@ -65,7 +49,7 @@ struct Batch {
 
 TEST_CASE("redis tier batch: put_many stores every payload, in order, and each reads back") {
     KVRT_REDIS_OR_NOT_RUN(url);
-    auto t = tier_at(url, unique_key_prefix("batch"));
+    auto t = redis_tier_at(url, unique_key_prefix("batch"));
     Batch b;
     for (int i = 0; i < 12; ++i) b.add(uint64_t(i), 1000 + size_t(i) * 4097, uint8_t(i));
     b.add(3, 777, 99);  // the same key twice: the later payload wins, stored once in the accounting
@@ -92,7 +76,7 @@ TEST_CASE("redis tier batch: put_many stores every payload, in order, and each r
 TEST_CASE("redis tier batch: the budget holds across a batch, victims leave the server, an oversized payload is dropped") {
     KVRT_REDIS_OR_NOT_RUN(url);
     const size_t n = 10000;
-    auto t = tier_at(url, unique_key_prefix("batchbudget"), 3 * n);
+    auto t = redis_tier_at(url, unique_key_prefix("batchbudget"), 3 * n);
     {
         Batch first;
         for (int i = 0; i < 2; ++i) first.add(uint64_t(i), n, uint8_t(i));
@@ -124,7 +108,7 @@ TEST_CASE("redis tier batch fault: Redis down, every payload of the batch is a c
         return;
     }
     const int port = kvrt::test::free_tcp_port();
-    auto t = tier_at("redis://127.0.0.1:" + std::to_string(port), "kvrt:", 0, 200);
+    auto t = redis_tier_at("redis://127.0.0.1:" + std::to_string(port), "kvrt:", 0, 200);
     Batch b;
     for (int i = 0; i < 5; ++i) b.add(uint64_t(i), 100, uint8_t(i));
     t->put_many(b.ready(), b.puts.size());
@@ -139,7 +123,7 @@ TEST_CASE("redis tier batch fault: Redis down, every payload of the batch is a c
 TEST_CASE("redis tier batch fault: out of memory part way through a batch drops the rest, counted per payload") {
     PrivateRedis server({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
     KVRT_PRIVATE_REDIS_OR_NOT_RUN(server);
-    auto t = tier_at(server.url(), "kvrt:");
+    auto t = redis_tier_at(server.url(), "kvrt:");
     Batch b;
     for (int i = 0; i < 40; ++i) b.add(uint64_t(i), 100000, uint8_t(i));
     t->put_many(b.ready(), b.puts.size());
