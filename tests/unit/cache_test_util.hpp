@@ -7,7 +7,10 @@
 #include "cache/cache.hpp"
 #include "test_support.hpp"
 
+#include <filesystem>
 #include <numeric>
+#include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace kvrt::test {
@@ -27,6 +30,15 @@ inline cache::CacheConfig dense_config(int n_layers, int heads, int dim, int blo
         c.layers.push_back(s);
     }
     return c;
+}
+
+// An empty directory path of this process under the system temp folder: <prefix><pid>_<name>
+// (removed first if a crashed run left it).
+inline std::string fresh_temp_dir(const std::string& prefix, const char* name) {
+    const std::filesystem::path p =
+        std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()) + "_" + name);
+    std::filesystem::remove_all(p);
+    return p.string();
 }
 
 inline std::vector<int32_t> iota_tokens(int n, int32_t start = 1) {

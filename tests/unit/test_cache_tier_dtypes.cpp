@@ -26,11 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const char* name) {
-    fs::path p = fs::temp_directory_path() / (std::string("kvrt_tier_dtypes_") + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(p);
-    return p.string();
-}
+std::string temp_dir(const char* name) { return kvrt::test::fresh_temp_dir("kvrt_tier_dtypes_", name); }
 
 // 2 full layers, 2 KV heads of width 32 (int8's scale group), 4 positions per block.
 CacheConfig config(DType k, std::optional<DType> v) {

@@ -30,11 +30,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_dir(const char* name) {
-    fs::path p = fs::temp_directory_path() / (std::string("kvrt_tiers_") + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(p);
-    return p.string();
-}
+std::string temp_dir(const char* name) { return kvrt::test::fresh_temp_dir("kvrt_tiers_", name); }
 
 TierKey key_of(uint64_t i) { return TierKey{Hash128{i * 0x9e3779b97f4a7c15ull + 1, i}, Hash128{7, 9}}; }
 
