@@ -9,6 +9,7 @@
 #include "cache/cache.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace kvrt::fuzz {
 
@@ -28,6 +29,18 @@ inline cache::CacheConfig small_cache_config() {
         c.layers.push_back(s);
     }
     return c;
+}
+
+// Writes positions [from, to) of sequence s in every layer of small_cache_config() with a
+// pattern of the position and layer, and marks them computed.
+inline void fill(cache::Cache& c, cache::SeqId s, int64_t from, int64_t to) {
+    std::vector<uint8_t> row(2 * 8 * 2);
+    for (int32_t l = 0; l < 3; l++)
+        for (int64_t p = from; p < to; p++) {
+            for (size_t i = 0; i < row.size(); i++) row[i] = uint8_t(p * 31 + l * 7 + i);
+            c.write_rows(s, l, p, 1, row.data(), row.data());
+        }
+    c.mark_computed(s, to);
 }
 
 }  // namespace kvrt::fuzz

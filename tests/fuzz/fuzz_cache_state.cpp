@@ -35,6 +35,7 @@ using namespace kvrt;
 using namespace kvrt::cache;
 using kvrt::fuzz::kFpHi;
 using kvrt::fuzz::kFpLo;
+using kvrt::fuzz::fill;
 
 namespace {
 
@@ -45,15 +46,6 @@ std::string& scratch() {
     return p;
 }
 
-void fill(Cache& c, SeqId s, int64_t from, int64_t to) {
-    std::vector<uint8_t> row(2 * 8 * 2);
-    for (int32_t l = 0; l < 3; l++)
-        for (int64_t p = from; p < to; p++) {
-            for (size_t i = 0; i < row.size(); i++) row[i] = uint8_t(p * 31 + l * 7 + i);
-            c.write_rows(s, l, p, 1, row.data(), row.data());
-        }
-    c.mark_computed(s, to);
-}
 
 // Writes the seed files: byte 0 (the mode) followed by a file the cache saved.
 void write_seeds(const char* dir) {

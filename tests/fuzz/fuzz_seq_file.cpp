@@ -40,6 +40,7 @@ using namespace kvrt;
 using namespace kvrt::cache;
 using kvrt::fuzz::kFpHi;
 using kvrt::fuzz::kFpLo;
+using kvrt::fuzz::fill;
 using namespace kvrt::runtime;
 
 namespace {
@@ -108,15 +109,6 @@ std::vector<uint8_t> context_file(const std::vector<int32_t>& tokens, bool logit
     return w.finish();
 }
 
-void fill(Cache& c, SeqId s, int64_t from, int64_t to) {
-    std::vector<uint8_t> row(2 * 8 * 2);
-    for (int32_t l = 0; l < 3; l++)
-        for (int64_t p = from; p < to; p++) {
-            for (size_t i = 0; i < row.size(); i++) row[i] = uint8_t(p * 31 + l * 7 + i);
-            c.write_rows(s, l, p, 1, row.data(), row.data());
-        }
-    c.mark_computed(s, to);
-}
 
 void write_seeds(const char* dir) {
     Cache c(kvrt::fuzz::small_cache_config());
