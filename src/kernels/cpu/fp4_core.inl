@@ -28,27 +28,20 @@ inline float fp4_half_scale(const uint8_t* sc, DType t, int gi) {
     return Ops::h2f(h) * 0.5f;
 }
 
+#if defined(KVRT_ISA_AVX2) || defined(KVRT_ISA_AVX512)
+#include "kernels/cpu/fp4_decode_avx2.hpp"
+#endif
+
 // The 32 elements of one group (16 code bytes at p) times hs, into out.
 inline void fp4_decode32(const uint8_t* p, float hs, float* out) {
-#if defined(KVRT_ISA_AVX2) || defined(KVRT_ISA_AVX512)
-    const __m128i lut = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
-    const __m128i m4 = _mm_set1_epi8(15);
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i lo = _mm_shuffle_epi8(lut, _mm_and_si128(b, m4));
-    const __m128i hi = _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(b, 4), m4));
-    const __m128i e0 = _mm_unpacklo_epi8(lo, hi);  // elements 0..15 in order
-    const __m128i e1 = _mm_unpackhi_epi8(lo, hi);  // 16..31
 #if defined(KVRT_ISA_AVX512)
+    __m128i e0, e1;
+    fp4_codes32_i8(p, e0, e1);
     const __m512 s = _mm512_set1_ps(hs);
     _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(e0)), s));
     _mm512_storeu_ps(out + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(e1)), s));
-#else
-    const __m256 s = _mm256_set1_ps(hs);
-    _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e0)), s));
-    _mm256_storeu_ps(out + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(e0, 8))), s));
-    _mm256_storeu_ps(out + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e1)), s));
-    _mm256_storeu_ps(out + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(e1, 8))), s));
-#endif
+#elif defined(KVRT_ISA_AVX2)
+    fp4_decode32_avx2(p, hs, out);
 #else
     for (int i = 0; i < 16; ++i) {
         out[2 * i] = float(kFp4Twice[p[i] & 15u]) * hs;
