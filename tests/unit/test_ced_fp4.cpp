@@ -6,6 +6,7 @@
 // chunking == token-by-token decode, a prefix-cache hit == a cold run), the caches account
 // exactly what kvrt_ced_memory reports (890 B/token for the public V4.1 configuration with
 // 4-bit banks), and a saved sequence is never loaded into a context of another bank type.
+#include "cache/tier_envelope.hpp"
 #include "ced_test_util.hpp"
 #include "model/arch/ced_memory.hpp"
 #include "model/arch/ced_runtime.hpp"
@@ -222,4 +223,20 @@ TEST_CASE("ced fp4: a saved sequence is refused by a context of another bank typ
     same_type.decode(&s0, &next, 1);
     CHECK(same(a.logits(0), same_type.logits(0)));
     std::filesystem::remove(path);
+}
+
+TEST_CASE("ced fp4: the bank type is part of the tier key and of the state-file layout") {
+    // Blocks of a bank cache written under one bank type are never found under another: the
+    // tier key hashes every layer's type (bank rows and indexer keys alike).
+    const CedConfig c = tiny32();
+    auto hash = [&](DType t) {
+        cache::CacheConfig b = CedRuntime::bank_layout(c, 4, t);
+        b.budget_bytes = 1 << 20;
+        return cache::tier_layout_hash(cache::resolve_layout(b));
+    };
+    const auto f16 = hash(DType::F16), bf16 = hash(DType::BF16), f32 = hash(DType::F32), fp4 = hash(DType::FP4);
+    CHECK_FALSE(fp4 == f16);
+    CHECK_FALSE(fp4 == bf16);
+    CHECK_FALSE(fp4 == f32);
+    CHECK(fp4 == hash(DType::FP4));
 }
