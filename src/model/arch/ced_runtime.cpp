@@ -10,8 +10,8 @@
 #include "kernels/rms_norm.hpp"
 #include "kernels/rope.hpp"
 #include "util/dtype.hpp"
-#include "util/kv_quant.hpp"
 #include "util/error.hpp"
+#include "util/kv_quant.hpp"
 
 #include <algorithm>
 #include <cmath>
