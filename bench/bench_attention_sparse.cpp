@@ -11,7 +11,12 @@
 //     limit where the indexer uses bf16 dot products); top-k 512 and block-max 2,048 timed.
 //   - the CED decode scan: indexer scores (4 heads of 64, bf16 keys, 16-token blocks in random
 //     order) over 1,048,576 keys (2,097,152 without --quick): key bytes per second vs STREAM read.
-//   bench_attention_sparse [--quick]
+//   - 4-bit banks (util/kv_quant.hpp) beside f16 ones, interleaved in the same run: sparse K=V
+//     attention (64 heads of 512, 2,048 of 1,048,576 rows; 262,144 with --quick) and the decode
+//     indexer scan over 1,048,576 keys in scattered 16-token blocks (the base preset's 4 heads of
+//     64, and the public model's 32 heads of 128): time ratio fp4 / f16 and bytes read per second
+//     vs the STREAM read of the same run.
+//   bench_attention_sparse [--quick] [--fp4-only]
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
 #include "kernels/attention.hpp"
@@ -45,13 +50,85 @@ std::vector<int32_t> pick_sorted(int32_t n_bank, int32_t n, uint32_t seed) {
     std::sort(rows.begin(), rows.end());
     return rows;
 }
+
+// 4-bit banks and indexer keys beside f16 ones (see the top of this file).
+void bench_fp4(bool quick, int max_t, double min_s) {
+    {
+        const int D = 512, H = 64, k = 2048;
+        const int32_t big = quick ? 262144 : 1048576;
+        BenchKV b16(big, 1, D, DType::F16, 16, /*kv_shared=*/true, 21);
+        BenchKV b4(big, 1, D, DType::FP4, 16, true, 22);
+        AttnParams p;
+        p.n_heads = H;
+        p.head_dim = D;
+        p.scale = 1.0f / std::sqrt(float(D));
+        std::vector<float> sinks(H, 0.5f), q(size_t(H) * D, 0.01f), out(q.size()), lse(H);
+        p.sinks = sinks.data();
+        auto rows = pick_sorted(big, k, 23);
+        SparseQuery sq{q.data(), rows.data(), k, out.data(), lse.data()};
+        for (int t = 1; t <= max_t; ++t) {
+            omp_set_num_threads(t);
+            double t16 = 1e30, t4 = 1e30;
+            for (int r = 0; r < 3; ++r) {
+                t16 = std::min(t16, time_best([&] { cpu::attention_sparse(b16.kv, p, &sq, 1); }, min_s / 3));
+                t4 = std::min(t4, time_best([&] { cpu::attention_sparse(b4.kv, p, &sq, 1); }, min_s / 3));
+            }
+            const double sr = stream_read(t);
+            char extra[240];
+            std::snprintf(extra, sizeof extra,
+                          "\"heads\":%d,\"dim\":%d,\"selected\":%d,\"bank_rows\":%d,\"threads\":%d,\"isa\":\"%s\","
+                          "\"fp4_row_bytes\":%zu,\"f16_row_bytes\":%zu",
+                          H, D, k, big, t, isa_name(isa_active()), b4.kv.row_bytes, b16.kv.row_bytes);
+            emit_vs("attention_sparse_fp4", "fp4_time_us", t4 * 1e6, "us", "f16_time_us", t16 * 1e6, extra);
+            emit_vs("attention_sparse_fp4", "fp4_row_bytes_per_s", double(k) * b4.kv.row_bytes / t4 / 1e9, "GB/s",
+                    "stream_read", sr / 1e9, extra);
+            emit_vs("attention_sparse_fp4", "f16_row_bytes_per_s", double(k) * b16.kv.row_bytes / t16 / 1e9, "GB/s",
+                    "stream_read", sr / 1e9, extra);
+        }
+    }
+    for (const auto [Hs, Ds] : {std::pair<int, int>{4, 64}, std::pair<int, int>{32, 128}}) {
+        const int32_t ns = 1 << 20;
+        BenchKV k16(ns, 1, Ds, DType::F16, 16, true, 24);
+        BenchKV k4(ns, 1, Ds, DType::FP4_E8, 16, true, 25);
+        std::vector<float> qs(size_t(Hs) * Ds, 0.01f), ws(Hs, 0.1f), ss(ns);
+        IndexerQuery iq{qs.data(), ws.data(), Hs};
+        for (int t = 1; t <= max_t; ++t) {
+            omp_set_num_threads(t);
+            double t16 = 1e30, t4 = 1e30;
+            for (int r = 0; r < 3; ++r) {
+                t16 = std::min(t16, time_best([&] { cpu::indexer_scores(k16.kv, iq, ns, ss.data()); }, min_s / 3));
+                t4 = std::min(t4, time_best([&] { cpu::indexer_scores(k4.kv, iq, ns, ss.data()); }, min_s / 3));
+            }
+            const double sr = stream_read(t);
+            const std::string extra = "\"heads\":" + std::to_string(Hs) + ",\"dim\":" + std::to_string(Ds) +
+                                      ",\"keys\":" + std::to_string(ns) + ",\"block_tokens\":16,\"threads\":" +
+                                      std::to_string(t) + ",\"isa\":\"" + isa_name(isa_active()) +
+                                      "\",\"fp4_us\":" + std::to_string(t4 * 1e6) +
+                                      ",\"fp4_key_bytes\":" + std::to_string(k4.kv.row_bytes) +
+                                      ",\"f16_key_bytes\":" + std::to_string(k16.kv.row_bytes);
+            emit_vs("indexer_fp4", "scan_fp4_time_us", t4 * 1e6, "us", "scan_f16_time_us", t16 * 1e6, extra);
+            emit_vs("indexer_fp4", "fp4_scan_key_bytes_per_s", double(k4.payload_bytes) / t4 / 1e9, "GB/s",
+                    "stream_read", sr / 1e9, extra);
+            emit_vs("indexer_fp4", "f16_scan_key_bytes_per_s", double(k16.payload_bytes) / t16 / 1e9, "GB/s",
+                    "stream_read", sr / 1e9, extra);
+        }
+    }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
     use_passive_omp_wait(argv);
-    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    bool quick = false, fp4_only = false;
+    for (int i = 1; i < argc; ++i) {
+        quick = quick || std::strcmp(argv[i], "--quick") == 0;
+        fp4_only = fp4_only || std::strcmp(argv[i], "--fp4-only") == 0;
+    }
     const int max_t = std::min(2, std::max(1, omp_get_max_threads()));
     const double min_s = quick ? 0.05 : 0.3;
+    if (fp4_only) {
+        bench_fp4(quick, max_t, min_s);
+        return 0;
+    }
 
     // ---- sparse K=V attention ----
     {
@@ -162,5 +239,6 @@ int main(int argc, char** argv) {
         double tbm = time_best([&] { block_max_candidates(scores.data(), n, 8, 2048, sel.data()); }, min_s);
         emit("indexer", "block_max_2048_time", tbm * 1e6, "us", "\"keys\":" + std::to_string(n) + ",\"block\":8");
     }
+    bench_fp4(quick, max_t, min_s);
     return 0;
 }

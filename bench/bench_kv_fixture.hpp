@@ -65,21 +65,22 @@ struct BenchKV {
         uint32_t x = seed * 2654435761u + 1;
         for (void* m : mem) {
             uint8_t* b = static_cast<uint8_t*>(m) + kv.k_offset;
-            if (dtype_quantized(dt)) {  // random elements, every scale 1/127 (a valid row)
+            if (dtype_quantized(dt)) {  // random elements, every scale ~1/127 (a valid row)
                 for (size_t i = 0; i < layer_bytes; ++i) {
                     x = x * 1664525u + 1013904223u;
                     b[i] = uint8_t(x >> 24) & (dt == DType::FP8_E4M3 ? 0xf7u : 0xffu);  // fp8: no NaN code
                 }
-                const uint16_t sc = f32_to_f16(1.0f / 127.0f);
-                const size_t hb = kv_head_bytes(dt, head_dim);
+                // f16 1/127, or (4-bit indexer keys: e8m0) 2^-7.
+                const uint16_t sc = dt == DType::FP4_E8 ? uint16_t(120) : f32_to_f16(1.0f / 127.0f);
+                const size_t hb = kv_head_bytes(dt, head_dim), sb = kv_scale_bytes(dt);
                 const int32_t ng = head_dim / kv_scale_group(dt, head_dim);
                 for (int which = 0; which < (kv_shared ? 1 : 2); ++which)
                     for (int32_t r = 0; r < block_tokens; ++r)
                         for (int32_t h = 0; h < n_kv_heads; ++h)
                             for (int32_t g = 0; g < ng; ++g)
                                 std::memcpy(b + size_t(which) * region + size_t(r) * kv.row_bytes + size_t(h) * hb +
-                                                size_t(head_dim) + 2 * size_t(g),
-                                            &sc, 2);
+                                                kv_elem_bytes(dt, head_dim) + sb * size_t(g),
+                                            &sc, sb);
             } else if (dt == DType::F32) {
                 float* f = reinterpret_cast<float*>(b);
                 for (size_t i = 0; i < layer_bytes / 4; ++i) {

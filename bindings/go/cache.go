@@ -35,6 +35,8 @@ const (
 	// Quantised rows, full and window layers only (kvrt/cache.h).
 	DTypeI8      DType = C.KVRT_DTYPE_I8
 	DTypeFP8E4M3 DType = C.KVRT_DTYPE_FP8_E4M3
+	// 4-bit e2m1 with a scale per 32 elements: bank source and indexer key layers only.
+	DTypeFP4 DType = C.KVRT_DTYPE_FP4
 )
 
 // LayerConfig describes one layer of a layout (kvrt_cache_layer_config).

@@ -165,3 +165,50 @@ func TestCedMemoryOfADenseModelIsUnsupported(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestCedFP4Banks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ced_tiny32.gguf")
+	out, err := exec.Command(kvrtCLI(t), "ced-init", "--preset", "tiny", "--idx-dim", "32", "-o", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kvrt ced-init: %v\n%s", err, out)
+	}
+	m, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	mem, err := m.CedMemory(DTypeFP4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem.GlobalBytesPerToken != (18+17)/2.0+(18+17) {
+		t.Fatalf("4-bit banks: %v B/token", mem.GlobalBytesPerToken)
+	}
+	toks := make([]int32, 40)
+	for i := range toks {
+		toks[i] = int32((i*53 + 7) % 256)
+	}
+	var logits [][]float32
+	for _, nb := range []uint32{512, 3} { // chunked prefill == one pass, bit for bit
+		ctx, err := NewContext(m, ContextOptions{NCtx: 256, Threads: 2, BlockTokens: 4, NBatch: nb, KVType: KVF32,
+			BankType: KVFP4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ctx.Prefill(0, toks); err != nil {
+			t.Fatal(err)
+		}
+		l, err := ctx.Logits(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits = append(logits, l)
+		ctx.Close()
+	}
+	if !sameBits(logits[0], logits[1]) {
+		t.Fatal("4-bit banks: chunked prefill differs from one pass")
+	}
+	if _, err := NewContext(m, ContextOptions{BlockTokens: 4, BankType: KVI8}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("int8 banks: %v", err)
+	}
+}

@@ -39,12 +39,13 @@ const (
 	KVBF16
 	KVI8      // int8, an f16 scale per 32 elements of a head (head_dim % 32 == 0)
 	KVFP8E4M3 // fp8 e4m3, an f16 scale per head of a row
+	KVFP4     // 4-bit e2m1, a scale per 32 elements: CED bank rows and indexer keys only (ContextOptions.BankType)
 )
 
 // KVTypeOf is the KVType of a DType (DTypeF16 -> KVF16, ...); KVDefault for a DType
 // contexts cannot use.
 func KVTypeOf(d DType) KVType {
-	for _, t := range []KVType{KVF32, KVF16, KVBF16, KVI8, KVFP8E4M3} {
+	for _, t := range []KVType{KVF32, KVF16, KVBF16, KVI8, KVFP8E4M3, KVFP4} {
 		if r, _ := t.raw(); DType(r) == d {
 			return t
 		}
@@ -64,6 +65,8 @@ func (t KVType) raw() (C.int32_t, bool) {
 		return C.KVRT_DTYPE_I8, true
 	case KVFP8E4M3:
 		return C.KVRT_DTYPE_FP8_E4M3, true
+	case KVFP4:
+		return C.KVRT_DTYPE_FP4, true
 	}
 	return 0, false
 }
@@ -115,6 +118,10 @@ type ContextOptions struct {
 	// 0 = 8 (the default), or 16: ~256x finer activation rounding, closer to exact math;
 	// blocks computed under one width are never reused by the other.
 	ActBits int32
+	// CED models only: the bank rows' and indexer keys' type (kvrt_context_config.bank_dtype):
+	// KVF32, KVF16, KVBF16 or KVFP4 (4-bit banks); KVDefault: KVType, or f16 when KVType is
+	// KVI8 / KVFP8E4M3 (which then apply to the window rows only).
+	BankType KVType
 }
 
 // Context runs a model over a KV cache. kvrt allows one thread at a time per
@@ -158,6 +165,10 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 	if !vok && o.VType != KVDefault {
 		return nil, bindingError(ErrInvalidArgument, "ContextOptions.VType: %d is not a KVType", int32(o.VType))
 	}
+	bt, bok := o.BankType.raw()
+	if !bok && o.BankType != KVDefault {
+		return nil, bindingError(ErrInvalidArgument, "ContextOptions.BankType: %d is not a KVType", int32(o.BankType))
+	}
 	salt := C.CString(o.CacheSalt)
 	defer C.free(unsafe.Pointer(salt))
 	var progress *callbackBox
@@ -200,6 +211,9 @@ func NewContext(m *Model, o ContextOptions) (*Context, error) {
 		}
 		if o.ActBits != 0 {
 			cfg.act_bits = C.int32_t(o.ActBits)
+		}
+		if bok {
+			cfg.bank_dtype = bt
 		}
 		if progress != nil {
 			cfg.progress = C.kvrt_go_ctx_progress_fn()

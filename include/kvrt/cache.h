@@ -71,7 +71,20 @@ typedef enum kvrt_dtype {
      * FP8_E4M3: OCP e4m3 (max 448, no infinities), group = head_dim: head_dim + 2 bytes. */
     KVRT_DTYPE_I8 = 3,
     KVRT_DTYPE_FP8_E4M3 = 4,
-    /* Reserved (4-bit banks); rejected with KVRT_ERR_UNSUPPORTED for now. */
+    /* 4-bit, BANK_SOURCE and INDEXER_KEYS layers only (CED banks; refused with
+     * KVRT_ERR_UNSUPPORTED on FULL and WINDOW layers and as a v_dtype); head_dim % 32 == 0.
+     * OCP e2m1 elements (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives), two per byte
+     * (element 2i in the low nibble), then one scale per 32 elements:
+     *   bank rows: an f16 scale (q4_0's grouping): head_dim / 2 + head_dim / 16 bytes (288 at
+     *     512). The rows are attended values as well as keys: an f16 scale puts a group's
+     *     largest element within 1/2048 of the grid's top, a power of two only within 2x.
+     *   indexer keys: an e8m0 scale (one byte, 2^(e - 127), 0xff = NaN; the MX format):
+     *     head_dim / 2 + head_dim / 32 bytes (68 at 128). Keys only rank rows, so the coarser
+     *     scale costs little, and applying it is an exponent add.
+     * Quantiser: scale = the smallest one with 6 * scale >= the group's largest magnitude (no
+     * element overflows the grid); elements rounded to the nearest grid value, ties to even;
+     * a NaN or inf element makes its group's scale NaN (a state file or tier block holding a
+     * NaN/inf scale is refused as corrupt); finite groups beyond the largest scale saturate. */
     KVRT_DTYPE_FP4 = 5
 } kvrt_dtype;
 
@@ -127,8 +140,10 @@ KVRT_API void kvrt_cache_layout_destroy(kvrt_cache_layout *layout);
  * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_INVALID_ARGUMENT (NULL cfg,
  * bad struct_size, unknown kind, zero heads or width, window 0 on a window
  * layer, ratio <= 0 or not dividing block_tokens on a bank source, a source
- * that is not an earlier bank source, count < 1); KVRT_ERR_UNSUPPORTED
- * (reserved dtype); KVRT_ERR_OVERFLOW (more than 65536 layers, row size
+ * that is not an earlier bank source, count < 1, a head_dim the dtype's scale group
+ * of 32 does not divide); KVRT_ERR_UNSUPPORTED (a dtype the kind cannot hold: fp4 on a
+ * full or window layer or as v_dtype, int8/fp8 on bank and indexer key layers);
+ * KVRT_ERR_OVERFLOW (more than 65536 layers, row size
  * overflow). On failure the layout is unchanged. One thread at a time per
  * layout. O(count). */
 KVRT_API kvrt_status kvrt_cache_layout_add_layers(int32_t *out_first, kvrt_cache_layout *layout,

@@ -10,8 +10,9 @@
  * like any other model: prefill (keeping the common prefix), decode, logits,
  * sampling, generate, stats, salt, progress. Two context options choose the
  * CED behaviours (kvrt_context_config.ced_prefill_mode / ced_resume, below);
- * the context's KV element type (kv_dtype) is the type of every cached row
- * (bank rows, indexer keys, windows). A CED file without a vocabulary (as
+ * the context's KV element type (kv_dtype) is the type of the window rows and,
+ * unless kvrt_context_config.bank_dtype says otherwise (e.g. 4-bit banks), of the
+ * bank rows and indexer keys. A CED file without a vocabulary (as
  * `kvrt ced-init` writes) runs on token ids; tokenize/chat calls then return
  * KVRT_ERR_UNSUPPORTED. `kvrt ced-init` writes random-weight CED models.
  *
@@ -54,7 +55,8 @@ typedef struct kvrt_ced_memory {
     uint32_t n_layers;
     uint32_t n_sources;                  /* banks; per bank see kvrt_ced_memory_source */
     uint32_t window;                     /* W */
-    uint32_t elem_bytes;                 /* bytes of one cached element (the dtype asked for) */
+    uint32_t elem_bytes;                 /* bytes of one cached element (the dtype asked for; 1 for the
+                                            quantised types, whose scales the per-token figures include) */
     double main_bytes_per_token;         /* all banks' main rows (each / its ratio) */
     double indexer_bytes_per_token;      /* all banks' indexer keys */
     double global_bytes_per_token;       /* main + indexer: the prefix-cacheable KV */
@@ -72,8 +74,13 @@ typedef struct kvrt_ced_memory {
 KVRT_API kvrt_status kvrt_ced_memory_init(kvrt_ced_memory *out, size_t struct_size);
 
 /* Fills *out (set out->struct_size = sizeof *out first) for a CED model whose
- * cached rows are of element type `dtype` (a kvrt_dtype: KVRT_DTYPE_F32, _F16
- * or _BF16).
+ * cached rows are of element type `dtype` (a kvrt_dtype), as a context with
+ * kv_dtype = dtype and the default bank_dtype stores them (kvrt/context.h):
+ * KVRT_DTYPE_F32, _F16 or _BF16: every row of that type; _I8 or _FP8_E4M3:
+ * windows of that type, banks and indexer keys f16; _FP4: 4-bit banks (288 B per
+ * 512-wide row, 68 B per 128-wide indexer key: 890 B per token of global KV for
+ * the public V4.1 configuration) beside f16 windows. Rows are counted as the
+ * cache stores them, scales included.
  * Returns KVRT_OK; KVRT_ERR_INVALID_ARGUMENT (NULL out, a struct_size outside
  * [its first published size, sizeof(kvrt_ced_memory)]: the first struct_size bytes
  * are filled; a dtype kvrt cannot cache for CED);
@@ -83,7 +90,7 @@ KVRT_API kvrt_status kvrt_ced_memory_get(kvrt_ced_memory *out, const kvrt_model 
 
 /* Bank `index` (0 <= index < n_sources) of a CED model: its source layer,
  * ratio and bytes per token of main rows and indexer keys at element type
- * `dtype`. Any output may be NULL. Returns KVRT_OK, KVRT_ERR_OUT_OF_RANGE
+ * `dtype` (as kvrt_ced_memory_get reads it). Any output may be NULL. Returns KVRT_OK, KVRT_ERR_OUT_OF_RANGE
  * (index), KVRT_ERR_INVALID_ARGUMENT (dtype), KVRT_ERR_UNSUPPORTED (not a CED
  * model), KVRT_ERR_BAD_HANDLE. Thread-safe. O(1). */
 KVRT_API kvrt_status kvrt_ced_memory_source(int32_t *layer, int32_t *ratio, double *main_bytes_per_token,

@@ -134,6 +134,24 @@ typedef struct kvrt_context_config {
      * other (they key the prefix cache and state files as a salt does). Decoder models;
      * 16 on a CED model is KVRT_ERR_UNSUPPORTED, other values KVRT_ERR_INVALID_ARGUMENT. */
     int32_t act_bits;
+    /* Appended in 0.3 (an older struct_size keeps the default). CED models only (ignored for
+     * others): the kvrt_dtype of the bank rows and indexer keys, the prefix-cacheable global KV
+     * (kvrt/ced.h). kv_dtype (k_dtype) is then the type of the window rows.
+     *   -1 (default): kv_dtype when it is F32, F16 or BF16 (every cached row one type, as
+     *       before); F16 when kv_dtype is I8 or FP8_E4M3 (windows quantised, banks f16).
+     *   KVRT_DTYPE_F32, _F16, _BF16: that type.
+     *   KVRT_DTYPE_FP4: 4-bit e2m1 elements (two per byte) with one scale per 32 elements:
+     *       an f16 scale on bank rows (D/2 + D/16 bytes: 288 at D = 512) and a power-of-two
+     *       e8m0 scale on indexer keys (D/2 + D/32 bytes: 68 at 128), the 890 bytes per token
+     *       of global KV of the public DeepSeek-V4.1 configuration (kvrt_ced_memory_get).
+     *       Rows are quantised as they are written (round to nearest even on the e2m1 grid,
+     *       scale = amax / 6 rounded up: kvrt/cache.h's kvrt_dtype has the format); the sparse
+     *       attention and the indexer scan read them directly. The bank width and indexer key
+     *       width must be multiples of 32.
+     * I8 / FP8_E4M3 here, or any other value: KVRT_ERR_INVALID_ARGUMENT at create. Prefixes
+     * cached under one bank type are never reused under another (they live in the context's
+     * own bank cache; a saved sequence of another type is refused with KVRT_ERR_MISMATCH). */
+    int32_t bank_dtype;
 } kvrt_context_config;
 
 /* Fills *cfg with the defaults. Returns KVRT_ERR_INVALID_ARGUMENT for NULL or

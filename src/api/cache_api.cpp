@@ -150,13 +150,11 @@ LayerSpec layer_from_c(const kvrt_cache_layer_config* c) {
         throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kind " + std::to_string(c->kind) + " is not a kvrt_layer_kind");
     if (c->dtype < 0 || c->dtype > KVRT_DTYPE_FP4)
         throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->dtype " + std::to_string(c->dtype) + " is not a kvrt_dtype");
-    if (c->dtype > KVRT_DTYPE_FP8_E4M3)
-        throw Error(KVRT_ERR_UNSUPPORTED, "cfg->dtype " + std::to_string(c->dtype) +
-                                              " (4-bit) is reserved; use f32, f16, bf16, int8 or fp8");
     if (c->v_dtype < -1 || c->v_dtype > KVRT_DTYPE_FP4)
         throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->v_dtype " + std::to_string(c->v_dtype) + " is not -1 or a kvrt_dtype");
     if (c->v_dtype > KVRT_DTYPE_FP8_E4M3)
-        throw Error(KVRT_ERR_UNSUPPORTED, "cfg->v_dtype " + std::to_string(c->v_dtype) + " (4-bit) is reserved");
+        throw Error(KVRT_ERR_UNSUPPORTED, "cfg->v_dtype " + std::to_string(c->v_dtype) +
+                                              " (fp4) is for bank and indexer key rows, which have no separate V rows");
     s.kind = static_cast<LayerKind>(c->kind);
     s.n_kv_heads = c->n_kv_heads;
     s.head_dim = c->head_dim;
@@ -192,6 +190,7 @@ static_assert(KVRT_DTYPE_F16 == static_cast<int>(kvrt::DType::F16));
 static_assert(KVRT_DTYPE_BF16 == static_cast<int>(kvrt::DType::BF16));
 static_assert(KVRT_DTYPE_I8 == static_cast<int>(kvrt::DType::I8));
 static_assert(KVRT_DTYPE_FP8_E4M3 == static_cast<int>(kvrt::DType::FP8_E4M3));
+static_assert(KVRT_DTYPE_FP4 == static_cast<int>(kvrt::DType::FP4));
 static_assert(KVRT_LAYER_FULL == static_cast<int>(LayerKind::Full));
 static_assert(KVRT_LAYER_WINDOW == static_cast<int>(LayerKind::Window));
 static_assert(KVRT_LAYER_BANK_SOURCE == static_cast<int>(LayerKind::BankSource));
@@ -441,7 +440,7 @@ KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info* out, const
         v.rows_per_block = g.rows_per_block;
         v.n_kv_heads = g.n_kv_heads;
         v.head_dim = g.head_dim;
-        v.dtype = static_cast<int32_t>(g.dtype);
+        v.dtype = g.dtype == kvrt::DType::FP4_E8 ? KVRT_DTYPE_FP4 : static_cast<int32_t>(g.dtype);  // e8m0 keys: fp4
         v.window = g.window;
         v.row_bytes = g.row_bytes;
         v.k_offset = g.k_offset;
@@ -449,7 +448,7 @@ KVRT_API kvrt_status kvrt_cache_layer_info_get(kvrt_cache_layer_info* out, const
         v.block_bytes = c->layout().managers[g.manager].block_bytes;
         v.separate_v = g.separate_v ? 1 : 0;
         v.manager = g.manager;
-        v.v_dtype = static_cast<int32_t>(g.v_dtype);
+        v.v_dtype = g.v_dtype == kvrt::DType::FP4_E8 ? KVRT_DTYPE_FP4 : static_cast<int32_t>(g.v_dtype);
         v.v_row_bytes = g.v_row_bytes;
         kvrt::api::fill_out(out, v, kvrt::api::kLayerInfoV1, "out");
     });

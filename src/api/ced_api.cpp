@@ -31,10 +31,36 @@ uint32_t elem_bytes_of(int32_t dtype) {
         case KVRT_DTYPE_F32: return 4;
         case KVRT_DTYPE_F16:
         case KVRT_DTYPE_BF16: return 2;
+        case KVRT_DTYPE_I8:
+        case KVRT_DTYPE_FP8_E4M3:
+        case KVRT_DTYPE_FP4: return 1;  // element bytes (a 4-bit element: half of one), scales on top
         default:
-            throw Error(KVRT_ERR_INVALID_ARGUMENT,
-                        "dtype " + std::to_string(dtype) + " is not one a CED cache holds (KVRT_DTYPE_F32, _F16, _BF16)");
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "dtype " + std::to_string(dtype) +
+                                                       " is not one a CED cache holds (KVRT_DTYPE_F32, _F16, _BF16, "
+                                                       "_I8 and _FP8_E4M3 for windows, _FP4 for banks)");
     }
+}
+
+// The memory of a CED context whose kv_dtype is `dtype` and whose bank_dtype is the default
+// (kvrt/context.h), or, for KVRT_DTYPE_FP4, of 4-bit banks beside f16 windows.
+kvrt::ced::CedMemory memory_at(const kvrt::ced::CedConfig& c, int32_t dtype) {
+    elem_bytes_of(dtype);  // the check
+    using kvrt::DType;
+    const DType t = static_cast<DType>(dtype);
+    auto need32 = [&](int32_t width, const char* what) {
+        if (width % 32 != 0)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, std::string("dtype ") + kvrt::dtype_name(t) + ": the model's " + what +
+                                                       " width " + std::to_string(width) +
+                                                       " is not a multiple of the type's scale group of 32");
+    };
+    if (t == DType::FP4) {
+        need32(c.entry_dim, "bank row");
+        need32(c.idx_dim, "indexer key");
+        return kvrt::ced::ced_memory(c, DType::FP4, DType::F16);
+    }
+    if (t == DType::I8) need32(c.entry_dim, "window row");
+    if (t == DType::I8 || t == DType::FP8_E4M3) return kvrt::ced::ced_memory(c, DType::F16, t);
+    return kvrt::ced::ced_memory(c, t, t);
 }
 
 }  // namespace
@@ -68,7 +94,7 @@ KVRT_API kvrt_status kvrt_ced_memory_get(kvrt_ced_memory* out, const kvrt_model*
         const uint32_t eb = elem_bytes_of(dtype);
         const auto m = kvrt::api::model_of(model);
         const kvrt::ced::CedConfig& c = ced_config_of(*m);
-        const kvrt::ced::CedMemory mem = kvrt::ced::ced_memory(c, eb);
+        const kvrt::ced::CedMemory mem = memory_at(c, dtype);
         kvrt_ced_memory r{};
         r.struct_size = sizeof r;
         r.n_layers = uint32_t(c.n_layers);
@@ -90,9 +116,8 @@ KVRT_API kvrt_status kvrt_ced_memory_get(kvrt_ced_memory* out, const kvrt_model*
 KVRT_API kvrt_status kvrt_ced_memory_source(int32_t* layer, int32_t* ratio, double* main_bpt, double* idx_bpt,
                                             const kvrt_model* model, uint32_t index, int32_t dtype) {
     return guard("kvrt_ced_memory_source", [&] {
-        const uint32_t eb = elem_bytes_of(dtype);
         const auto m = kvrt::api::model_of(model);
-        const kvrt::ced::CedMemory mem = kvrt::ced::ced_memory(ced_config_of(*m), eb);
+        const kvrt::ced::CedMemory mem = memory_at(ced_config_of(*m), dtype);
         if (index >= mem.sources.size())
             throw Error(KVRT_ERR_OUT_OF_RANGE, "index " + std::to_string(index) + " >= n_sources " +
                                                    std::to_string(mem.sources.size()));

@@ -103,6 +103,7 @@ KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config* cfg, size_t s
             cfg->v_dtype = -1;
         }
         if (struct_size >= offsetof(kvrt_context_config, act_bits) + sizeof(int32_t)) cfg->act_bits = 8;
+        if (struct_size >= offsetof(kvrt_context_config, bank_dtype) + sizeof(int32_t)) cfg->bank_dtype = -1;
     });
 }
 
@@ -114,6 +115,9 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, const kvrt_model* m
         kvrt_context_config d;
         kvrt_context_config_init(&d, sizeof d);
         const kvrt_context_config c = merged(cfg, d, kContextConfigV01, "cfg");
+        if (c.kv_dtype == KVRT_DTYPE_FP4 || c.k_dtype == KVRT_DTYPE_FP4 || c.v_dtype == KVRT_DTYPE_FP4)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kv_dtype / k_dtype / v_dtype 5 (fp4): 4-bit rows are CED bank "
+                                                   "rows and indexer keys only; set cfg->bank_dtype");
         if (c.kv_dtype < KVRT_DTYPE_F32 || c.kv_dtype > KVRT_DTYPE_FP8_E4M3)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->kv_dtype " + std::to_string(c.kv_dtype) +
                                                        " is not a context's kvrt_dtype (KVRT_DTYPE_F32..FP8_E4M3)");
@@ -155,6 +159,11 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, const kvrt_model* m
         if (c.act_bits != 8 && c.act_bits != 16)
             throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->act_bits " + std::to_string(c.act_bits) + " is not 8 or 16");
         p.act_bits = c.act_bits;
+        if (c.bank_dtype != -1 && c.bank_dtype != KVRT_DTYPE_F32 && c.bank_dtype != KVRT_DTYPE_F16 &&
+            c.bank_dtype != KVRT_DTYPE_BF16 && c.bank_dtype != KVRT_DTYPE_FP4)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->bank_dtype " + std::to_string(c.bank_dtype) +
+                                                       " is not -1 or a bank row type (KVRT_DTYPE_F32, _F16, _BF16, _FP4)");
+        if (c.bank_dtype >= 0) p.ced_bank_dtype = static_cast<kvrt::DType>(c.bank_dtype);
         if (c.progress) {
             kvrt_progress_fn fn = c.progress;
             void* ud = c.progress_user_data;

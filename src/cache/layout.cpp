@@ -65,12 +65,20 @@ ResolvedLayout resolve_layout(const CacheConfig& cfg) {
         if (s.kind == LayerKind::BankReader) continue;  // filled below from its source
         KVRT_CHECK(s.n_kv_heads > 0, KVRT_ERR_INVALID_ARGUMENT, L + "n_kv_heads is " + std::to_string(s.n_kv_heads));
         KVRT_CHECK(s.head_dim > 0, KVRT_ERR_INVALID_ARGUMENT, L + "head_dim is " + std::to_string(s.head_dim));
-        const DType vdt = s.v_dtype ? *s.v_dtype : s.dtype;
-        for (DType t : {s.dtype, vdt}) {
-            KVRT_CHECK(static_cast<int>(t) <= static_cast<int>(DType::FP8_E4M3), KVRT_ERR_UNSUPPORTED,
+        // 4-bit (FP4) rows: bank rows keep f16 scales, indexer keys e8m0 ones (FP4_E8; util/kv_quant.hpp).
+        const bool fp4_kind = s.kind == LayerKind::BankSource || s.kind == LayerKind::IndexerKeys;
+        const DType sdt = dtype_fp4(s.dtype) && fp4_kind
+                              ? (s.kind == LayerKind::IndexerKeys ? DType::FP4_E8 : DType::FP4)
+                              : s.dtype;
+        const DType vdt = s.v_dtype ? *s.v_dtype : sdt;
+        for (DType t : {sdt, vdt}) {
+            KVRT_CHECK(static_cast<int>(t) <= static_cast<int>(DType::FP8_E4M3) || dtype_fp4(t), KVRT_ERR_UNSUPPORTED,
                        L + "element type " + std::to_string(static_cast<int>(t)) +
-                           " is not supported (f32, f16, bf16, int8, fp8)");
-            KVRT_CHECK(!dtype_quantized(t) || s.kind == LayerKind::Full || s.kind == LayerKind::Window,
+                           " is not supported (f32, f16, bf16, int8, fp8, fp4)");
+            KVRT_CHECK(!dtype_fp4(t) || fp4_kind, KVRT_ERR_UNSUPPORTED,
+                       L + "element type fp4 is only held by bank source and indexer key layers (CED banks); "
+                           "full and window layers take f32, f16, bf16, int8 or fp8");
+            KVRT_CHECK(!dtype_quantized(t) || dtype_fp4(t) || s.kind == LayerKind::Full || s.kind == LayerKind::Window,
                        KVRT_ERR_UNSUPPORTED,
                        L + "element type " + dtype_name(t) + " is only held by full and window layers");
             KVRT_CHECK(kv_head_dim_ok(t, s.head_dim), KVRT_ERR_INVALID_ARGUMENT,
@@ -95,12 +103,12 @@ ResolvedLayout resolve_layout(const CacheConfig& cfg) {
         g.rows_per_block = bt / ratio;
         g.n_kv_heads = s.n_kv_heads;
         g.head_dim = s.head_dim;
-        g.dtype = s.dtype;
+        g.dtype = sdt;
         g.window = s.kind == LayerKind::Window ? s.window : 0;
         g.separate_v = (s.kind == LayerKind::Full || s.kind == LayerKind::Window) && !s.shared_kv;
         checked_mul(checked_mul(size_t(s.n_kv_heads), size_t(s.head_dim), L + "row width"), 4, L + "row bytes");
-        g.row_bytes = size_t(s.n_kv_heads) * kv_head_bytes(s.dtype, s.head_dim);
-        g.v_dtype = g.separate_v ? vdt : s.dtype;
+        g.row_bytes = size_t(s.n_kv_heads) * kv_head_bytes(sdt, s.head_dim);
+        g.v_dtype = g.separate_v ? vdt : sdt;
         g.v_row_bytes = size_t(s.n_kv_heads) * kv_head_bytes(g.v_dtype, s.head_dim);
     }
     // Bank readers share their source's geometry.

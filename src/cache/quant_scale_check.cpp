@@ -20,15 +20,20 @@ void check_rows(const LayerGeometry& g, DType t, const uint8_t* region, int32_t 
     const int32_t ng = g.head_dim / kv_scale_group(t, g.head_dim);
     for (int32_t r = 0; r < g.rows_per_block; ++r)
         for (int32_t h = 0; h < g.n_kv_heads; ++h) {
-            const uint8_t* sc = region + size_t(r) * rb + size_t(h) * hb + size_t(g.head_dim);
+            const uint8_t* sc = region + size_t(r) * rb + size_t(h) * hb + kv_elem_bytes(t, g.head_dim);
             for (int32_t i = 0; i < ng; ++i) {
-                uint16_t s;
-                std::memcpy(&s, sc + 2 * i, 2);
-                if ((s & 0x7c00u) == 0x7c00u)  // f16 exponent all ones: inf or NaN
+                const char* bad = nullptr;
+                if (t == DType::FP4_E8) {  // e8m0: 0xff is NaN (every other byte a power of two)
+                    if (sc[i] == 0xffu) bad = "NaN";
+                } else {
+                    uint16_t s;
+                    std::memcpy(&s, sc + 2 * i, 2);
+                    if ((s & 0x7c00u) == 0x7c00u) bad = (s & 0x3ffu) ? "NaN" : "infinite";  // f16 exponent all ones
+                }
+                if (bad)
                     fail(KVRT_ERR_BAD_FORMAT, what + ": layer " + std::to_string(layer) + " " + kv + " row " +
-                                                  std::to_string(r) + " of a block has a " +
-                                                  ((s & 0x3ffu) ? "NaN" : "infinite") + " " + dtype_name(t) +
-                                                  " scale; the rows are refused");
+                                                  std::to_string(r) + " of a block has a " + bad + " " +
+                                                  dtype_name(t) + " scale; the rows are refused");
             }
         }
 }

@@ -17,13 +17,20 @@ namespace {
 }
 }  // namespace
 
-void check_paged_kv(const PagedKV& kv, const char* what) {
+namespace {
+// fp4_ok: the 4-bit types (bank rows and indexer keys) are read by the sparse attention and
+// the indexer only.
+void paged_kv_ok(const PagedKV& kv, const char* what, bool fp4_ok) {
     if (kv.n_blocks > 0 && kv.blocks == nullptr) bad(what, "PagedKV.blocks is null");
     if (kv.block_tokens <= 0) bad(what, "PagedKV.block_tokens must be positive");
     if (kv.n_kv_heads <= 0 || kv.head_dim <= 0) bad(what, "PagedKV n_kv_heads and head_dim must be positive");
     for (DType t : {kv.dtype, kv.vdt()}) {
-        if (static_cast<int>(t) > static_cast<int>(DType::FP8_E4M3))
-            bad(what, "PagedKV.dtype must be f32, f16, bf16, int8 or fp8");
+        const bool fp4 = dtype_fp4(t);
+        if (fp4 && !fp4_ok)
+            bad(what, std::string("PagedKV.dtype ") + dtype_name(t) +
+                          " (4-bit) is read by the sparse attention and the indexer only");
+        if (!fp4 && static_cast<int>(t) > static_cast<int>(DType::FP8_E4M3))
+            bad(what, "PagedKV.dtype must be f32, f16, bf16, int8, fp8 (or 4-bit for banks and indexer keys)");
         if (!kv_head_dim_ok(t, kv.head_dim))
             bad(what, "head_dim " + std::to_string(kv.head_dim) + " is not a multiple of " + dtype_name(t) +
                           "'s scale group");
@@ -37,6 +44,10 @@ void check_paged_kv(const PagedKV& kv, const char* what) {
         bad(what, "PagedKV.n_tokens (" + std::to_string(kv.n_tokens) + ") exceeds n_blocks * block_tokens");
 }
 
+}  // namespace
+
+void check_paged_kv(const PagedKV& kv, const char* what) { paged_kv_ok(kv, what, false); }
+
 void check_rows_present(const PagedKV& kv, int64_t lo, int64_t hi, const char* what) {
     if (lo > hi) return;
     if (lo < 0 || hi >= kv.n_tokens)
@@ -47,8 +58,9 @@ void check_rows_present(const PagedKV& kv, int64_t lo, int64_t hi, const char* w
             bad(what, "block " + std::to_string(b) + " holding needed positions is null (dropped)");
 }
 
-void check_attn_params(const PagedKV& kv, const AttnParams& p, const char* what) {
-    check_paged_kv(kv, what);
+namespace {
+void attn_params_ok(const PagedKV& kv, const AttnParams& p, const char* what, bool fp4_ok) {
+    paged_kv_ok(kv, what, fp4_ok);
     if (p.head_dim != kv.head_dim)
         bad(what, "head_dim " + std::to_string(p.head_dim) + " differs from the cache's " + std::to_string(kv.head_dim));
     if (p.n_heads <= 0 || p.n_heads % kv.n_kv_heads != 0)
@@ -57,11 +69,15 @@ void check_attn_params(const PagedKV& kv, const AttnParams& p, const char* what)
     if (!std::isfinite(p.scale)) bad(what, "scale is not finite");
     if (p.window_floor < 0) bad(what, "window_floor is negative");
 }
+}  // namespace
+
+void check_attn_params(const PagedKV& kv, const AttnParams& p, const char* what) { attn_params_ok(kv, p, what, false); }
 
 void check_sparse_args(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries,
                        const char* what) {
-    check_attn_params(bank, p, what);
+    attn_params_ok(bank, p, what, true);
     if (bank.n_kv_heads != 1) bad(what, "the bank must have one KV head");
+    if (dtype_fp4(bank.dtype) && bank.vdt() != bank.dtype) bad(what, "a 4-bit bank holds one row as K and V");
     if (n_queries < 0 || (n_queries > 0 && !queries)) bad(what, "null queries");
     for (int32_t i = 0; i < n_queries; ++i) {
         const SparseQuery& sq = queries[i];
@@ -76,7 +92,7 @@ void check_sparse_args(const PagedKV& bank, const AttnParams& p, const SparseQue
 }
 
 void check_indexer_query(const PagedKV& keys, const IndexerQuery& q, const char* what) {
-    check_paged_kv(keys, what);
+    paged_kv_ok(keys, what, true);
     if (keys.n_kv_heads != 1) bad(what, "indexer keys need one head");
     if (!q.q || !q.w || q.n_heads <= 0) bad(what, "bad indexer query");
 }

@@ -7,6 +7,7 @@
 #include "model/model.hpp"
 #include "runtime/memory_budget.hpp"
 #include "util/error.hpp"
+#include "util/kv_quant.hpp"
 #include "util/log.hpp"
 
 #include <omp.h>
@@ -107,7 +108,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
         const ced::CedConfig& cc = model_->ced()->cfg;
         ced::CedRuntimeOptions o;
         o.block_tokens = p_.block_tokens;
+        KVRT_CHECK(!p_.kv_v_dtype, KVRT_ERR_UNSUPPORTED,
+                   "a CED model's window rows serve as K and V (one row): set kv_dtype (or k_dtype), not a "
+                   "separate v_dtype");
         o.cache_dtype = p_.kv_dtype;
+        o.bank_dtype = p_.ced_bank_dtype;
         o.salt = p_.salt;
         o.chunk = static_cast<int32_t>(std::min<uint32_t>(p_.n_batch, 4096));
         // kvrt_context_cancel reaches the CED runtime through its progress hook.
@@ -115,7 +120,8 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
             if (cancel_requested()) return false;
             return p_.progress ? p_.progress(f, stage) : true;
         };
-        cache::CacheConfig bank_cfg = ced::CedRuntime::bank_layout(cc, p_.block_tokens, p_.kv_dtype);
+        cache::CacheConfig bank_cfg = ced::CedRuntime::bank_layout(
+            cc, p_.block_tokens, ced::CedRuntime::bank_dtype_for(p_.kv_dtype, p_.ced_bank_dtype));
         bank_cfg.budget_bytes = 1;  // resolve_layout checks it; only the geometry is used here
         const cache::ResolvedLayout bank = cache::resolve_layout(bank_cfg);
         double bank_per_token = 0;
@@ -124,7 +130,7 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
         // (rows leave only once the chunk is done), in whole blocks.
         const double win_per_seq = static_cast<double>(cc.n_layers) *
                                    (cc.window + std::max<double>(o.chunk, cc.window) + 2.0 * p_.block_tokens) *
-                                   cc.entry_dim * static_cast<double>(dtype_size(p_.kv_dtype));
+                                   static_cast<double>(kv_head_bytes(p_.kv_dtype, cc.entry_dim));
         if (p_.cache_bytes != 0) {
             // The caller's budget, split in proportion to what full sequences need.
             const double b = bank_per_token * p_.n_ctx, total = b + win_per_seq;

@@ -42,6 +42,7 @@ struct ContextParams {
     int n_threads = 0;        // 0 = OpenMP default
     DType kv_dtype = DType::F16;      // the K rows' type (and the V rows' unless kv_v_dtype is set)
     std::optional<DType> kv_v_dtype;  // the V rows' type when it differs (util/kv_quant.hpp)
+    std::optional<DType> ced_bank_dtype;  // CED: bank rows' and indexer keys' type (unset: CedRuntime::bank_dtype_for)
     int32_t block_tokens = 16;
     uint64_t cache_bytes = 0;  // 0 = n_seq_max x n_ctx x 2 (see kvrt_context_config)
     bool prefix_caching = true;

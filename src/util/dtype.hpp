@@ -18,7 +18,11 @@ enum class DType : uint8_t {
     // Quantised KV element types (util/kv_quant.hpp: the row format, scales included).
     I8 = 3,        // int8, one f16 scale per 32 elements of a head (q8_0-like)
     FP8_E4M3 = 4,  // fp8 e4m3, one f16 scale per head of a row
-    // reserved: FP4 = 5
+    // 4-bit e2m1 (two per byte) with one scale per 32 elements, CED bank rows and indexer keys
+    // only (util/kv_quant.hpp). The public KVRT_DTYPE_FP4 is FP4 on bank rows (f16 scales) and
+    // FP4_E8 on indexer keys (e8m0 power-of-two scales, the MX format): the layout picks by kind.
+    FP4 = 5,
+    FP4_E8 = 16,  // internal (never a public kvrt_dtype value): how an FP4 indexer key is stored
 };
 
 inline constexpr size_t dtype_size(DType t) {
@@ -28,6 +32,8 @@ inline constexpr size_t dtype_size(DType t) {
         case DType::BF16: return 2;
         case DType::I8: return 1;        // the element bytes; the scales come on top (kv_head_bytes)
         case DType::FP8_E4M3: return 1;
+        case DType::FP4:
+        case DType::FP4_E8: return 1;  // (two elements per byte: kv_head_bytes has the exact figure)
     }
     return 0;
 }
@@ -39,6 +45,8 @@ inline const char* dtype_name(DType t) {
         case DType::BF16: return "bf16";
         case DType::I8: return "int8";
         case DType::FP8_E4M3: return "fp8";
+        case DType::FP4: return "fp4";
+        case DType::FP4_E8: return "fp4-e8m0";
     }
     return "?";
 }

@@ -1073,6 +1073,7 @@ static kvrt_status c_context_field(int64_t s, uint64_t u) {
         case 8: cc.cache_bytes = UINT64_MAX; break;
         case 10: cc.ced_prefill_mode = (int32_t)s; break;
         case 11: cc.ced_resume = (int32_t)s; break;
+        case 12: cc.bank_dtype = (int32_t)s; break;
         default: cc.n_seq_max = (uint32_t)s; cc.n_ctx = 0; break;
     }
     st = kvrt_context_create(&c, G.model, &cc);
@@ -1315,6 +1316,9 @@ static const struct {
     {"kvrt_context_create kv_dtype 5 (fp4: banks only)", c_context_field, 5, 4, INV, "kv_dtype"},
     {"kvrt_context_create kv_dtype 6", c_context_field, 6, 4, INV, "kv_dtype"},
     {"kvrt_context_create kv_dtype INT32_MAX", c_context_field, I32MAX, 4, INV, "kv_dtype"},
+    {"kvrt_context_create bank_dtype -2", c_context_field, -2, 12, INV, "bank_dtype"},
+    {"kvrt_context_create bank_dtype 3 (int8: windows only)", c_context_field, 3, 12, INV, "bank_dtype"},
+    {"kvrt_context_create bank_dtype 6", c_context_field, 6, 12, INV, "bank_dtype"},
     {"kvrt_context_create block_tokens 4097", c_context_field, 4097, 5, INV, "block_tokens"},
     {"kvrt_context_create block_tokens UINT32_MAX", c_context_field, (int64_t)UINT32_MAX, 5, INV, "block_tokens"},
     {"kvrt_context_create prefix_caching 2", c_context_field, 2, 6, INV, "prefix_caching"},

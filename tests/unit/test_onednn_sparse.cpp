@@ -65,7 +65,7 @@ TEST_CASE("onednn.sparse.matches_ref") {
         int32_t H, D;
     };
     for (Shape s : {Shape{16, 128}, Shape{8, 512}, Shape{9, 64}}) {
-        for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+        for (DType dt : {DType::F32, DType::BF16, DType::F16, DType::FP4}) {
             CAPTURE(s.H);
             CAPTURE(s.D);
             CAPTURE(std::string(dtype_name(dt)));

@@ -221,6 +221,7 @@ int32_t kv_type_from_name(const std::string& s) {
     if (s == "bf16") return KVRT_KV_BF16;
     if (s == "int8" || s == "q8" || s == "i8") return KVRT_KV_I8;
     if (s == "fp8" || s == "fp8_e4m3") return KVRT_KV_FP8_E4M3;
+    if (s == "fp4") return KVRT_DTYPE_FP4;
     return -1;
 }
 
@@ -231,12 +232,13 @@ const char* kv_type_name(int32_t t) {
         case KVRT_KV_BF16: return "bf16";
         case KVRT_KV_I8: return "int8";
         case KVRT_KV_FP8_E4M3: return "fp8";
+        case KVRT_DTYPE_FP4: return "fp4";
         default: return "?";
     }
 }
 
 std::vector<std::string> with_kv_type_opts(std::vector<std::string> value_opts) {
-    for (const char* o : {"--kv-type", "--k-type", "--v-type", "--act-bits"}) value_opts.emplace_back(o);
+    for (const char* o : {"--kv-type", "--k-type", "--v-type", "--act-bits", "--bank-type"}) value_opts.emplace_back(o);
     return value_opts;
 }
 
@@ -255,13 +257,16 @@ bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc) {
     struct {
         const char* opt;
         int32_t* field;
-    } const opts[] = {{"--kv-type", &cc.kv_dtype}, {"--k-type", &cc.k_dtype}, {"--v-type", &cc.v_dtype}};
+    } const opts[] = {{"--kv-type", &cc.kv_dtype},
+                      {"--k-type", &cc.k_dtype},
+                      {"--v-type", &cc.v_dtype},
+                      {"--bank-type", &cc.bank_dtype}};
     for (const auto& o : opts) {
         if (!a.has(o.opt)) continue;
         const int32_t t = kv_type_from_name(a.get(o.opt));
         if (t < 0) {
-            std::fprintf(stderr, "kvrt %s: %s '%s' is not a KV type (f32, f16, bf16, int8, fp8)\n", cmd, o.opt,
-                         a.get(o.opt).c_str());
+            std::fprintf(stderr, "kvrt %s: %s '%s' is not a KV type (f32, f16, bf16, int8, fp8; fp4 for CED banks)\n",
+                         cmd, o.opt, a.get(o.opt).c_str());
             return false;
         }
         *o.field = t;

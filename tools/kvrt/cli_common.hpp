@@ -66,13 +66,14 @@ struct Args {
 // value_opts lists the options that take a value (e.g. {"-m","--model","-p"}).
 Args parse_args(int argc, char** argv, const std::vector<std::string>& value_opts);
 
-// KV element types by name: f32, f16, bf16, int8 (also q8), fp8 (also fp8_e4m3): a
-// KVRT_KV_* value, or -1 for an unknown name. kv_type_name: the inverse ("?" if none).
+// KV element types by name: f32, f16, bf16, int8 (also q8), fp8 (also fp8_e4m3), fp4 (CED
+// banks only): a KVRT_DTYPE_* value, or -1 for an unknown name. kv_type_name: the inverse ("?" if none).
 int32_t kv_type_from_name(const std::string& s);
 const char* kv_type_name(int32_t t);
-// The value options --kv-type T (K and V), --k-type T, --v-type T (append to a command's list).
+// The value options --kv-type T (K and V), --k-type T, --v-type T, --bank-type T (CED bank rows
+// and indexer keys: f32, f16, bf16, fp4) (append to a command's list).
 std::vector<std::string> with_kv_type_opts(std::vector<std::string> value_opts);
-// Sets cc.kv_dtype / k_dtype / v_dtype from them; false after printing an unknown name.
+// Sets cc.kv_dtype / k_dtype / v_dtype / bank_dtype from them; false after printing an unknown name.
 // The list also carries --act-bits 8|16 (kvrt_context_config.act_bits), which
 // apply_kv_types sets too (parse_act_bits: false after printing a bad value).
 bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc);

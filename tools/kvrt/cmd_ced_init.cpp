@@ -19,11 +19,11 @@ namespace kvrt_cli {
 int cmd_ced_init(int argc, char** argv) {
     std::string out, preset = "tiny", type;
     uint64_t seed = 1;
-    int window = 0, top_k = 0, vocab = 0;
+    int window = 0, top_k = 0, vocab = 0, idx_dim = 0;
     auto usage = [] {
         std::fprintf(stderr,
                      "usage: kvrt ced-init [--preset tiny|base] [--seed N] [--type f32|f16|bf16|q8_0|q4_0|q4_1]\n"
-                     "                     [--window W] [--top-k K] [--vocab V] -o FILE\n");
+                     "                     [--window W] [--top-k K] [--vocab V] [--idx-dim D] -o FILE\n");
         return 2;
     };
     for (int i = 1; i < argc; i++) {
@@ -37,6 +37,7 @@ int cmd_ced_init(int argc, char** argv) {
         else if (a == "--window") window = std::atoi(v);
         else if (a == "--top-k") top_k = std::atoi(v);
         else if (a == "--vocab") vocab = std::atoi(v);
+        else if (a == "--idx-dim") idx_dim = std::atoi(v);  // indexer key width (4-bit keys: a multiple of 32)
         else return usage();
     }
     if (out.empty()) return usage();
@@ -58,6 +59,7 @@ int cmd_ced_init(int argc, char** argv) {
         if (window) o.cfg.window = window;
         if (top_k) o.cfg.top_k = top_k;
         if (vocab) o.cfg.n_vocab = vocab;
+        if (idx_dim) o.cfg.idx_dim = idx_dim;
         o.cfg.validate();
         o.seed = seed;
         kvrt::ced::write_random_gguf(out, o);

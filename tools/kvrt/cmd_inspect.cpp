@@ -219,6 +219,7 @@ int cmd_inspect(int argc, char** argv) {
                      "            the window formula vs every layer full, checked against a cache holding it\n"
                      "            (K suffix = x1024, e.g. --at 8K,32K)\n"
                      "  --kv-type T, --k-type T, --v-type T  the K/V element types of --at (f32 f16 bf16 int8 fp8)\n"
+                     "  --bank-type T  CED models: the bank rows' and indexer keys' type (f32 f16 bf16 fp4)\n"
                      "  The table 'KV bytes per token by element type' (every type, scales included, and the\n"
                      "  longest sequence a 1 GiB KV budget holds, checked against the cache's accounting)\n"
                      "  is always printed.\n");
@@ -246,8 +247,13 @@ int cmd_inspect(int argc, char** argv) {
     }
     if (std::string(info.architecture) == "ced") {  // CED: bytes per token by component
         kvrt_model_destroy(m);
-        char* ced_argv[] = {argv[0], path.data(), nullptr};
-        return cmd_ced_inspect(2, ced_argv);
+        std::vector<std::string> args = {argv[0], path};
+        for (const char* o : {"--kv-type", "--bank-type"})
+            if (a.has(o)) args.insert(args.end(), {o, a.get(o)});
+        std::vector<char*> ced_argv;
+        for (std::string& x : args) ced_argv.push_back(x.data());
+        ced_argv.push_back(nullptr);
+        return cmd_ced_inspect(static_cast<int>(args.size()), ced_argv.data());
     }
     // --at: formula and measurement per length (decoder models).
     LayoutSummary lay;

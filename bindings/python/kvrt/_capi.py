@@ -130,7 +130,9 @@ class context_config(Structure):
                 # appended in 0.3: lower tiers of the prefix cache
                 ("tiers", POINTER(tier_config)), ("n_tiers", c_size_t),
                 # appended in 0.3: activation code width of the quantised matmuls (8 or 16)
-                ("act_bits", c_int32)]
+                ("act_bits", c_int32),
+                # appended in 0.3: CED bank rows' and indexer keys' type (-1: from kv_dtype)
+                ("bank_dtype", c_int32)]
 
 
 class request_stats(Structure):

@@ -12,6 +12,7 @@ from .errors import KvrtError, Status, check
 LAYER_FULL, LAYER_WINDOW, LAYER_BANK_SOURCE, LAYER_BANK_READER, LAYER_INDEXER_KEYS = range(5)
 DTYPE_F32, DTYPE_F16, DTYPE_BF16 = 0, 1, 2
 DTYPE_I8, DTYPE_FP8_E4M3 = 3, 4  # quantised rows, full and window layers (kvrt/cache.h)
+DTYPE_FP4 = 5  # 4-bit e2m1, a scale per 32: bank source and indexer key layers (CED banks)
 
 
 def _tokens(tokens):

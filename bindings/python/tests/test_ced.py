@@ -96,3 +96,34 @@ def test_bad_ced_option_is_refused(ced_model):
     with pytest.raises(kvrt.KvrtError) as ei:
         kvrt.Context(ced_model, ced_prefill_mode=7)
     assert ei.value.status is kvrt.Status.INVALID_ARGUMENT and "ced_prefill_mode" in ei.value.message
+
+
+@pytest.fixture(scope="module")
+def ced_model32(tmp_path_factory):
+    """The tiny preset with 32-wide indexer keys, which 4-bit (FP4) keys need."""
+    path = tmp_path_factory.mktemp("ced32") / "ced_tiny32.gguf"
+    r = subprocess.run([kvrt_cli(), "ced-init", "--preset", "tiny", "--idx-dim", "32", "-o", str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, "kvrt ced-init failed: " + r.stderr
+    m = kvrt.Model(path)
+    yield m
+    m.close()
+
+
+def test_fp4_banks(ced_model32, ced_model):
+    # 4-bit banks: bank rows of 32 are 16 + 2 B, indexer keys 16 + 1 B; r = 2 and r = 1 sources
+    assert ced_model32.ced_memory(kvrt.DTYPE_FP4)["global_bytes_per_token"] == (18 + 17) / 2 + (18 + 17)
+    logits = []
+    for n_batch in (512, 3):  # chunked prefill == one pass, bit for bit
+        with kvrt.Context(ced_model32, n_ctx=256, n_threads=2, block_tokens=4, n_batch=n_batch,
+                          kv_dtype=kvrt.DTYPE_F32, bank_dtype=kvrt.DTYPE_FP4) as ctx:
+            ctx.prefill(0, TOKENS[:40])
+            logits.append(array.array("f", ctx.logits(0)).tobytes())
+    assert logits[0] == logits[1]
+    with kvrt.Context(ced_model32, n_ctx=256, n_threads=2, block_tokens=4, kv_dtype=kvrt.DTYPE_F32) as ctx:
+        ctx.prefill(0, TOKENS[:40])
+        assert array.array("f", ctx.logits(0)).tobytes() != logits[0]  # f32 banks: other logits
+    for bad, model in ((kvrt.DTYPE_I8, ced_model32), (kvrt.DTYPE_FP4, ced_model)):  # a type banks cannot hold,
+        with pytest.raises(kvrt.KvrtError) as ei:  # 16-wide indexer keys as 4-bit
+            kvrt.Context(model, n_ctx=64, block_tokens=4, bank_dtype=bad)
+        assert ei.value.status is kvrt.Status.INVALID_ARGUMENT

@@ -604,6 +604,8 @@ inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pb
         case DType::F16: return pv_rows_dt<R, MASKED, DType::F16>(t, d, rows, pbuf, alpha, ja, jb);
         case DType::I8: return pv_rows_dt<R, MASKED, DType::I8>(t, d, rows, pbuf, alpha, ja, jb);
         case DType::FP8_E4M3: return pv_rows_dt<R, MASKED, DType::FP8_E4M3>(t, d, rows, pbuf, alpha, ja, jb);
+        case DType::FP4:
+        case DType::FP4_E8: return;  // never: tile_build_rows decodes 4-bit rows into f32 ones
     }
 }
 
@@ -1131,6 +1133,8 @@ inline void decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
     decode_impl(seqs, n_seqs, p, part, out);
 }
 
+#include "kernels/cpu/fp4_core.inl"
+
 // ---------------------------------------------------------------------------------------------
 // Sparse K = V attention over selected bank rows: items are (query, chunk of C list entries).
 
@@ -1183,7 +1187,7 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
             stream.next_tile();
             for (int64_t j = base + T; j <= mn(ci.hi, base + 2 * T - 1); ++j) stream.add(bank.k_row(sq.rows[j]), row_bytes);
             auto row = [&](int j) { return bank.k_row(sq.rows[base + j]); };
-            tile_build(tile, d, bank.dtype, bank.dtype, 0, jb, row, row, true);
+            tile_build_rows(tile, d, bank.dtype, 0, jb, row, true);
             for (int h = 0; h < H; ++h) {
                 float* st = pp + size_t(h) * stride;
                 rows[h] = RowRef{qs + size_t(h) * d, st, st + 1, st + 2, 0, jb};

@@ -4,8 +4,9 @@
 // The indexer kernels: scores[s] = sum_h w_h * ReLU(q_h . k_s), the per-query kernel
 // (indexer: decode, explicit row lists) and the batched one (indexer_batch: a prefill
 // chunk's queries against the same keys, each key tile built once for all of them).
-// Compiled once per ISA right after attention_core.inl (whose KeyTile, tile_build,
-// tile_scores and q_pairs it reuses), inside that ISA's namespace.
+// Compiled once per ISA right after attention_core.inl (whose KeyTile, tile_build_rows,
+// tile_scores and q_pairs it reuses), inside that ISA's namespace. 4-bit keys (FP4_E8: e8m0
+// scales) are decoded per tile into f32 rows (fp4_core.inl) and scored like f32 keys.
 //
 // Arithmetic of one score (both kernels): keys in tiles of T slots (aligned to multiples
 // of T: positions, or list indices for explicit rows); per key lane the dot q_h . k (two
@@ -104,7 +105,7 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
             } else {
                 row_ptrs(keys, base, 0, jb, kr, vr);
             }
-            tile_build(tile, d, keys.dtype, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, [&](int j) { return kr[j]; }, false);
+            tile_build_rows(tile, d, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, false);
             V acc[NV];
             for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
             int h = 0;
@@ -183,7 +184,7 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
         const uint8_t* kr[T];
         const uint8_t* vr[T];
         row_ptrs(keys, base, 0, jb, kr, vr);
-        tile_build(tile, d, keys.dtype, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, [&](int j) { return kr[j]; }, false);
+        tile_build_rows(tile, d, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, false);
         // The (query, head) rows of the queries that see this tile, query-major.
         int32_t n_rows = 0;
         for (int32_t i = 0; i < n_queries; ++i)

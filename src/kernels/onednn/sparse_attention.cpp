@@ -7,6 +7,7 @@
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 #include "util/isa.hpp"
+#include "util/kv_quant.hpp"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
@@ -78,9 +79,9 @@ const char* onednn_mode_name(Mode m) noexcept {
 }
 
 bool sparse_attention_supported(const PagedKV& bank, const AttnParams& p) noexcept {
-    (void)p;
     if (isa_active() < Isa::Avx2) return false;
-    return bank.dtype == DType::F32 || bank.dtype == DType::BF16 || bank.dtype == DType::F16;
+    return bank.dtype == DType::F32 || bank.dtype == DType::BF16 || bank.dtype == DType::F16 ||
+           (bank.dtype == DType::FP4 && p.head_dim % 32 == 0);
 }
 
 bool sparse_attention_use_onednn(const PagedKV& bank, const AttnParams& p) noexcept {
@@ -113,15 +114,27 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 using V = Ops::V;
 
-// G[j][0..d) = bank row rows[j] as f32 (exact conversions), j < n.
+#include "kernels/cpu/fp4_decode_avx2.hpp"
+
+// G[j][0..d) = bank row rows[j] as f32 (exact conversions; 4-bit rows decoded as kv_load does), j < n.
 void gather(const PagedKV& bank, const int32_t* rows, int n, int d, float* g) {
+    const size_t bytes = kv_head_bytes(bank.dtype, d);
     for (int j = 0; j < n; ++j) {
         if (j + 4 < n) {
             const uint8_t* nx = bank.k_row(rows[j + 4]);
-            const size_t bytes = size_t(d) * dtype_size(bank.dtype);
             for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(nx + o), _MM_HINT_T0);
         }
-        Ops::cvt_row(bank.k_row(rows[j]), bank.dtype, d, g + size_t(j) * d);
+        const uint8_t* r = bank.k_row(rows[j]);
+        float* out = g + size_t(j) * d;
+        if (bank.dtype == DType::FP4) {  // codes, then one f16 scale per 32 (bank rows)
+            for (int gi = 0; gi < d / 32; ++gi) {
+                uint16_t h;
+                std::memcpy(&h, r + d / 2 + 2 * gi, 2);
+                fp4_decode32_avx2(r + gi * 16, Ops::h2f(h) * 0.5f, out + gi * 32);
+            }
+        } else {
+            Ops::cvt_row(r, bank.dtype, d, out);
+        }
     }
 }
 

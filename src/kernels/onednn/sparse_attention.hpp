@@ -47,7 +47,8 @@ Mode onednn_mode() noexcept;
 Mode onednn_set_mode(Mode m) noexcept;
 const char* onednn_mode_name(Mode m) noexcept;
 
-// True when this path can run these arguments (isa_active() >= Avx2, bank dtype f32, bf16 or f16).
+// True when this path can run these arguments (isa_active() >= Avx2, bank dtype f32, bf16, f16 or
+// 4-bit FP4, whose rows the gather decodes to f32 exactly).
 bool sparse_attention_supported(const PagedKV& bank, const AttnParams& p) noexcept;
 // True when cpu::attention_sparse should take this path: supported and mode On, or mode Auto
 // and the shape is one where oneDNN measured faster.

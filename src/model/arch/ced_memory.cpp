@@ -3,31 +3,55 @@
 
 #include "model/arch/ced_memory.hpp"
 
+#include "util/kv_quant.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
 namespace kvrt::ced {
 
-CedMemory ced_memory(const CedConfig& c, uint32_t elem_bytes) {
+namespace {
+// Bytes of one stored row of width d: elements (and scales) of type t, or elem_bytes each.
+struct RowBytes {
+    bool typed;
+    DType t;
+    uint32_t elem_bytes;
+    double operator()(int32_t d) const { return typed ? double(kv_head_bytes(t, d)) : double(d) * elem_bytes; }
+};
+
+CedMemory memory_of(const CedConfig& c, RowBytes bank, RowBytes idx, RowBytes win) {
     CedMemory m;
     for (int32_t s = 0; s < c.n_sources(); s++) {
         CedMemory::Source src;
         src.layer = c.source_layers[s];
         src.ratio = c.source_ratios[s];
-        src.main_bytes_per_token = double(c.entry_dim) * elem_bytes / src.ratio;
-        src.indexer_bytes_per_token = double(c.idx_dim) * elem_bytes / src.ratio;
+        src.main_bytes_per_token = bank(c.entry_dim) / src.ratio;
+        src.indexer_bytes_per_token = idx(c.idx_dim) / src.ratio;
         m.main_bytes_per_token += src.main_bytes_per_token;
         m.indexer_bytes_per_token += src.indexer_bytes_per_token;
         m.sources.push_back(src);
     }
     m.global_bytes_per_token = m.main_bytes_per_token + m.indexer_bytes_per_token;
-    m.window_bytes_per_sequence = uint64_t(c.window) * uint64_t(c.n_layers) * c.entry_dim * elem_bytes;
+    m.window_bytes_per_sequence = uint64_t(c.window) * uint64_t(c.n_layers) * uint64_t(win(c.entry_dim));
     m.dense_layers = c.n_layers;
     m.dense_head_dim = 64;
     const int32_t nq = std::max(1, c.n_embd / 64);
     m.dense_kv_heads = std::max(1, nq / 4);
-    m.dense_bytes_per_token = 2.0 * c.n_layers * m.dense_kv_heads * m.dense_head_dim * elem_bytes;
+    // The dense reference's K and V rows in the window rows' type (heads of 64).
+    m.dense_bytes_per_token = 2.0 * c.n_layers * m.dense_kv_heads * win(m.dense_head_dim);
     return m;
+}
+}  // namespace
+
+CedMemory ced_memory(const CedConfig& c, uint32_t elem_bytes) {
+    const RowBytes b{false, DType::F32, elem_bytes};
+    return memory_of(c, b, b, b);
+}
+
+CedMemory ced_memory(const CedConfig& c, DType bank_dtype, DType window_dtype) {
+    // 4-bit indexer keys carry e8m0 scales (the layout stores them as FP4_E8).
+    const DType idx = bank_dtype == DType::FP4 ? DType::FP4_E8 : bank_dtype;
+    return memory_of(c, RowBytes{true, bank_dtype, 0}, RowBytes{true, idx, 0}, RowBytes{true, window_dtype, 0});
 }
 
 std::string format_memory(const CedConfig& c, const CedMemory& m) {

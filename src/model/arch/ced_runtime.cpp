@@ -11,6 +11,7 @@
 #include "kernels/rope.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"
+#include "util/kv_quant.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,12 @@ namespace {
 constexpr const char* kSaltExact = "ced/exact";
 constexpr const char* kSaltCed = "ced/ced-prefill";
 }  // namespace
+
+DType CedRuntime::bank_dtype_for(DType cache_dtype, std::optional<DType> bank_dtype) {
+    if (bank_dtype) return *bank_dtype;
+    return cache_dtype == DType::F32 || cache_dtype == DType::BF16 || cache_dtype == DType::F16 ? cache_dtype
+                                                                                                  : DType::F16;
+}
 
 cache::CacheConfig CedRuntime::bank_layout(const CedConfig& c, int32_t block_tokens, DType dtype) {
     cache::CacheConfig cc;
@@ -67,13 +74,20 @@ CedRuntime::CedRuntime(std::shared_ptr<const CedWeights> w, const CedRuntimeOpti
                        uint64_t fp_hi)
     : w_(std::move(w)), c_(w_->cfg), opt_(opt), fp_lo_(fp_lo), fp_hi_(fp_hi) {
     KVRT_CHECK(opt_.chunk >= 1, KVRT_ERR_INVALID_ARGUMENT, "ced runtime: chunk must be >= 1");
-    KVRT_CHECK(opt_.cache_dtype == DType::F32 || opt_.cache_dtype == DType::BF16 || opt_.cache_dtype == DType::F16,
-               KVRT_ERR_INVALID_ARGUMENT, "ced runtime: cache rows must be f32, bf16 or f16");
+    const DType wdt = opt_.cache_dtype, bdt = bank_dtype_for(opt_.cache_dtype, opt_.bank_dtype);
+    KVRT_CHECK(wdt == DType::F32 || wdt == DType::BF16 || wdt == DType::F16 || wdt == DType::I8 ||
+                   wdt == DType::FP8_E4M3,
+               KVRT_ERR_INVALID_ARGUMENT,
+               std::string("ced runtime: window rows must be f32, bf16, f16, int8 or fp8, not ") + dtype_name(wdt));
+    KVRT_CHECK(bdt == DType::F32 || bdt == DType::BF16 || bdt == DType::F16 || bdt == DType::FP4,
+               KVRT_ERR_INVALID_ARGUMENT,
+               std::string("ced runtime: bank rows and indexer keys must be f32, bf16, f16 or fp4, not ") +
+                   dtype_name(bdt));
     for (int32_t r : c_.source_ratios)
         KVRT_CHECK(opt_.block_tokens % r == 0, KVRT_ERR_INVALID_ARGUMENT,
                    "ced runtime: block_tokens " + std::to_string(opt_.block_tokens) +
                        " is not a multiple of bank ratio " + std::to_string(r));
-    cache::CacheConfig b = bank_layout(c_, opt_.block_tokens, opt_.cache_dtype);
+    cache::CacheConfig b = bank_layout(c_, opt_.block_tokens, bdt);
     b.budget_bytes = opt_.bank_budget_bytes;
     banks_ = std::make_shared<cache::Cache>(b);
     cache::CacheConfig wl = window_layout(c_, opt_.block_tokens, opt_.cache_dtype);
@@ -328,12 +342,15 @@ void CedRuntime::ensure_appended(Seq& s, int64_t b) {
 
 void CedRuntime::put_rows(cache::Cache& c, cache::SeqId seq, int32_t layer, int64_t first_row, int64_t n,
                           const float* rows, size_t dim) {
-    if (opt_.cache_dtype == DType::F32) return c.write_rows(seq, layer, first_row, n, rows, nullptr);
-    std::vector<uint16_t>& h = scratch_half_;
-    h.resize(size_t(n) * dim);
-    const bool bf = opt_.cache_dtype == DType::BF16;
-    for (size_t i = 0; i < h.size(); i++) h[i] = bf ? f32_to_bf16(rows[i]) : f32_to_f16(rows[i]);
-    c.write_rows(seq, layer, first_row, n, h.data(), nullptr);
+    // The layer's own type (bank rows, indexer keys and windows may differ; 4-bit indexer keys
+    // are FP4_E8): one head of width dim per row, K = V.
+    const cache::LayerGeometry& g = c.geometry(layer);
+    if (g.dtype == DType::F32) return c.write_rows(seq, layer, first_row, n, rows, nullptr);
+    std::vector<uint8_t>& b = scratch_rows_;
+    b.resize(size_t(n) * g.row_bytes);
+    for (int64_t r = 0; r < n; r++)
+        kv_store_head(b.data() + size_t(r) * g.row_bytes, rows + size_t(r) * dim, g.dtype, static_cast<int32_t>(dim));
+    c.write_rows(seq, layer, first_row, n, b.data(), nullptr);
 }
 
 std::vector<float> CedRuntime::run(Seq& s, int64_t a, int64_t n) {

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,10 +59,15 @@ struct CedRuntimeOptions {
     uint64_t window_budget_bytes = 256ull << 20;
     int32_t chunk = 256;                       // prefill positions per pass
     bool use_ref_kernels = false;              // ref:: kernels and matmul_ref (slow; for tests)
-    // Element type of every cached row (bank rows, indexer keys, windows): F32, or BF16 /
-    // F16 (half the bytes per token, and half the bytes the memory-bound indexer scans read
-    // per decode step). Rows are computed in f32 and rounded (nearest even) when written.
+    // Element type of the window rows, and of the bank rows and indexer keys unless bank_dtype
+    // says otherwise: F32, or BF16 / F16 (half the bytes per token, and half the bytes the
+    // memory-bound indexer scans read per decode step), or I8 / FP8_E4M3 (windows only: the
+    // banks are then F16 unless bank_dtype is set). Rows are computed in f32 and rounded
+    // (nearest even) or quantised (util/kv_quant.hpp) when written.
     DType cache_dtype = DType::F32;
+    // Element type of the bank rows and indexer keys: F32, F16, BF16 or FP4 (4-bit: f16 scales
+    // on bank rows, e8m0 scales on indexer keys; util/kv_quant.hpp). Unset: bank_dtype_for().
+    std::optional<DType> bank_dtype;
     std::string salt;                          // cache salt (tenant)
     // Long prefills: called after each chunk with the fraction done ("prefill");
     // false cancels (KVRT_ERR_CANCELLED; the sequence is left as before the call).
@@ -135,6 +141,10 @@ public:
     static int32_t idx_layer(int32_t s) { return 2 * s + 1; }
 
     // Cache layouts of a model (used by inspect too).
+    // The bank rows' type when CedRuntimeOptions::bank_dtype is unset: cache_dtype when it can
+    // hold bank rows (F32, F16, BF16), else F16.
+    static DType bank_dtype_for(DType cache_dtype, std::optional<DType> bank_dtype);
+    // dtype: the bank rows' and indexer keys' type (FP4: the keys are stored as FP4_E8).
     static cache::CacheConfig bank_layout(const CedConfig& c, int32_t block_tokens, DType dtype);
     static cache::CacheConfig window_layout(const CedConfig& c, int32_t block_tokens, DType dtype);
 
@@ -179,7 +189,7 @@ private:
     std::vector<std::vector<int32_t>> pass_sel_, pass_cand_;
     std::vector<float> scratch_scores_, scratch_cand_scores_;  // indexer scores (select)
     std::vector<int32_t> scratch_blocks_;
-    std::vector<uint16_t> scratch_half_;  // put_rows: rows converted to a 16-bit cache_dtype
+    std::vector<uint8_t> scratch_rows_;  // put_rows: rows converted to the layer's element type
 };
 
 }  // namespace kvrt::ced

@@ -91,6 +91,8 @@ void store_row(uint8_t* dst, const float* src, int64_t n, DType t) {
     switch (t) {
         case DType::I8:
         case DType::FP8_E4M3: break;  // store_cols (needs the head width)
+        case DType::FP4:
+        case DType::FP4_E8: break;    // CED bank rows only (never a decoder's)
         case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
         case DType::F16:
             if (isa_active() >= Isa::Avx2) {  // AVX2 level = AVX2 + FMA + F16C (util/isa.hpp)

@@ -433,6 +433,8 @@ pub struct kvrt_context_config {
     pub n_tiers: usize,
     // Appended in 0.3: activation code width of the quantised weight matmuls (8 or 16).
     pub act_bits: i32,
+    // Appended in 0.3: CED bank rows' and indexer keys' kvrt_dtype (-1: from kv_dtype).
+    pub bank_dtype: i32,
 }
 
 pub const KVRT_STOP_NONE: i32 = 0;

@@ -49,6 +49,8 @@ pub enum DType {
     I8,
     /// fp8 e4m3, an f16 scale per head of a row (full and window layers).
     Fp8E4m3,
+    /// 4-bit e2m1, a scale per 32 elements (bank source and indexer key layers: CED banks).
+    Fp4,
 }
 
 impl DType {
@@ -59,6 +61,7 @@ impl DType {
             DType::Bf16 => sys::KVRT_DTYPE_BF16,
             DType::I8 => sys::KVRT_DTYPE_I8,
             DType::Fp8E4m3 => sys::KVRT_DTYPE_FP8_E4M3,
+            DType::Fp4 => sys::KVRT_DTYPE_FP4,
         }
     }
 }

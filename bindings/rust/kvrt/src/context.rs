@@ -93,6 +93,10 @@ pub struct ContextOptions {
     /// (kvrt_context_config.act_bits: ~256x finer activation rounding, closer to exact
     /// math; blocks computed under one width are never reused by the other).
     pub act_bits: i32,
+    /// CED models only: the bank rows' and indexer keys' type (kvrt_context_config.bank_dtype):
+    /// F32, F16, Bf16 or Fp4 (4-bit banks); None: kv_type, or f16 when kv_type is I8 / Fp8E4m3
+    /// (which then apply to the window rows only).
+    pub bank_type: Option<KvType>,
 }
 
 impl Default for ContextOptions {
@@ -112,6 +116,7 @@ impl Default for ContextOptions {
             k_type: None,
             v_type: None,
             act_bits: 8,
+            bank_type: None,
         }
     }
 }
@@ -243,6 +248,7 @@ impl Context {
         cfg.k_dtype = o.k_type.map_or(-1, KvType::raw);
         cfg.v_dtype = o.v_type.map_or(-1, KvType::raw);
         cfg.act_bits = o.act_bits;
+        cfg.bank_dtype = o.bank_type.map_or(-1, KvType::raw);
         let mut out: *mut sys::kvrt_context = ptr::null_mut();
         check(unsafe { sys::kvrt_context_create(&mut out, model.as_ptr(), &cfg) })?;
         NonNull::new(out)

@@ -124,3 +124,36 @@ fn ced_memory_of_another_architecture_is_unsupported() {
     assert_eq!(model.ced_memory(DType::F32).unwrap_err().kind(), ErrorKind::Unsupported);
     assert_eq!(model.ced_source(0, DType::F32).unwrap_err().kind(), ErrorKind::Unsupported);
 }
+
+#[test]
+fn ced_fp4_banks() {
+    let Some(cli) = kvrt_cli() else { return };
+    let path = std::env::temp_dir().join(format!("kvrt-rust-ced32-{}.gguf", std::process::id()));
+    let out = Command::new(&cli)
+        .args(["ced-init", "--preset", "tiny", "--idx-dim", "32", "-o"])
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", cli.display()));
+    assert!(out.status.success(), "kvrt ced-init failed: {}", String::from_utf8_lossy(&out.stderr));
+    let model = Model::load(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    // 4-bit banks: rows of 32 are 16 + 2 B, indexer keys 16 + 1 B; r = 2 and r = 1 sources.
+    assert_eq!(model.ced_memory(DType::Fp4).unwrap().global_bytes_per_token, (18.0 + 17.0) / 2.0 + 35.0);
+    let tokens: Vec<i32> = (0..40).map(|i| (i * 53 + 7) % 256).collect();
+    let run = |n_batch: u32| {
+        let o = ContextOptions {
+            n_batch,
+            bank_type: Some(KvType::Fp4),
+            ..options(CedPrefillMode::Exact, CedResume::Auto, false)
+        };
+        let mut ctx = Context::new(&model, &o).unwrap();
+        ctx.prefill(0, &tokens).unwrap();
+        bits(&ctx.logits(0).unwrap())
+    };
+    assert_eq!(run(512), run(3), "4-bit banks: chunked prefill vs one pass");
+    let bad = ContextOptions { bank_type: Some(KvType::I8), ..options(CedPrefillMode::Exact, CedResume::Auto, false) };
+    match Context::new(&model, &bad) {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
+        Ok(_) => panic!("int8 banks were accepted"),
+    }
+}

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
+// 4-bit rows (FP4 bank rows with f16 scales, FP4_E8 indexer keys with e8m0 scales; the format
+// is util/kv_quant.hpp's) for the sparse K = V attention and the indexer scan. Compiled once
+// per ISA inside attention_core.inl (before `sparse`), in that ISA's namespace.
+//
+// A tile of 4-bit rows is built by decoding each present row once into the tile's spare f32
+// rows (kbuf): 32 codes at a time through a 16-entry table in registers (twice the e2m1 value,
+// an integer), times half the group's scale. That product is exact, so every path gets the
+// value kv_load gives. An f32 tile is then built over those rows: the K transpose reads them
+// and, the rows being K = V, P.V reads the same rows as f32 values. The 4-bit path therefore
+// has the f32 path's arithmetic on the decoded values (a row's result depends on its own rows
+// only; chunking, threads and decode vs prefill change no bit), and a bank row is decoded once
+// per tile for both its roles.
+
+// Half of scale gi of a 4-bit head (sc: the scales after the codes); kv_raw_unit(t) is 0.5.
+inline float fp4_half_scale(const uint8_t* sc, DType t, int gi) {
+    if (t == DType::FP4_E8) {  // 2^(b - 127) / 2 built from the bits (0xff: NaN)
+        const uint32_t b = sc[gi];
+        const uint32_t u = b == 0xffu ? 0x7fc00000u : b >= 2 ? (b - 1) << 23 : b == 1 ? 0x00400000u : 0x00200000u;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, sc + 2 * gi, 2);
+    return Ops::h2f(h) * 0.5f;
+}
+
+#if defined(KVRT_ISA_AVX2) || defined(KVRT_ISA_AVX512)
+#include "kernels/cpu/fp4_decode_avx2.hpp"
+#endif
+
+// The 32 elements of one group (16 code bytes at p) times hs, into out.
+inline void fp4_decode32(const uint8_t* p, float hs, float* out) {
+#if defined(KVRT_ISA_AVX512)
+    __m128i e0, e1;
+    fp4_codes32_i8(p, e0, e1);
+    const __m512 s = _mm512_set1_ps(hs);
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(e0)), s));
+    _mm512_storeu_ps(out + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(e1)), s));
+#elif defined(KVRT_ISA_AVX2)
+    fp4_decode32_avx2(p, hs, out);
+#else
+    for (int i = 0; i < 16; ++i) {
+        out[2 * i] = float(kFp4Twice[p[i] & 15u]) * hs;
+        out[2 * i + 1] = float(kFp4Twice[p[i] >> 4]) * hs;
+    }
+#endif
+}
+
+// A 4-bit head of width d (a multiple of 32) -> d f32, the values kv_load gives.
+inline void fp4_dequant_head(const uint8_t* h, DType t, int d, float* out, LineStream* pf) {
+    const uint8_t* sc = h + d / 2;
+    for (int gi = 0; gi < d / 32; ++gi) {
+        if (pf && (gi & 1) == 0) pf->step();
+        fp4_decode32(h + gi * 16, fp4_half_scale(sc, t, gi), out + gi * 32);
+    }
+}
+
+// tile_build for one-head rows that may be 4-bit (the bank of `sparse`, the indexer's keys):
+// kp(j) is key j's row; need_v: the rows are also the values (K = V). Other types: tile_build.
+template <class KP>
+inline void tile_build_rows(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, bool need_v) {
+    if (!dtype_fp4(dt)) return tile_build(t, d, dt, dt, ja, jb, kp, kp, need_v);
+    for (int j = ja; j <= jb; ++j) fp4_dequant_head(kp(j), dt, d, t.kbuf + size_t(j) * d, t.pf);
+    auto row = [&](int j) { return reinterpret_cast<const uint8_t*>(t.kbuf + size_t(j) * d); };
+    tile_build(t, d, DType::F32, DType::F32, ja, jb, row, row, need_v);
+}
