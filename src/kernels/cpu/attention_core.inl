@@ -8,11 +8,16 @@
 //
 // Determinism: a query row's arithmetic depends only on its own keys.
 //   - Keys are processed in tiles of T = kKeyTile slots aligned to absolute
-//     positions (sparse: to list indices). Within a tile the row's scores are
-//     computed lane-wise (lane = key) with two FMA chains over even/odd dims,
+//     positions (sparse: to list indices). Within a tile the row's score of a
+//     key is, in dense attention (prefill and decode), W FMA chains over the
+//     dims c = l, l + W, ... (l < W, increasing c) summed by the balanced tree
+//     over adjacent l (KeyTile::lanes: the order of a key row read W dims at a
+//     time, so decode scores rows in place and prefill its transposed tiles,
+//     alike); in sparse attention two chains over even / odd dims, lane-wise;
 //     masked to the row's own key range, and its running (m, l, o) updated by
 //     online softmax; o accumulates p_j * v_j in increasing j, one FMA per
-//     element (masked FMAs for keys outside the row's range). Pair tiles (bf16
+//     element (masked FMAs for keys outside the row's range; quantised V:
+//     (p_j * scale) * raw). Pair tiles (bf16
 //     KV where Ops::kBf16Dot, see KeyTile): bf16 dot products instead, over
 //     pairs of dims (scores, two chains) and pairs of keys (o, increasing).
 //   - Tiles belong to chunks of C = kKeyChunk positions; a chunk's partial
@@ -54,6 +59,7 @@ constexpr int kPvAccMax = 16;
 // Rows per block on direct tiles (decode, see KeyTile): each key row is loaded and converted once
 // per block, so a GQA group of up to 4 query heads reads its keys and values once.
 constexpr int kRowsDirect = 4;
+constexpr int kMaxRowsBlock = kRowsDirect > kRowsScore ? kRowsDirect : kRowsScore;
 
 // No standard-library templates below: their instantiations would be compiled for this ISA
 // and could be shared (COMDAT) with baseline code. Scratch comes from thread_scratch().
@@ -133,6 +139,7 @@ struct KeyTile {
     // times kv_raw_unit; vd = the head width). Quantised K is dequantised into kbuf rows (raw *
     // scale, exact in f32) and transposed from there like f32 keys (direct tiles: see below).
     int vd = 0;
+    float* pq = nullptr;  // [kMaxRowsBlock][d / 32 + 1][T]: P.V's probabilities times V's scales
     int ja = 0, jb = -1;  // keys present: [ja, jb]
     bool pairs = false;   // a pair tile (see above)
     const uint32_t* kp = nullptr;  // pair tiles: [(d + 1) / 2][T] (in kt's memory)
@@ -158,7 +165,8 @@ struct KeyTile {
 
 inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
 inline size_t tile_floats(int d) {
-    return size_t(d) * T * 2 + size_t(d + 16) * T + size_t(d) + size_t(kRowsScore) * tile_qbuf(d);
+    return size_t(d) * T * 2 + size_t(d + 16) * T + size_t(d) + size_t(kRowsScore) * tile_qbuf(d) +
+           size_t(kMaxRowsBlock) * size_t(d / 32 + 1) * T;
 }
 
 inline void tile_init(KeyTile& t, float* mem, int d) {
@@ -169,6 +177,7 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     for (int i = 0; i < d; ++i) z[i] = 0.0f;
     t.zero = z;
     t.qbuf = reinterpret_cast<uint32_t*>(z + d);
+    t.pq = reinterpret_cast<float*>(t.qbuf + size_t(kRowsScore) * tile_qbuf(d));
 }
 
 // True when a tile of K type kdt and V type vdt is a pair tile (bf16 both, where Ops has bf16
@@ -621,22 +630,22 @@ inline float elem_v(const uint8_t* row, int c) {
     else if constexpr (dtype_quantized(VD)) return raw_elem(row[c], VD);
     else return cvt16(reinterpret_cast<const uint16_t*>(row)[c], VD);
 }
-// p * value j's element c, added to o (one FMA), as the vector path computes it: quantised values
-// are the raw element times (p * its scale), others p times the element in f32.
+// p * value j's element c, added to o (one FMA), as the vector path computes it: p is the
+// probability (quantised values: times the element's group scale, pv_rows_dt's pq) and the element
+// is in f32 (quantised: raw).
 template <DType VD>
 inline float pv_elem(const KeyTile& t, int j, int c, float p, float o) {
-    if constexpr (dtype_quantized(VD))
-        return Ops::fmas(p * head_scale(t.vraw[j], VD, t.vd, scale_index<VD>(c)), elem_v<VD>(t.vraw[j], c), o);
-    else return Ops::fmas(p, elem_v<VD>(t.vraw[j], c), o);
+    return Ops::fmas(p, elem_v<VD>(t.vraw[j], c), o);
 }
 
 // o_r[c0 .. c0 + CB*W) = alpha_r * o_r[...] + sum_j p_r[j] * v_j[...] for j in [ja, jb] (masked to
 // each row's range): the online-softmax rescale (one multiply, exact when alpha is 1) and then one
 // FMA per key in increasing j. Quantised V: the FMA multiplies the raw elements by p_r[j] times
 // their group's scale (one multiply per row and group instead of one per vector of elements).
+// pbuf: [R][ng][T] the rows' probabilities (quantised V: times the group's scale; else ng = 1).
 template <int R, int CB, bool MASKED, DType VD>
-inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, const float* alpha, int c0, int ja,
-                     int jb) {
+inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, int ng, const float* alpha, int c0,
+                     int ja, int jb) {
     V acc[R][CB];
     for (int r = 0; r < R; ++r) {
         const V a = Ops::set1(alpha[r]);
@@ -651,15 +660,11 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, co
         int gprev = -1;
         for (int cb = 0; cb < CB; ++cb) {
             const int c = c0 + cb * Ops::W;
-            if constexpr (dtype_quantized(VD)) {  // W divides the group: one scale per vector
-                const int gi = scale_index<VD>(c);
-                if (gi != gprev) {
-                    const float sc = head_scale(vr, VD, t.vd, gi);
-                    for (int r = 0; r < R; ++r) p[r] = Ops::set1(pbuf[r * T + j] * sc);
-                    gprev = gi;
-                }
-            } else if (cb == 0) {
-                for (int r = 0; r < R; ++r) p[r] = Ops::set1(pbuf[r * T + j]);
+            int gi = 0;
+            if constexpr (dtype_quantized(VD)) gi = scale_index<VD>(c);  // W divides the group
+            if (gi != gprev) {
+                for (int r = 0; r < R; ++r) p[r] = Ops::set1(pbuf[(r * ng + gi) * T + j]);
+                gprev = gi;
             }
             const V vv = load_v<VD>(vr, c);
             for (int r = 0; r < R; ++r) acc[r][cb] = MASKED ? Ops::fma_if(on[r], p[r], vv, acc[r][cb]) : Ops::fma(p[r], vv, acc[r][cb]);
@@ -675,16 +680,41 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
     constexpr int W = Ops::W;
     constexpr int CB0 = kPvAccMax / R < 1 ? 1 : kPvAccMax / R;
     constexpr int CB = CB0 > kPvCols ? kPvCols : CB0;  // R x CB accumulators
+    // Quantised V: pq[r][g][j] = p_r[j] * value j's scale of group g (every FMA of the group's
+    // elements multiplies the raw element by it). The scales of the tile's keys are gathered as
+    // f16 and converted W at a time (absent keys: 0).
+    int ng = 1;
+    const float* pp = pbuf;
+    float* pq = t.pq;  // [R][ng][T]
+    static_assert(R <= kMaxRowsBlock, "tile_floats holds kMaxRowsBlock rows of pq");
+    if constexpr (dtype_quantized(VD)) {
+        ng = d / kv_scale_group(VD, d);
+        alignas(64) uint16_t s16[T];
+        const V unit = Ops::set1(kv_raw_unit(VD));
+        for (int g = 0; g < ng; ++g) {
+            for (int j = 0; j < T; ++j) s16[j] = 0;
+            for (int j = ja; j <= jb; ++j) std::memcpy(s16 + j, t.vraw[j] + d + 2 * g, 2);
+            for (int v = 0; v < NV; ++v) {
+                const V sv = Ops::mul(Ops::load_f16(s16 + v * W), unit);
+                for (int r = 0; r < R; ++r)
+                    Ops::store(pq + (r * ng + g) * T + v * W, Ops::mul(Ops::load(pbuf + r * T + v * W), sv));
+            }
+        }
+        pp = pq;
+    }
     int c = 0;
-    for (; c + CB * W <= d; c += CB * W) pv_block<R, CB, MASKED, VD>(t, rows, pbuf, alpha, c, ja, jb);
-    for (; c + W <= d; c += W) pv_block<R, 1, MASKED, VD>(t, rows, pbuf, alpha, c, ja, jb);
-    for (; c < d; ++c)  // element tail: the same per-element sequence
+    for (; c + CB * W <= d; c += CB * W) pv_block<R, CB, MASKED, VD>(t, rows, pp, ng, alpha, c, ja, jb);
+    for (; c + W <= d; c += W) pv_block<R, 1, MASKED, VD>(t, rows, pp, ng, alpha, c, ja, jb);
+    for (; c < d; ++c) {  // element tail: the same per-element sequence
+        int gi = 0;
+        if constexpr (dtype_quantized(VD)) gi = scale_index<VD>(c);
         for (int r = 0; r < R; ++r) {
             float o = rows[r].o[c] * alpha[r];
             for (int j = ja; j <= jb; ++j)
-                if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = pv_elem<VD>(t, j, c, pbuf[r * T + j], o);
+                if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = pv_elem<VD>(t, j, c, pp[(r * ng + gi) * T + j], o);
             rows[r].o[c] = o;
         }
+    }
 }
 
 // pv_block of a pair tile: o_r[c0 .. c0 + CB*W) = alpha_r * o_r[...] + the bf16 dot products of

@@ -93,11 +93,11 @@ struct Ops {
     static V load_i8(const uint8_t* p) {
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
     }
+    // (The byte sign-extended to 16 bits and shifted up 7 puts sign, exponent and mantissa where
+    // f16 has them; bit 14 then holds a copy of the sign and is cleared.)
     static V load_fp8(const uint8_t* p) {
-        const __m128i x = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-        const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x80)), 8),
-                                       _mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x7f)), 7));
-        return _mm256_cvtph_ps(h);
+        const __m128i x = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_cvtph_ps(_mm_and_si128(_mm_slli_epi16(x, 7), _mm_set1_epi16(int16_t(0xBFFF))));
     }
     // In-register 8 x 8 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
     static void transpose8x8(__m256 (&r)[8]) {

@@ -183,11 +183,11 @@ struct Ops {
     static V load_i8(const uint8_t* p) {
         return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     }
+    // (Sign-extended and shifted up 7: sign, exponent and mantissa where f16 has them; bit 14, a
+    // copy of the sign, cleared.)
     static V load_fp8(const uint8_t* p) {
-        const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x80)), 8),
-                                          _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x7f)), 7));
-        return _mm512_cvtph_ps(h);
+        const __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm512_cvtph_ps(_mm256_and_si256(_mm256_slli_epi16(x, 7), _mm256_set1_epi16(int16_t(0xBFFF))));
     }
     // In-register 16 x 16 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
     static void transpose16x16(__m512 (&r)[16]) {
