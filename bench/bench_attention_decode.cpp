@@ -8,7 +8,7 @@
 // The KV is laid out as the cache lays it out (bench_kv_fixture.hpp: arena blocks holding
 // several layers, on 2 MiB pages unless --4k).
 //   bench_attention_decode [--quick] [--4k] [--only SUBSTRING] [--layers N]
-//     --quick: 8,192 and 131,072 keys (f32 only at 9/3), shorter timing
+//     --quick: 8,192 and 131,072 keys (f32 only at 9/3; 14/2 and 4/1: f16, int8, fp8), shorter timing
 //     --4k: arena on 4 KiB pages (what the cache had before transparent huge pages)
 //     --only: run the shapes whose label ("9/3 bf16 131072") contains SUBSTRING
 //     --layers N: layers per block (default: as many as keep the arena near 1 GiB, <= 30)
@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
     struct Shape {
         int h, hkv, d;
     };
-    const Shape shapes[] = {{9, 3, 64}, {32, 8, 128}};
+    // SmolLM2-135M (9/3), a 32/8 d128 model, Qwen2.5-0.5B (14/2) and Gemma 3 270M (4/1, d 256).
+    const Shape shapes[] = {{9, 3, 64}, {32, 8, 128}, {14, 2, 64}, {4, 1, 256}};
     const size_t llc = llc_bytes();
     std::vector<int64_t> lengths = {512, 8192, 131072};
     if (only_keys > 0) lengths = {only_keys};
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
                 const int64_t n = lengths[ni];
                 if (quick && only_keys == 0 && n < 8192) continue;
                 if (quick && s.h == 32 && dt != DType::BF16 && !dtype_quantized(dt)) continue;
+                if (quick && (s.h == 14 || s.h == 4) && (dt == DType::BF16 || dt == DType::F32)) continue;
                 if (dt == DType::F32 && s.h == 32 && n > 8192) continue;  // 1 GiB: skip
                 char label[64];
                 std::snprintf(label, sizeof label, "%d/%d %s %lld", s.h, s.hkv, dtype_name(dt), (long long)n);

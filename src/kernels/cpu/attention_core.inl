@@ -135,11 +135,12 @@ struct KeyTile {
     const float* vrow[T];   // f32 tiles: value j's row (absent keys: zero); 16-bit tiles: zero
     const uint8_t* vraw[T]; // value j's row in the dtype vdt (absent keys: zero)
     DType vdt = DType::F32;
-    // Quantised V (util/kv_quant.hpp): P.V reads each value's scales from its row (head_scale,
-    // times kv_raw_unit; vd = the head width). Quantised K is dequantised into kbuf rows (raw *
-    // scale, exact in f32) and transposed from there like f32 keys (direct tiles: see below).
-    int vd = 0;
+    // Quantised V (util/kv_quant.hpp): vsc below holds the values' scales (times kv_raw_unit),
+    // which P.V multiplies into the probabilities. Quantised K is dequantised into kbuf rows (raw
+    // * scale, exact in f32) and transposed from there like f32 keys (direct tiles: see below).
     float* pq = nullptr;  // [kMaxRowsBlock][d / 32 + 1][T]: P.V's probabilities times V's scales
+    float* vsc = nullptr;  // quantised V: [vng][T], vsc[g * T + j] = value j's scale of group g
+    int vng = 0;
     int ja = 0, jb = -1;  // keys present: [ja, jb]
     bool pairs = false;   // a pair tile (see above)
     const uint32_t* kp = nullptr;  // pair tiles: [(d + 1) / 2][T] (in kt's memory)
@@ -166,7 +167,7 @@ struct KeyTile {
 inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
 inline size_t tile_floats(int d) {
     return size_t(d) * T * 2 + size_t(d + 16) * T + size_t(d) + size_t(kRowsScore) * tile_qbuf(d) +
-           size_t(kMaxRowsBlock) * size_t(d / 32 + 1) * T;
+           size_t(kMaxRowsBlock + 1) * size_t(d / 32 + 1) * T;
 }
 
 inline void tile_init(KeyTile& t, float* mem, int d) {
@@ -178,6 +179,20 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.zero = z;
     t.qbuf = reinterpret_cast<uint32_t*>(z + d);
     t.pq = reinterpret_cast<float*>(t.qbuf + size_t(kRowsScore) * tile_qbuf(d));
+    t.vsc = t.pq + size_t(kMaxRowsBlock) * size_t(d / 32 + 1) * T;
+}
+
+// The scales of the tile's quantised values (t.vsc, t.vng; absent keys: 0): gathered as f16,
+// converted W at a time (times kv_raw_unit: the value head_scale gives).
+inline void tile_value_scales(KeyTile& t, int d, DType vdt, int ja, int jb) {
+    t.vng = d / kv_scale_group(vdt, d);
+    alignas(64) uint16_t s16[T];
+    const V unit = Ops::set1(kv_raw_unit(vdt));
+    for (int g = 0; g < t.vng; ++g) {
+        for (int j = 0; j < T; ++j) s16[j] = 0;
+        for (int j = ja; j <= jb; ++j) std::memcpy(s16 + j, t.vraw[j] + d + 2 * g, 2);
+        for (int v = 0; v < NV; ++v) Ops::store(t.vsc + g * T + v * Ops::W, Ops::mul(Ops::load_f16(s16 + v * Ops::W), unit));
+    }
 }
 
 // True when a tile of K type kdt and V type vdt is a pair tile (bf16 both, where Ops has bf16
@@ -320,7 +335,6 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
     t.ja = ja;
     t.jb = jb;
     t.vdt = vdt;
-    t.vd = d;
     // Pair tiles for bf16 KV (and bf16 indexer keys) where the CPU has bf16 dot products.
     t.pairs = pair_tile(dt, vdt, need_v);
     const bool kq = dtype_quantized(dt);
@@ -339,6 +353,7 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
         }
         t.vrow[j] = vdt == DType::F32 ? reinterpret_cast<const float*>(t.vraw[j]) : t.zero;
     }
+    if (need_v && dtype_quantized(vdt)) tile_value_scales(t, d, vdt, ja, jb);
     if constexpr (Ops::kBf16Dot) {
         if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb, need_v);
     }
@@ -377,14 +392,14 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
 inline bool direct_tile(DType kdt, DType vdt, int d) { return !pair_tile(kdt, vdt, true) && d % Ops::W == 0; }
 
 // A direct tile (KeyTile) of keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j (K in
-// the dtype dt, V in vdt; absent keys: a zero head). Nothing is read, converted or transposed
-// here: the scores and P.V read the rows (and the scales of quantised heads) as they go.
+// the dtype dt, V in vdt; absent keys: a zero head). Nothing is converted or transposed here:
+// the scores and P.V read the rows as they go (K's scales too); quantised V's scales are gathered
+// (tile_value_scales).
 template <class KP, class VP>
 inline void tile_build_direct(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, KP kp, VP vp) {
     t.ja = ja;
     t.jb = jb;
     t.vdt = vdt;
-    t.vd = d;
     t.kdt = dt;
     t.pairs = false;
     t.direct = true;
@@ -395,6 +410,7 @@ inline void tile_build_direct(KeyTile& t, int d, DType dt, DType vdt, int ja, in
         t.kraw[j] = in ? kp(j) : zero;
         t.vraw[j] = in ? vp(j) : zero;
     }
+    if (dtype_quantized(vdt)) tile_value_scales(t, d, vdt, ja, jb);
 }
 
 // One query row's view during a tile: its (pre-scaled) query, its running state, and
@@ -680,26 +696,20 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
     constexpr int W = Ops::W;
     constexpr int CB0 = kPvAccMax / R < 1 ? 1 : kPvAccMax / R;
     constexpr int CB = CB0 > kPvCols ? kPvCols : CB0;  // R x CB accumulators
-    // Quantised V: pq[r][g][j] = p_r[j] * value j's scale of group g (every FMA of the group's
-    // elements multiplies the raw element by it). The scales of the tile's keys are gathered as
-    // f16 and converted W at a time (absent keys: 0).
+    // Quantised V: pq[r][g][j] = p_r[j] * value j's scale of group g (vsc; every FMA of the group's
+    // elements multiplies the raw element by it).
     int ng = 1;
     const float* pp = pbuf;
     float* pq = t.pq;  // [R][ng][T]
     static_assert(R <= kMaxRowsBlock, "tile_floats holds kMaxRowsBlock rows of pq");
     if constexpr (dtype_quantized(VD)) {
-        ng = d / kv_scale_group(VD, d);
-        alignas(64) uint16_t s16[T];
-        const V unit = Ops::set1(kv_raw_unit(VD));
-        for (int g = 0; g < ng; ++g) {
-            for (int j = 0; j < T; ++j) s16[j] = 0;
-            for (int j = ja; j <= jb; ++j) std::memcpy(s16 + j, t.vraw[j] + d + 2 * g, 2);
+        ng = t.vng;
+        for (int g = 0; g < ng; ++g)
             for (int v = 0; v < NV; ++v) {
-                const V sv = Ops::mul(Ops::load_f16(s16 + v * W), unit);
+                const V sv = Ops::load(t.vsc + g * T + v * W);
                 for (int r = 0; r < R; ++r)
                     Ops::store(pq + (r * ng + g) * T + v * W, Ops::mul(Ops::load(pbuf + r * T + v * W), sv));
             }
-        }
         pp = pq;
     }
     int c = 0;
