@@ -141,6 +141,8 @@ struct KeyTile {
     float* pq = nullptr;  // [kMaxRowsBlock][d / 32 + 1][T]: P.V's probabilities times V's scales
     float* vsc = nullptr;  // quantised V: [vng][T], vsc[g * T + j] = value j's scale of group g
     int vng = 0;
+    float* ksc = nullptr;  // direct tiles, quantised K: [kng][T], as vsc
+    int kng = 0;
     int ja = 0, jb = -1;  // keys present: [ja, jb]
     bool pairs = false;   // a pair tile (see above)
     const uint32_t* kp = nullptr;  // pair tiles: [(d + 1) / 2][T] (in kt's memory)
@@ -167,7 +169,7 @@ struct KeyTile {
 inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
 inline size_t tile_floats(int d) {
     return size_t(d) * T * 2 + size_t(d + 16) * T + size_t(d) + size_t(kRowsScore) * tile_qbuf(d) +
-           size_t(kMaxRowsBlock + 1) * size_t(d / 32 + 1) * T;
+           size_t(kMaxRowsBlock + 2) * size_t(d / 32 + 1) * T;
 }
 
 inline void tile_init(KeyTile& t, float* mem, int d) {
@@ -180,19 +182,25 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.qbuf = reinterpret_cast<uint32_t*>(z + d);
     t.pq = reinterpret_cast<float*>(t.qbuf + size_t(kRowsScore) * tile_qbuf(d));
     t.vsc = t.pq + size_t(kMaxRowsBlock) * size_t(d / 32 + 1) * T;
+    t.ksc = t.vsc + size_t(d / 32 + 1) * T;
 }
 
-// The scales of the tile's quantised values (t.vsc, t.vng; absent keys: 0): gathered as f16,
-// converted W at a time (times kv_raw_unit: the value head_scale gives).
-inline void tile_value_scales(KeyTile& t, int d, DType vdt, int ja, int jb) {
-    t.vng = d / kv_scale_group(vdt, d);
+// The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
+// ([groups][T]): gathered as f16, converted W at a time (times kv_raw_unit: the value head_scale
+// gives). Returns the number of groups.
+inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
+    const int ng = d / kv_scale_group(dt, d);
     alignas(64) uint16_t s16[T];
-    const V unit = Ops::set1(kv_raw_unit(vdt));
-    for (int g = 0; g < t.vng; ++g) {
+    const V unit = Ops::set1(kv_raw_unit(dt));
+    for (int g = 0; g < ng; ++g) {
         for (int j = 0; j < T; ++j) s16[j] = 0;
-        for (int j = ja; j <= jb; ++j) std::memcpy(s16 + j, t.vraw[j] + d + 2 * g, 2);
-        for (int v = 0; v < NV; ++v) Ops::store(t.vsc + g * T + v * Ops::W, Ops::mul(Ops::load_f16(s16 + v * Ops::W), unit));
+        for (int j = ja; j <= jb; ++j) std::memcpy(s16 + j, rows[j] + d + 2 * g, 2);
+        for (int v = 0; v < NV; ++v) Ops::store(out + g * T + v * Ops::W, Ops::mul(Ops::load_f16(s16 + v * Ops::W), unit));
     }
+    return ng;
+}
+inline void tile_value_scales(KeyTile& t, int d, DType vdt, int ja, int jb) {
+    t.vng = tile_scales(t.vraw, d, vdt, ja, jb, t.vsc);
 }
 
 // True when a tile of K type kdt and V type vdt is a pair tile (bf16 both, where Ops has bf16
@@ -393,8 +401,8 @@ inline bool direct_tile(DType kdt, DType vdt, int d) { return !pair_tile(kdt, vd
 
 // A direct tile (KeyTile) of keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j (K in
 // the dtype dt, V in vdt; absent keys: a zero head). Nothing is converted or transposed here:
-// the scores and P.V read the rows as they go (K's scales too); quantised V's scales are gathered
-// (tile_value_scales).
+// the scores and P.V read the rows as they go; the scales of quantised heads are gathered
+// (tile_scales).
 template <class KP, class VP>
 inline void tile_build_direct(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, KP kp, VP vp) {
     t.ja = ja;
@@ -411,6 +419,7 @@ inline void tile_build_direct(KeyTile& t, int d, DType dt, DType vdt, int ja, in
         t.vraw[j] = in ? vp(j) : zero;
     }
     if (dtype_quantized(vdt)) tile_value_scales(t, d, vdt, ja, jb);
+    if (dtype_quantized(dt)) t.kng = tile_scales(t.kraw, d, dt, ja, jb, t.ksc);
 }
 
 // One query row's view during a tile: its (pre-scaled) query, its running state, and
@@ -511,7 +520,7 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
                 for (int r = 0; r < R; ++r) a[k][r] = Ops::zero();
             for (int gi = 0; gi < ng; ++gi) {
                 float sc[KB];
-                for (int k = 0; k < KB; ++k) sc[k] = dtype_quantized(KD) ? head_scale(kr[k], KD, d, gi) : 1.0f;
+                for (int k = 0; k < KB; ++k) sc[k] = dtype_quantized(KD) ? t.ksc[gi * T + j0 + k0 + k] : 1.0f;
                 for (int c = gi * g; c < gi * g + g; c += W)
                     for (int k = 0; k < KB; ++k) {
                         const V kv = load_k<KD>(kr[k], c, sc[k]);
