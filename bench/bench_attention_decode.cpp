@@ -8,12 +8,16 @@
 // The KV is laid out as the cache lays it out (bench_kv_fixture.hpp: arena blocks holding
 // several layers, on 2 MiB pages unless --4k).
 //   bench_attention_decode [--quick] [--4k] [--only SUBSTRING] [--layers N]
-//     --quick: 8,192 and 131,072 keys (f32 only at 9/3), shorter timing
+//     --quick: 8,192 and 131,072 keys (f32 only at 9/3; 14/2 and 4/1: f16, int8, fp8), shorter timing
 //     --4k: arena on 4 KiB pages (what the cache had before transparent huge pages)
 //     --only: run the shapes whose label ("9/3 bf16 131072") contains SUBSTRING
 //     --layers N: layers per block (default: as many as keep the arena near 1 GiB, <= 30)
 //     --block N: positions per cache block (default 16, the cache's default; longer blocks give
 //       longer contiguous runs per layer, which the hardware prefetchers stream better)
+//     --keys N: run N keys instead of 512, 8,192 and 131,072 (e.g. 32768)
+// After the dtypes of a shape and length, int8_step_speed / fp8_step_speed are the decode steps per
+// second of that type with f16's of the same run as the baseline (ratio = speed-up over f16; the
+// goal of issue 15: >= 1.7 beyond the LLC, where int8 reads 0.53 of f16's bytes).
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
 #include "kernels/attention.hpp"
@@ -47,12 +51,14 @@ int main(int argc, char** argv) {
     const char* only = nullptr;
     int force_layers = 0;
     int32_t block_tokens = 16;
+    int64_t only_keys = 0;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         else if (std::strcmp(argv[i], "--4k") == 0) thp = false;
         else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) force_layers = std::atoi(argv[++i]);
         else if (std::strcmp(argv[i], "--block") == 0 && i + 1 < argc) block_tokens = std::max(1, std::atoi(argv[++i]));
+        else if (std::strcmp(argv[i], "--keys") == 0 && i + 1 < argc) only_keys = std::max(1LL, std::atoll(argv[++i]));
     }
     const int max_t = std::min(2, std::max(1, omp_get_max_threads()));
     double stream[3] = {0, 0, 0};
@@ -63,12 +69,22 @@ int main(int argc, char** argv) {
     struct Shape {
         int h, hkv, d;
     };
-    const Shape shapes[] = {{9, 3, 64}, {32, 8, 128}};
+    // SmolLM2-135M (9/3), a 32/8 d128 model, Qwen2.5-0.5B (14/2) and Gemma 3 270M (4/1, d 256).
+    const Shape shapes[] = {{9, 3, 64}, {32, 8, 128}, {14, 2, 64}, {4, 1, 256}};
     const size_t llc = llc_bytes();
-    for (const Shape& s : shapes)
-        for (DType dt : {DType::F16, DType::BF16, DType::F32, DType::I8, DType::FP8_E4M3}) {
-            for (int64_t n : {int64_t(512), int64_t(8192), int64_t(131072)}) {
-                if (quick && (n < 8192 || (s.h == 32 && dt != DType::BF16 && !dtype_quantized(dt)))) continue;
+    std::vector<int64_t> lengths = {512, 8192, 131072};
+    if (only_keys > 0) lengths = {only_keys};
+    const DType types[] = {DType::F16, DType::BF16, DType::F32, DType::I8, DType::FP8_E4M3};
+    for (const Shape& s : shapes) {
+        // Seconds per step of each (length, type, threads) of this shape (0: not run).
+        std::vector<double> step_sec(lengths.size() * 5 * 3, 0.0);
+        for (int ti = 0; ti < 5; ++ti) {
+            const DType dt = types[ti];
+            for (size_t ni = 0; ni < lengths.size(); ++ni) {
+                const int64_t n = lengths[ni];
+                if (quick && only_keys == 0 && n < 8192) continue;
+                if (quick && s.h == 32 && dt != DType::BF16 && !dtype_quantized(dt)) continue;
+                if (quick && (s.h == 14 || s.h == 4) && (dt == DType::BF16 || dt == DType::F32)) continue;
                 if (dt == DType::F32 && s.h == 32 && n > 8192) continue;  // 1 GiB: skip
                 char label[64];
                 std::snprintf(label, sizeof label, "%d/%d %s %lld", s.h, s.hkv, dtype_name(dt), (long long)n);
@@ -88,6 +104,7 @@ int main(int argc, char** argv) {
                     stream[t] = std::max(stream[t], stream_read(t, 0, 3));
                     omp_set_num_threads(t);
                     double sec = time_best([&] { cpu::attention_decode(&seq, 1, p); }, quick ? 0.05 : 0.3);
+                    step_sec[(ni * 5 + ti) * 3 + t] = sec;
                     double bps = double(kv.payload_bytes) / sec;
                     char extra[256];
                     std::snprintf(extra, sizeof extra,
@@ -106,6 +123,21 @@ int main(int argc, char** argv) {
                 }
             }
         }
+        // The quantised types against f16 at the same length and threads (this run's f16 figure).
+        for (size_t ni = 0; ni < lengths.size(); ++ni)
+            for (int t = 1; t <= max_t; ++t) {
+                const double f16 = step_sec[(ni * 5 + 0) * 3 + t];
+                for (int ti : {3, 4}) {
+                    const double q = step_sec[(ni * 5 + ti) * 3 + t];
+                    if (f16 <= 0 || q <= 0) continue;
+                    char extra[160];
+                    std::snprintf(extra, sizeof extra, "\"heads\":\"%d/%d\",\"head_dim\":%d,\"keys\":%lld,\"threads\":%d", s.h,
+                                  s.hkv, s.d, (long long)lengths[ni], t);
+                    emit_vs("attention_decode", std::string(dtype_name(types[ti])) + "_step_speed", 1.0 / q, "steps/s",
+                            "f16_step_speed", 1.0 / f16, extra);
+                }
+            }
+    }
     // A batch of 8 sequences of different lengths (one decode step of a serving batch).
     if (!only) {
         const Shape s{9, 3, 64};

@@ -176,6 +176,58 @@ TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {
     }
 }
 
+TEST_CASE("kernels.attention.decode_direct_tiles_equal_prefill_on_model_shapes") {
+    // Decode dots each key row with the GQA group's queries straight from the cache (direct tiles:
+    // no transpose, int8/fp8 dequantised in registers), prefill scores transposed tiles with the
+    // same lane chains and tree: the rows must agree bit for bit. The real models' groups
+    // (SmolLM2 9/3, Qwen2.5-0.5B 14/2 = 4 + 3 rows, Gemma 3 270M 4/1 at d 256, and 6/1 = 4 + 2),
+    // K and V of different types, 16- and 7-position blocks (rows across block ends), windows.
+    const Shape shapes[] = {{9, 3, 64}, {14, 2, 64}, {4, 1, 256}, {6, 1, 32}};
+    const KvTypes dts[] = {DType::F16, DType::I8, DType::FP8_E4M3, DType::BF16, DType::F32, {DType::I8, DType::F16},
+                           {DType::F16, DType::I8}, {DType::FP8_E4M3, DType::I8}};
+    uint32_t seed = 900;
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (const Shape& s : shapes)
+            for (KvTypes dt : dts)
+                for (int32_t bt : {16, 7}) {
+                    CAPTURE(std::string(isa_name(isa)));
+                    CAPTURE(s.h);
+                    CAPTURE(s.d);
+                    CAPTURE(test::kv_types_name(dt));
+                    CAPTURE(bt);
+                    const int32_t n_tok = s.d >= 256 ? 200 : 560;  // d 64: crosses a chunk (512)
+                    TestKV t(n_tok, s.hkv, s.d, dt, bt, seed++);
+                    for (int32_t window : {0, 50}) {
+                        const AttnParams p = params(s, window);
+                        const int32_t n_q = 6, q0 = n_tok - n_q;
+                        const size_t row = size_t(s.h) * s.d;
+                        auto q = test::random_vec(size_t(n_q) * row, seed++);
+                        std::vector<float> o_pre(q.size()), l_pre(size_t(n_q) * s.h);
+                        cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o_pre.data(), l_pre.data());
+                        std::vector<PagedKV> views(n_q);
+                        std::vector<DecodeSeq> seqs(n_q);
+                        std::vector<float> o_dec(q.size(), -1.0f), l_dec(l_pre.size()), o_ref(q.size()), l_ref(l_pre.size());
+                        for (int32_t i = 0; i < n_q; ++i) {
+                            views[i] = t.prefix(q0 + i + 1);
+                            seqs[i] = DecodeSeq{&views[i], q.data() + i * row, o_dec.data() + i * row,
+                                                l_dec.data() + size_t(i) * s.h, q0 + i};
+                        }
+                        cpu::attention_decode(seqs.data(), n_q, p);
+                        CHECK(test::bit_equal(o_pre, o_dec));
+                        CHECK(test::bit_equal(l_pre, l_dec));
+                        for (int32_t i = 0; i < n_q; ++i) {
+                            seqs[i].out = o_ref.data() + i * row;
+                            seqs[i].lse = l_ref.data() + size_t(i) * s.h;
+                        }
+                        ref::attention_decode(seqs.data(), n_q, p);
+                        CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt.k));
+                        CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt.k));
+                    }
+                }
+    }
+}
+
 TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
     // attention_decode_team: every thread of a region makes the call, each gets every output in
     // its own buffer; bit-identical to attention_decode (and so to the prefill row), with 1, 2

@@ -8,11 +8,16 @@
 //
 // Determinism: a query row's arithmetic depends only on its own keys.
 //   - Keys are processed in tiles of T = kKeyTile slots aligned to absolute
-//     positions (sparse: to list indices). Within a tile the row's scores are
-//     computed lane-wise (lane = key) with two FMA chains over even/odd dims,
+//     positions (sparse: to list indices). Within a tile the row's score of a
+//     key is, in dense attention (prefill and decode), W FMA chains over the
+//     dims c = l, l + W, ... (l < W, increasing c) summed by the balanced tree
+//     over adjacent l (KeyTile::lanes: the order of a key row read W dims at a
+//     time, so decode scores rows in place and prefill its transposed tiles,
+//     alike); in sparse attention two chains over even / odd dims, lane-wise;
 //     masked to the row's own key range, and its running (m, l, o) updated by
 //     online softmax; o accumulates p_j * v_j in increasing j, one FMA per
-//     element (masked FMAs for keys outside the row's range). Pair tiles (bf16
+//     element (masked FMAs for keys outside the row's range; quantised V:
+//     (p_j * scale) * raw). Pair tiles (bf16
 //     KV where Ops::kBf16Dot, see KeyTile): bf16 dot products instead, over
 //     pairs of dims (scores, two chains) and pairs of keys (o, increasing).
 //   - Tiles belong to chunks of C = kKeyChunk positions; a chunk's partial
@@ -41,13 +46,20 @@ using V = typename Ops::V;
 #if defined(KVRT_ISA_AVX512)
 constexpr int kRowsScore = 4;  // rows per register block: 4 x 2 x 2 accumulators
 constexpr int kPvCols = 4;     // vectors of o per register block
+constexpr int kPvAccMax = 16;  // at most this many o accumulators per P.V block (rows x columns)
 #elif defined(KVRT_ISA_AVX2)
 constexpr int kRowsScore = 2;
 constexpr int kPvCols = 4;
+constexpr int kPvAccMax = 12;  // 16 registers: 12 accumulators + 4 values
 #else
 constexpr int kRowsScore = 2;
 constexpr int kPvCols = 8;
+constexpr int kPvAccMax = 16;
 #endif
+// Rows per block on direct tiles (decode, see KeyTile): each key row is loaded and converted once
+// per block, so a GQA group of up to 4 query heads reads its keys and values once.
+constexpr int kRowsDirect = 4;
+constexpr int kMaxRowsBlock = kRowsDirect > kRowsScore ? kRowsDirect : kRowsScore;
 
 // No standard-library templates below: their instantiations would be compiled for this ISA
 // and could be shared (COMDAT) with baseline code. Scratch comes from thread_scratch().
@@ -84,7 +96,8 @@ struct LineStream {
         end[n++] = p + bytes;
         lines += int64_t((reinterpret_cast<uintptr_t>(p) + bytes - reinterpret_cast<uintptr_t>(at[n - 1]) + 63) / 64);
     }
-    void step() {
+    // (Always inlined: a call from the kernels' inner loops spills every vector register.)
+    __attribute__((always_inline)) void step() {
         ++steps;
         for (int i = 0; i < per_step && r < n; ++i) {
             __builtin_prefetch(at[r], 0, 3);
@@ -122,24 +135,41 @@ struct KeyTile {
     const float* vrow[T];   // f32 tiles: value j's row (absent keys: zero); 16-bit tiles: zero
     const uint8_t* vraw[T]; // value j's row in the dtype vdt (absent keys: zero)
     DType vdt = DType::F32;
-    // Quantised V (util/kv_quant.hpp): vsc[j * vng + c / vgroup] = the scale of element c of
-    // value j (times kv_raw_unit), for j in [ja, jb]. Quantised K is dequantised into kbuf rows
-    // (raw * scale, exact in f32) and transposed from there like f32 keys.
-    float* vsc = nullptr;
-    int vgroup = 1, vng = 0;
-    int vgshift = -1;  // log2(vgroup) when a power of two (no division per vector), else -1
+    // Quantised V (util/kv_quant.hpp): vsc below holds the values' scales (times kv_raw_unit),
+    // which P.V multiplies into the probabilities. Quantised K is dequantised into kbuf rows (raw
+    // * scale, exact in f32) and transposed from there like f32 keys (direct tiles: see below).
+    float* pq = nullptr;  // [kMaxRowsBlock][d / 32 + 1][T]: P.V's probabilities times V's scales
+    float* vsc = nullptr;  // quantised V: [vng][T], vsc[g * T + j] = value j's scale of group g
+    int vng = 0;
+    float* ksc = nullptr;  // direct tiles, quantised K: [kng][T], as vsc
+    int kng = 0;
     int ja = 0, jb = -1;  // keys present: [ja, jb]
     bool pairs = false;   // a pair tile (see above)
     const uint32_t* kp = nullptr;  // pair tiles: [(d + 1) / 2][T] (in kt's memory)
     const uint32_t* vp = nullptr;  // pair tiles: [T / 2][vstride] (in vbuf's memory)
     int vstride = 0;
     LineStream* pf = nullptr;  // decode: prefetches to spread over this tile's compute
+    // Score order (dense attention: prefill and decode; not the sparse path or the indexer, which
+    // keep the even / odd chains): lane chains. A row's score of key j is, for each l < W, the FMA
+    // chain over dims c = l, l + W, l + 2W, ... in increasing c (the dot product of lane l when
+    // the key row is read W dims at a time), and the W chains are summed by the balanced tree over
+    // adjacent lanes ((0+1)+(2+3))+... (Ops::sum_lanes). Transposed tiles compute the chains
+    // lane-wise over keys (tile_scores); direct tiles compute them straight from the rows.
+    bool lanes = false;
+    // Direct tiles (decode, non-pair KV, head_dim a multiple of W; tile_build_direct): K is not
+    // transposed (kt unused): kraw[j] is key j's head slice in the dtype kdt, converted in
+    // registers (quantised: times its group's scale, exact) and dotted with each row's query W
+    // dims at a time, then the lanes summed (Ops::sum_lanes): the same chains and tree. V is read
+    // as on every tile, its scales (quantised) from the rows (vsc is not filled).
+    bool direct = false;
+    DType kdt = DType::F32;
+    const uint8_t* kraw[T];
 };
 
 inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
 inline size_t tile_floats(int d) {
     return size_t(d) * T * 2 + size_t(d + 16) * T + size_t(d) + size_t(kRowsScore) * tile_qbuf(d) +
-           size_t(T) * size_t(d / 32 + 1);
+           size_t(kMaxRowsBlock + 2) * size_t(d / 32 + 1) * T;
 }
 
 inline void tile_init(KeyTile& t, float* mem, int d) {
@@ -150,7 +180,27 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     for (int i = 0; i < d; ++i) z[i] = 0.0f;
     t.zero = z;
     t.qbuf = reinterpret_cast<uint32_t*>(z + d);
-    t.vsc = reinterpret_cast<float*>(t.qbuf + size_t(kRowsScore) * tile_qbuf(d));
+    t.pq = reinterpret_cast<float*>(t.qbuf + size_t(kRowsScore) * tile_qbuf(d));
+    t.vsc = t.pq + size_t(kMaxRowsBlock) * size_t(d / 32 + 1) * T;
+    t.ksc = t.vsc + size_t(d / 32 + 1) * T;
+}
+
+// The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
+// ([groups][T]): gathered as f16, converted W at a time (times kv_raw_unit: the value head_scale
+// gives). Returns the number of groups.
+inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
+    const int ng = d / kv_scale_group(dt, d);
+    alignas(64) uint16_t s16[T];
+    const V unit = Ops::set1(kv_raw_unit(dt));
+    for (int g = 0; g < ng; ++g) {
+        for (int j = 0; j < T; ++j) s16[j] = 0;
+        for (int j = ja; j <= jb; ++j) std::memcpy(s16 + j, rows[j] + d + 2 * g, 2);
+        for (int v = 0; v < NV; ++v) Ops::store(out + g * T + v * Ops::W, Ops::mul(Ops::load_f16(s16 + v * Ops::W), unit));
+    }
+    return ng;
+}
+inline void tile_value_scales(KeyTile& t, int d, DType vdt, int ja, int jb) {
+    t.vng = tile_scales(t.vraw, d, vdt, ja, jb, t.vsc);
 }
 
 // True when a tile of K type kdt and V type vdt is a pair tile (bf16 both, where Ops has bf16
@@ -311,13 +361,7 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
         }
         t.vrow[j] = vdt == DType::F32 ? reinterpret_cast<const float*>(t.vraw[j]) : t.zero;
     }
-    if (need_v && dtype_quantized(vdt)) {
-        t.vgroup = kv_scale_group(vdt, d);
-        t.vng = d / t.vgroup;
-        t.vgshift = (t.vgroup & (t.vgroup - 1)) == 0 ? __builtin_ctz(unsigned(t.vgroup)) : -1;
-        for (int j = ja; j <= jb; ++j)
-            for (int gi = 0; gi < t.vng; ++gi) t.vsc[j * t.vng + gi] = head_scale(t.vraw[j], vdt, d, gi);
-    }
+    if (need_v && dtype_quantized(vdt)) tile_value_scales(t, d, vdt, ja, jb);
     if constexpr (Ops::kBf16Dot) {
         if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb, need_v);
     }
@@ -351,6 +395,33 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
     }
 }
 
+// True when decode reads K of type kdt / V of type vdt as a direct tile (KeyTile): not a pair
+// tile, and whole vectors of every head.
+inline bool direct_tile(DType kdt, DType vdt, int d) { return !pair_tile(kdt, vdt, true) && d % Ops::W == 0; }
+
+// A direct tile (KeyTile) of keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j (K in
+// the dtype dt, V in vdt; absent keys: a zero head). Nothing is converted or transposed here:
+// the scores and P.V read the rows as they go; the scales of quantised heads are gathered
+// (tile_scales).
+template <class KP, class VP>
+inline void tile_build_direct(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, KP kp, VP vp) {
+    t.ja = ja;
+    t.jb = jb;
+    t.vdt = vdt;
+    t.kdt = dt;
+    t.pairs = false;
+    t.direct = true;
+    t.lanes = true;
+    const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);  // d floats: a zero head of any type
+    for (int j = 0; j < T; ++j) {
+        const bool in = j >= ja && j <= jb;
+        t.kraw[j] = in ? kp(j) : zero;
+        t.vraw[j] = in ? vp(j) : zero;
+    }
+    if (dtype_quantized(vdt)) tile_value_scales(t, d, vdt, ja, jb);
+    if (dtype_quantized(dt)) t.kng = tile_scales(t.kraw, d, dt, ja, jb, t.ksc);
+}
+
 // One query row's view during a tile: its (pre-scaled) query, its running state, and
 // its key range inside the tile.
 struct RowRef {
@@ -380,6 +451,89 @@ template <int R, class O>
 inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, const uint32_t* const* qp,
                               V (&s)[R][NV]);
 
+// Lane-chain scores (KeyTile::lanes) of R rows against a transposed tile: for each lane l < W the
+// chain over dims c = l, l + W, ... (lane-wise over keys), the chains summed by the balanced tree
+// over adjacent l as they complete (a binary counter: the same pairs as Ops::sum_lanes).
+template <int R>
+inline void tile_scores_lanes(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
+    constexpr int W = Ops::W;
+    constexpr int L = __builtin_ctz(unsigned(W));  // levels of the tree
+    static_assert((W & (W - 1)) == 0, "W is a power of two");
+    V part[R][NV][L + 1];
+    for (int l = 0; l < W; ++l) {
+        if (t.pf && l % 2 == 0) t.pf->step();
+        V a[R][NV];
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < NV; ++v) a[r][v] = Ops::zero();
+        for (int c = l; c < d; c += W) {
+            const float* k = t.kt + size_t(c) * T;
+            for (int r = 0; r < R; ++r) {
+                const V qc = Ops::set1(q[r][c]);
+                for (int v = 0; v < NV; ++v) a[r][v] = Ops::fma(qc, Ops::load(k + v * W), a[r][v]);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < NV; ++v) {
+                V x = a[r][v];
+                int k = 0;
+                for (; (l >> k) & 1; ++k) x = Ops::add(part[r][v][k], x);
+                part[r][v][k] = x;
+            }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < NV; ++v) s[r][v] = part[r][v][L];
+}
+
+// Key j's elements [c, c + W) of a direct tile in f32 (quantised: raw * scale, exact; sc = the
+// scale of their group).
+template <DType KD>
+inline V load_k(const uint8_t* row, int c, float sc) {
+    if constexpr (KD == DType::F32) return Ops::load(reinterpret_cast<const float*>(row) + c);
+    else if constexpr (KD == DType::BF16) return Ops::load_bf16(reinterpret_cast<const uint16_t*>(row) + c);
+    else if constexpr (KD == DType::F16) return Ops::load_f16(reinterpret_cast<const uint16_t*>(row) + c);
+    else return Ops::mul(load_raw(row + c, KD), Ops::set1(sc));
+}
+
+// Lane-chain scores of R rows against a direct tile (KeyTile): per key, the W lane chains over its
+// row (KB keys at a time, each row's accumulators stored), then Ops::sum_lanes of each W keys.
+template <int R, DType KD>
+inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
+    constexpr int W = Ops::W;
+    constexpr int KB0 = 8 / R < 1 ? 1 : 8 / R;
+    constexpr int KB = KB0 > W ? W : KB0;  // keys per block: KB x R accumulators
+    static_assert(W % KB == 0, "key blocks divide a vector");
+    const int g = dtype_quantized(KD) ? kv_scale_group(KD, d) : d;
+    const int ng = d / g;
+    alignas(64) float acc_buf[R][W * W];
+    for (int v = 0; v < NV; ++v) {
+        const int j0 = v * W;
+        if (j0 + W - 1 < t.ja || j0 > t.jb) {  // no keys (masked out by every row)
+            for (int r = 0; r < R; ++r) s[r][v] = Ops::zero();
+            continue;
+        }
+        for (int k0 = 0; k0 < W; k0 += KB) {
+            if (t.pf) t.pf->step();
+            const uint8_t* kr[KB];
+            for (int k = 0; k < KB; ++k) kr[k] = t.kraw[j0 + k0 + k];
+            V a[KB][R];
+            for (int k = 0; k < KB; ++k)
+                for (int r = 0; r < R; ++r) a[k][r] = Ops::zero();
+            for (int gi = 0; gi < ng; ++gi) {
+                float sc[KB];
+                for (int k = 0; k < KB; ++k) sc[k] = dtype_quantized(KD) ? t.ksc[gi * T + j0 + k0 + k] : 1.0f;
+                for (int c = gi * g; c < gi * g + g; c += W)
+                    for (int k = 0; k < KB; ++k) {
+                        const V kv = load_k<KD>(kr[k], c, sc[k]);
+                        for (int r = 0; r < R; ++r) a[k][r] = Ops::fma(Ops::load(q[r] + c), kv, a[k][r]);
+                    }
+            }
+            for (int k = 0; k < KB; ++k)
+                for (int r = 0; r < R; ++r) Ops::store(acc_buf[r] + (k0 + k) * W, a[k][r]);
+        }
+        for (int r = 0; r < R; ++r) s[r][v] = Ops::sum_lanes(acc_buf[r]);
+    }
+}
+
 // Lane-wise scores of R rows against the tile: s[r][v] = sum_c q_r[c] * kt[c][v*W + lane],
 // two chains over even / odd c, added at the end (pair tiles: tile_scores_pairs).
 // qp: optional per row, its query in bf16 pairs (pair tiles; q_pairs), or null.
@@ -389,6 +543,16 @@ inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R
     if constexpr (Ops::kBf16Dot) {
         if (t.pairs) return tile_scores_pairs<R, Ops>(t, d, q, qp, s);
     }
+    if (t.direct) {
+        switch (t.kdt) {
+            case DType::F32: return tile_scores_direct<R, DType::F32>(t, d, q, s);
+            case DType::BF16: return tile_scores_direct<R, DType::BF16>(t, d, q, s);
+            case DType::F16: return tile_scores_direct<R, DType::F16>(t, d, q, s);
+            case DType::I8: return tile_scores_direct<R, DType::I8>(t, d, q, s);
+            case DType::FP8_E4M3: return tile_scores_direct<R, DType::FP8_E4M3>(t, d, q, s);
+        }
+    }
+    if (t.lanes) return tile_scores_lanes<R>(t, d, q, s);
     V a0[R][NV], a1[R][NV];
     for (int r = 0; r < R; ++r)
         for (int v = 0; v < NV; ++v) a0[r][v] = a1[r][v] = Ops::zero();
@@ -461,7 +625,7 @@ inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, co
         for (int v = 0; v < NV; ++v) s[r][v] = O::add(a0[r][v], a1[r][v]);
 }
 
-inline float tree_sum(V (&p)[NV]) {
+__attribute__((always_inline)) inline float tree_sum(V (&p)[NV]) {
     V t[NV];
     for (int v = 0; v < NV; ++v) t[v] = p[v];
     for (int n = NV; n > 1; n /= 2)
@@ -474,29 +638,39 @@ template <DType VD>
 inline V load_v(const uint8_t* row, int c) {
     if constexpr (VD == DType::F32) return Ops::load(reinterpret_cast<const float*>(row) + c);
     else if constexpr (VD == DType::BF16) return Ops::load_bf16(reinterpret_cast<const uint16_t*>(row) + c);
-    else if constexpr (VD == DType::I8) return Ops::load_i8(row + c);     // raw: times the tile's vsc
+    else if constexpr (VD == DType::I8) return Ops::load_i8(row + c);     // raw: times the row's scale
     else if constexpr (VD == DType::FP8_E4M3) return Ops::load_fp8(row + c);
     else return Ops::load_f16(reinterpret_cast<const uint16_t*>(row) + c);
 }
+// The scale group of element c of a quantised head (util/kv_quant.hpp: int8 per 32, fp8 per head).
+template <DType VD>
+constexpr int scale_index(int c) {
+    static_assert(dtype_quantized(VD), "quantised types only");
+    return VD == DType::I8 ? c / kv_scale_group(DType::I8, 0) : 0;
+}
+
 template <DType VD>
 inline float elem_v(const uint8_t* row, int c) {
     if constexpr (VD == DType::F32) return reinterpret_cast<const float*>(row)[c];
     else if constexpr (dtype_quantized(VD)) return raw_elem(row[c], VD);
     else return cvt16(reinterpret_cast<const uint16_t*>(row)[c], VD);
 }
-// Value j's element c in f32 (quantised: raw * scale, as the vector path computes it).
+// p * value j's element c, added to o (one FMA), as the vector path computes it: p is the
+// probability (quantised values: times the element's group scale, pv_rows_dt's pq) and the element
+// is in f32 (quantised: raw).
 template <DType VD>
-inline float value_elem(const KeyTile& t, int j, int c) {
-    if constexpr (dtype_quantized(VD)) return elem_v<VD>(t.vraw[j], c) * t.vsc[j * t.vng + c / t.vgroup];
-    else return elem_v<VD>(t.vraw[j], c);
+inline float pv_elem(const KeyTile& t, int j, int c, float p, float o) {
+    return Ops::fmas(p, elem_v<VD>(t.vraw[j], c), o);
 }
 
 // o_r[c0 .. c0 + CB*W) = alpha_r * o_r[...] + sum_j p_r[j] * v_j[...] for j in [ja, jb] (masked to
 // each row's range): the online-softmax rescale (one multiply, exact when alpha is 1) and then one
-// FMA per key in increasing j.
+// FMA per key in increasing j. Quantised V: the FMA multiplies the raw elements by p_r[j] times
+// their group's scale (one multiply per row and group instead of one per vector of elements).
+// pbuf: [R][ng][T] the rows' probabilities (quantised V: times the group's scale; else ng = 1).
 template <int R, int CB, bool MASKED, DType VD>
-inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, const float* alpha, int c0, int ja,
-                     int jb) {
+inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, int ng, const float* alpha, int c0,
+                     int ja, int jb) {
     V acc[R][CB];
     for (int r = 0; r < R; ++r) {
         const V a = Ops::set1(alpha[r]);
@@ -505,23 +679,20 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, co
     for (int j = ja; j <= jb; ++j) {
         if (t.pf && (j & 1) == 0) t.pf->step();
         const uint8_t* vr = t.vraw[j];
-        V vv[CB];
-        for (int cb = 0; cb < CB; ++cb) vv[cb] = load_v<VD>(vr, c0 + cb * Ops::W);
-        if constexpr (dtype_quantized(VD)) {  // W divides the group: one scale per vector
-            const float* sc = t.vsc + j * t.vng;
-            for (int cb = 0; cb < CB; ++cb) {
-                const int c = c0 + cb * Ops::W;
-                vv[cb] = Ops::mul(vv[cb], Ops::set1(sc[t.vgshift >= 0 ? c >> t.vgshift : c / t.vgroup]));
+        bool on[R];
+        for (int r = 0; r < R; ++r) on[r] = !MASKED || (j >= rows[r].a && j <= rows[r].b);
+        V p[R];
+        int gprev = -1;
+        for (int cb = 0; cb < CB; ++cb) {
+            const int c = c0 + cb * Ops::W;
+            int gi = 0;
+            if constexpr (dtype_quantized(VD)) gi = scale_index<VD>(c);  // W divides the group
+            if (gi != gprev) {
+                for (int r = 0; r < R; ++r) p[r] = Ops::set1(pbuf[(r * ng + gi) * T + j]);
+                gprev = gi;
             }
-        }
-        for (int r = 0; r < R; ++r) {
-            V p = Ops::set1(pbuf[r * T + j]);
-            if constexpr (MASKED) {
-                bool on = j >= rows[r].a && j <= rows[r].b;
-                for (int cb = 0; cb < CB; ++cb) acc[r][cb] = Ops::fma_if(on, p, vv[cb], acc[r][cb]);
-            } else {
-                for (int cb = 0; cb < CB; ++cb) acc[r][cb] = Ops::fma(p, vv[cb], acc[r][cb]);
-            }
+            const V vv = load_v<VD>(vr, c);
+            for (int r = 0; r < R; ++r) acc[r][cb] = MASKED ? Ops::fma_if(on[r], p[r], vv, acc[r][cb]) : Ops::fma(p[r], vv, acc[r][cb]);
         }
     }
     for (int r = 0; r < R; ++r)
@@ -532,16 +703,37 @@ template <int R, bool MASKED, DType VD>
 inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja,
                        int jb) {
     constexpr int W = Ops::W;
+    constexpr int CB0 = kPvAccMax / R < 1 ? 1 : kPvAccMax / R;
+    constexpr int CB = CB0 > kPvCols ? kPvCols : CB0;  // R x CB accumulators
+    // Quantised V: pq[r][g][j] = p_r[j] * value j's scale of group g (vsc; every FMA of the group's
+    // elements multiplies the raw element by it).
+    int ng = 1;
+    const float* pp = pbuf;
+    float* pq = t.pq;  // [R][ng][T]
+    static_assert(R <= kMaxRowsBlock, "tile_floats holds kMaxRowsBlock rows of pq");
+    if constexpr (dtype_quantized(VD)) {
+        ng = t.vng;
+        for (int g = 0; g < ng; ++g)
+            for (int v = 0; v < NV; ++v) {
+                const V sv = Ops::load(t.vsc + g * T + v * W);
+                for (int r = 0; r < R; ++r)
+                    Ops::store(pq + (r * ng + g) * T + v * W, Ops::mul(Ops::load(pbuf + r * T + v * W), sv));
+            }
+        pp = pq;
+    }
     int c = 0;
-    for (; c + kPvCols * W <= d; c += kPvCols * W) pv_block<R, kPvCols, MASKED, VD>(t, rows, pbuf, alpha, c, ja, jb);
-    for (; c + W <= d; c += W) pv_block<R, 1, MASKED, VD>(t, rows, pbuf, alpha, c, ja, jb);
-    for (; c < d; ++c)  // element tail: the same per-element sequence
+    for (; c + CB * W <= d; c += CB * W) pv_block<R, CB, MASKED, VD>(t, rows, pp, ng, alpha, c, ja, jb);
+    for (; c + W <= d; c += W) pv_block<R, 1, MASKED, VD>(t, rows, pp, ng, alpha, c, ja, jb);
+    for (; c < d; ++c) {  // element tail: the same per-element sequence
+        int gi = 0;
+        if constexpr (dtype_quantized(VD)) gi = scale_index<VD>(c);
         for (int r = 0; r < R; ++r) {
             float o = rows[r].o[c] * alpha[r];
             for (int j = ja; j <= jb; ++j)
-                if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = Ops::fmas(pbuf[r * T + j], value_elem<VD>(t, j, c), o);
+                if (!MASKED || (j >= rows[r].a && j <= rows[r].b)) o = pv_elem<VD>(t, j, c, pp[(r * ng + gi) * T + j], o);
             rows[r].o[c] = o;
         }
+    }
 }
 
 // pv_block of a pair tile: o_r[c0 .. c0 + CB*W) = alpha_r * o_r[...] + the bf16 dot products of
@@ -712,6 +904,20 @@ inline void tile_rows_block(const KeyTile& t, int d, const RowRef* rows) {
 
 inline void tile_rows(const KeyTile& t, int d, const RowRef* rows, int n) {
     int i = 0;
+    if constexpr (kRowsDirect > kRowsScore) {
+        if (t.direct) {  // blocks of up to kRowsDirect rows (a GQA group of 3 or 4 in one block)
+            for (; i + kRowsDirect <= n; i += kRowsDirect) tile_rows_block<kRowsDirect>(t, d, rows + i);
+            switch (n - i) {
+                case 0: return;
+                case 1: return tile_rows_block<1>(t, d, rows + i);
+                case 2: return tile_rows_block<2>(t, d, rows + i);
+                case 3: if constexpr (kRowsDirect > 3) return tile_rows_block<3>(t, d, rows + i); break;
+                default: break;
+            }
+            for (; i < n; ++i) tile_rows_block<1>(t, d, rows + i);
+            return;
+        }
+    }
     for (; i + kRowsScore <= n; i += kRowsScore) tile_rows_block<kRowsScore>(t, d, rows + i);
     // The remainder in one block (a GQA group of 3 reads the tile once, not three times).
     switch (n - i) {
@@ -876,6 +1082,7 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
         float* mt = lc + nr;
         float* lt = mt + nr;
         uint32_t* qpb = reinterpret_cast<uint32_t*>(lt + nr);
+        tile.lanes = true;  // dense attention's score order (KeyTile::lanes), as decode
         int64_t* lo = scratch<int64_t>(1, size_t(nr) * 2);
         int64_t* hi = lo + nr;
         int32_t* cur = scratch<int32_t>(2, size_t(nr));
@@ -1045,6 +1252,10 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         float* mem = scratch_floats(tf + size_t(H) * d);
         KeyTile tile;
         tile_init(tile, mem, d);
+        tile.lanes = true;  // dense attention's score order (KeyTile::lanes), as prefill
+        // Direct tiles (no transpose of K) where the KV types allow; else transposed tiles with
+        // the same score order.
+        const bool direct = direct_tile(kv.dtype, kv.vdt(), d);
         float* qs = mem + tf;
         float* pp = part + size_t(ci.part) * H * stride;
         RowRef* rw = scratch<RowRef>(5, size_t(G));
@@ -1084,9 +1295,14 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
             if (pf <= pfe) add_rows(stream, kv, pf, pfe);
             for (int g = 0; g < n_kv; ++g) {
                 const size_t off = size_t(g) * es, voff = size_t(g) * ves;
-                tile_build(
-                    tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
-                    [&](int j) { return vr[j] + voff; }, true);
+                if (direct)
+                    tile_build_direct(
+                        tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
+                        [&](int j) { return vr[j] + voff; });
+                else
+                    tile_build(
+                        tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
+                        [&](int j) { return vr[j] + voff; }, true);
                 for (int i = 0; i < G; ++i) {
                     const int h = g * G + i;
                     float* st = pp + size_t(h) * stride;

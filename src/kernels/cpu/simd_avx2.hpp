@@ -26,6 +26,15 @@ struct Ops {
         __m128 d = _mm_add_ss(c, _mm_shuffle_ps(c, c, 1));
         return _mm_cvtss_f32(d);
     }
+    // Lane k = the sum of the 8 floats b[8k .. 8k + 7] by the balanced tree over adjacent
+    // elements: ((0+1)+(2+3))+((4+5)+(6+7)) (attention_core.inl, KeyTile::lanes).
+    static V sum_lanes(const float* b) {
+        const V h01 = _mm256_hadd_ps(load(b), load(b + 8)), h23 = _mm256_hadd_ps(load(b + 16), load(b + 24));
+        const V h45 = _mm256_hadd_ps(load(b + 32), load(b + 40)), h67 = _mm256_hadd_ps(load(b + 48), load(b + 56));
+        // g0: lanes 0..3 = keys 0..3 over elements 0..3, lanes 4..7 = keys 0..3 over 4..7; g1: keys 4..7.
+        const V g0 = _mm256_hadd_ps(h01, h23), g1 = _mm256_hadd_ps(h45, h67);
+        return _mm256_add_ps(_mm256_permute2f128_ps(g0, g1, 0x20), _mm256_permute2f128_ps(g0, g1, 0x31));
+    }
     static float hmax(V v) {
         __m128 b = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         __m128 c = _mm_max_ps(b, _mm_movehl_ps(b, b));
@@ -84,11 +93,11 @@ struct Ops {
     static V load_i8(const uint8_t* p) {
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
     }
+    // (The byte sign-extended to 16 bits and shifted up 7 puts sign, exponent and mantissa where
+    // f16 has them; bit 14 then holds a copy of the sign and is cleared.)
     static V load_fp8(const uint8_t* p) {
-        const __m128i x = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-        const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x80)), 8),
-                                       _mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x7f)), 7));
-        return _mm256_cvtph_ps(h);
+        const __m128i x = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_cvtph_ps(_mm_and_si128(_mm_slli_epi16(x, 7), _mm_set1_epi16(int16_t(0xBFFF))));
     }
     // In-register 8 x 8 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
     static void transpose8x8(__m256 (&r)[8]) {

@@ -28,6 +28,26 @@ struct Ops {
         return _mm_cvtss_f32(d);
     }
     static float hmax(V v) { return _mm512_reduce_max_ps(v); }
+    // Lane k = the sum of the 16 floats b[16k .. 16k + 15] by the balanced tree over adjacent
+    // elements: (((0+1)+(2+3))+((4+5)+(6+7)))+(((8+9)+...)) (attention_core.inl, KeyTile::lanes).
+    static V sum_lanes(const float* b) {
+        // Level 1: h[i] holds keys 2i, 2i+1; per 128-bit quarter q: (x 4q+4q+1, x 4q+2+4q+3) of each.
+        V h[8];
+        for (int i = 0; i < 8; ++i) {
+            const V a = load(b + 32 * i), c = load(b + 32 * i + 16);
+            h[i] = _mm512_add_ps(_mm512_shuffle_ps(a, c, 0x88), _mm512_shuffle_ps(a, c, 0xDD));
+        }
+        // Level 2: g[i] quarter q, lane m = key 4i + m over elements 4q .. 4q + 3.
+        V g[4];
+        for (int i = 0; i < 4; ++i)
+            g[i] = _mm512_add_ps(_mm512_shuffle_ps(h[2 * i], h[2 * i + 1], 0x88),
+                                 _mm512_shuffle_ps(h[2 * i], h[2 * i + 1], 0xDD));
+        // Level 3: quarters (0+1), (2+3): e0 = [keys 0-3 over 0..7, keys 0-3 over 8..15, keys 4-7 ..., ...].
+        const V e0 = _mm512_add_ps(_mm512_shuffle_f32x4(g[0], g[1], 0x88), _mm512_shuffle_f32x4(g[0], g[1], 0xDD));
+        const V e1 = _mm512_add_ps(_mm512_shuffle_f32x4(g[2], g[3], 0x88), _mm512_shuffle_f32x4(g[2], g[3], 0xDD));
+        // Level 4: elements 0..7 + 8..15 of keys 0..15, in order.
+        return _mm512_add_ps(_mm512_shuffle_f32x4(e0, e1, 0x88), _mm512_shuffle_f32x4(e0, e1, 0xDD));
+    }
     // Softmax bookkeeping of 4 rows at once, in "quarter layout": lanes 4k .. 4k+3 hold row k.
     static constexpr int kGroup = 4;
     // Quarter k = op over the 16 lanes of x_k, combining lanes (l, l+8), (l, l+4), (l, l+2),
@@ -163,11 +183,11 @@ struct Ops {
     static V load_i8(const uint8_t* p) {
         return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     }
+    // (Sign-extended and shifted up 7: sign, exponent and mantissa where f16 has them; bit 14, a
+    // copy of the sign, cleared.)
     static V load_fp8(const uint8_t* p) {
-        const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x80)), 8),
-                                          _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x7f)), 7));
-        return _mm512_cvtph_ps(h);
+        const __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm512_cvtph_ps(_mm256_and_si256(_mm256_slli_epi16(x, 7), _mm256_set1_epi16(int16_t(0xBFFF))));
     }
     // In-register 16 x 16 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
     static void transpose16x16(__m512 (&r)[16]) {

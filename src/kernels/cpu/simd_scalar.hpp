@@ -31,6 +31,7 @@ struct Ops {
         out[0] = cvt16(rows[0][c], t);
         out[ld] = cvt16(rows[0][c + 1], t);
     }
+    static V sum_lanes(const float* b) { return b[0]; }  // one lane (attention_core.inl, KeyTile::lanes)
     static float hsum(V v) { return v; }
     static float hmax(V v) { return v; }
     static V exp2(V x) { return std::exp2(x); }
