@@ -550,6 +550,8 @@ inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R
             case DType::F16: return tile_scores_direct<R, DType::F16>(t, d, q, s);
             case DType::I8: return tile_scores_direct<R, DType::I8>(t, d, q, s);
             case DType::FP8_E4M3: return tile_scores_direct<R, DType::FP8_E4M3>(t, d, q, s);
+            case DType::FP4:
+            case DType::FP4_E8: break;  // never direct: tile_build_rows decodes 4-bit rows into f32 ones
         }
     }
     if (t.lanes) return tile_scores_lanes<R>(t, d, q, s);
