@@ -9,6 +9,10 @@
 #include "model/gguf/gguf.hpp"
 #include "model/gguf/gguf_writer.hpp"
 
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
@@ -49,6 +53,14 @@ inline int32_t argmax(const std::vector<float>& v) {
     for (size_t i = 1; i < v.size(); i++)
         if (v[i] > v[best]) best = static_cast<int32_t>(i);
     return best;
+}
+
+// Largest |a[i] - b[i]| of two logit vectors of the same size (in double).
+inline double logits_max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    double m = 0;
+    for (size_t i = 0; i < a.size(); i++) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
+    return m;
 }
 
 }  // namespace kvrt::test

@@ -50,12 +50,6 @@ CedRuntimeOptions opts(int32_t chunk, DType window, std::optional<DType> bank) {
     return o;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    REQUIRE(a.size() == b.size());
-    double m = 0;
-    for (size_t i = 0; i < a.size(); i++) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
-    return m;
-}
 
 bool same(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -113,7 +107,7 @@ TEST_CASE("ced fp4: 4-bit banks and int8/fp8 windows: prefill in any chunking ==
         CHECK(same(la, lb));
         CHECK(same(la, e.prefill(se, toks.data(), 41, PrefillMode::Exact).logits));
         // The rows are rounded: the logits move, a little.
-        const double d = max_abs_diff(la, lf);
+        const double d = test::logits_max_abs_diff(la, lf);
         INFO("max abs logit difference to f32 caches " << d);
         CHECK(d > 0.0);
         CHECK(d < 1.0);

@@ -30,16 +30,10 @@ CedRuntimeOptions opts(int32_t chunk = 256, bool ref = false) {
     return o;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    REQUIRE(a.size() == b.size());
-    double m = 0;
-    for (size_t i = 0; i < a.size(); i++) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
-    return m;
-}
 
 // Close to the reference: the cached path uses f32 kernels, the reference double.
 void check_close(const std::vector<float>& got, const std::vector<float>& want, double tol = 2e-3) {
-    double d = max_abs_diff(got, want);
+    double d = test::logits_max_abs_diff(got, want);
     INFO("max abs logit difference " << d);
     CHECK(d < tol);
 }
@@ -190,7 +184,7 @@ TEST_CASE("ced runtime: bounded-replay hit matches the reference of bounded-repl
         // It differs from the cold result (the replay moved the logits) ...
         CedReference cold(m.weights);
         std::vector<float> c0 = cold.prefill(b.data(), int64_t(b.size()), mode);
-        CHECK(max_abs_diff(c0, want) > 0);
+        CHECK(test::logits_max_abs_diff(c0, want) > 0);
         // ... and decoding on agrees with the reference too.
         for (int i = 0; i < 3; i++) {
             int32_t t = test::argmax(want);
@@ -355,7 +349,7 @@ TEST_CASE("ced runtime: bf16 / f16 caches: exact prefill == decode bit for bit, 
         for (int64_t i = 1; i < 41; i++) lb = b.decode(sb, toks[i]);
         CHECK(la == lb);
         // Rows rounded to 8 (bf16) or 11 (f16) significant bits move the logits a little.
-        const double d = max_abs_diff(la, lf);
+        const double d = test::logits_max_abs_diff(la, lf);
         INFO("max abs logit difference to f32 caches " << d);
         CHECK(d > 0.0);
         CHECK(d < (dt == DType::BF16 ? 0.25 : 0.05));

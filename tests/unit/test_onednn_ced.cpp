@@ -37,12 +37,6 @@ CedRuntimeOptions opts(int32_t chunk) {
     return o;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    REQUIRE(a.size() == b.size());
-    double m = 0;
-    for (size_t i = 0; i < a.size(); i++) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
-    return m;
-}
 
 // The tiny preset with more heads, wider entries and more selected rows (k = 40 of up to 70
 // groups), so that the sparse GEMMs see several heads and a selection of more than one tile.
@@ -89,13 +83,13 @@ TEST_CASE("onednn.ced: chunking, decode and threads give the same bits on the on
         // Close to the no-cache reference (double) and to the hand-written kernels' logits.
         CedReference ref(m.weights);
         std::vector<float> want = ref.prefill(toks.data(), N, PrefillMode::Exact);
-        INFO("max abs logit difference to the reference " << max_abs_diff(la, want));
-        CHECK(max_abs_diff(la, want) < 2e-3);
+        INFO("max abs logit difference to the reference " << test::logits_max_abs_diff(la, want));
+        CHECK(test::logits_max_abs_diff(la, want) < 2e-3);
         ModeScope off(onednn::Mode::Off);
         CedRuntime e(m.weights, opts(256));
         auto se = e.create();
         std::vector<float> le = e.prefill(se, toks.data(), N, PrefillMode::Exact).logits;
-        CHECK(max_abs_diff(la, le) < 2e-3);
+        CHECK(test::logits_max_abs_diff(la, le) < 2e-3);
     }
     omp_set_num_threads(prev_threads);
 }
