@@ -10,9 +10,11 @@
 #include "util/dtype.hpp"
 #include "util/kv_quant.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -176,5 +178,16 @@ struct IsaScope {
     explicit IsaScope(Isa isa) : prev(isa_set_limit(isa)) {}
     ~IsaScope() { isa_set_limit(prev); }
 };
+
+// n distinct rows of a bank of n_bank (all of them when n >= n_bank), ascending, drawn by seed.
+inline std::vector<int32_t> pick_rows(int32_t n_bank, int32_t n, uint32_t seed) {
+    std::vector<int32_t> all(static_cast<size_t>(n_bank));
+    std::iota(all.begin(), all.end(), 0);
+    std::mt19937 rng(seed);
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(static_cast<size_t>(std::min(n, n_bank)));
+    std::sort(all.begin(), all.end());
+    return all;
+}
 
 }  // namespace kvrt::test

@@ -20,15 +20,8 @@ using namespace kvrt;
 using kvrt::test::TestKV;
 
 namespace {
-std::vector<int32_t> pick_rows(int32_t n_bank, int32_t n, uint32_t seed) {
-    std::vector<int32_t> all(n_bank);
-    std::iota(all.begin(), all.end(), 0);
-    std::mt19937 rng(seed);
-    std::shuffle(all.begin(), all.end(), rng);
-    all.resize(std::min(n, n_bank));
-    std::sort(all.begin(), all.end());
-    return all;
-}
+using test::pick_rows;
+
 }  // namespace
 
 TEST_CASE("kernels.sparse.matches_ref_and_merges") {

@@ -53,15 +53,7 @@ int nearest_code(float x, double s) {
     return best != 0 && x < 0 ? best | 8 : best;
 }
 
-std::vector<int32_t> pick_rows(int32_t n_bank, int32_t n, uint32_t seed) {
-    std::vector<int32_t> all(n_bank);
-    std::iota(all.begin(), all.end(), 0);
-    std::mt19937 rng(seed);
-    std::shuffle(all.begin(), all.end(), rng);
-    all.resize(std::min(n, n_bank));
-    std::sort(all.begin(), all.end());
-    return all;
-}
+using test::pick_rows;
 
 // An f32 copy of a one-head 4-bit TestKV: the same positions, each row the decoded values.
 TestKV f32_twin(const TestKV& q, int32_t n, int32_t d) {

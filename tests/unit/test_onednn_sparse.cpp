@@ -24,15 +24,7 @@ using namespace kvrt;
 using kvrt::test::TestKV;
 
 namespace {
-std::vector<int32_t> pick_rows(int32_t n_bank, int32_t n, uint32_t seed) {
-    std::vector<int32_t> all(static_cast<size_t>(n_bank));
-    std::iota(all.begin(), all.end(), 0);
-    std::mt19937 rng(seed);
-    std::shuffle(all.begin(), all.end(), rng);
-    all.resize(size_t(std::min(n, n_bank)));
-    std::sort(all.begin(), all.end());
-    return all;
-}
+using test::pick_rows;
 
 struct ModeScope {
     onednn::Mode prev;
