@@ -4,6 +4,7 @@
 #include "runtime/context.hpp"
 
 #include "kvrt/context.h"
+#include "model/arch/kv_layer_types.hpp"
 #include "model/model.hpp"
 #include "runtime/memory_budget.hpp"
 #include "util/error.hpp"
@@ -41,20 +42,21 @@ private:
 }  // namespace
 
 cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget,
-                                    std::optional<DType> v_dtype) {
+                                    std::optional<DType> v_dtype, bool protect) {
     const DecoderConfig& c = model.config();
     cache::CacheConfig cc;
     cc.block_tokens = block_tokens;
     cc.budget_bytes = budget;
     cc.layers.resize(c.n_layers);
+    const KvLayerTypes types = kv_layer_types(model, kv_dtype, v_dtype, protect);
     for (uint32_t l = 0; l < c.n_layers; ++l) {
         cache::LayerSpec& s = cc.layers[l];
         s.kind = c.layer_is_window(l) ? cache::LayerKind::Window : cache::LayerKind::Full;
         s.window = c.layer_is_window(l) ? static_cast<int32_t>(c.sliding_window) : 0;
         s.n_kv_heads = static_cast<int32_t>(c.n_kv_heads);
         s.head_dim = static_cast<int32_t>(c.head_dim);
-        s.dtype = kv_dtype;
-        if (v_dtype && *v_dtype != kv_dtype) s.v_dtype = v_dtype;
+        s.dtype = types.k[l];
+        if (types.v[l] != types.k[l]) s.v_dtype = types.v[l];
     }
     return cc;
 }
@@ -62,10 +64,11 @@ cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t 
 // The forward's view of one cache sequence.
 class Context::CacheKv final : public KvStore {
 public:
-    CacheKv(cache::Cache& c, cache::SeqId id, DType dt)
-        : c_(c), id_(id), dt_(dt), vdt_(c.layout().geometry.empty() ? dt : c.layout().geometry[0].v_dtype) {}
-    DType dtype() const noexcept override { return dt_; }
-    DType v_dtype() const noexcept override { return vdt_; }
+    CacheKv(cache::Cache& c, cache::SeqId id) : c_(c), id_(id) {}
+    DType dtype(int32_t layer) const noexcept override { return c_.layout().geometry[static_cast<size_t>(layer)].dtype; }
+    DType v_dtype(int32_t layer) const noexcept override {
+        return c_.layout().geometry[static_cast<size_t>(layer)].v_dtype;
+    }
     uint8_t* k_row_mut(int32_t layer, int64_t pos) override { return c_.k_row_mut(id_, layer, pos); }
     uint8_t* v_row_mut(int32_t layer, int64_t pos) override { return c_.v_row_mut(id_, layer, pos); }
     PagedKV view(int32_t layer, int64_t n_tokens) override {
@@ -78,7 +81,6 @@ public:
 private:
     cache::Cache& c_;
     cache::SeqId id_;
-    DType dt_, vdt_;
 };
 
 Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, std::shared_ptr<cache::Cache> cache)
@@ -153,10 +155,13 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
             // shrinks until the sequences fit the cap. A window layer holds at most its window
             // plus a prefill chunk (the rows the chunk's first query reads stay until the
             // chunk is done), in whole blocks.
-            // From the layout (quantised types: their scales included); every layer has the same rows.
-            const uint64_t per_token_layer = static_cast<uint64_t>(std::ceil(cache::layer_bytes_per_token(
-                cache::resolve_layout(cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, 1, p_.kv_v_dtype))
-                    .geometry[0])));
+            // From the layout (quantised types: their scales included; a layer's K type may
+            // differ from the others', kv_layer_types.hpp).
+            const cache::ResolvedLayout lay =
+                cache::resolve_layout(cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, 1, p_.kv_v_dtype, p_.kv_protect_outlier_layers));
+            std::vector<uint64_t> per_token_layer(c.n_layers);
+            for (uint32_t l = 0; l < c.n_layers; ++l)
+                per_token_layer[l] = static_cast<uint64_t>(std::ceil(cache::layer_bytes_per_token(lay.geometry[l])));
             auto per_seq = [&](uint32_t n_ctx) {
                 const uint64_t full_len = n_ctx + static_cast<uint64_t>(p_.block_tokens);
                 uint64_t bytes = 0;
@@ -164,7 +169,7 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
                     uint64_t len = full_len;
                     if (c.layer_is_window(l))
                         len = std::min<uint64_t>(full_len, c.sliding_window + p_.n_batch + 2ull * p_.block_tokens);
-                    bytes += len * per_token_layer;
+                    bytes += len * per_token_layer[l];
                 }
                 return bytes;
             };
@@ -181,10 +186,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
             budget = d.budget_bytes;
         }
         cache_ = std::make_shared<cache::Cache>(
-            cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, budget, p_.kv_v_dtype));
+            cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, budget, p_.kv_v_dtype, p_.kv_protect_outlier_layers));
     } else {
         const cache::ResolvedLayout& lay = cache_->layout();
-        const cache::CacheConfig want = cache_config_for(*model_, p_.kv_dtype, cache_->block_tokens(), 0, p_.kv_v_dtype);
+        const cache::CacheConfig want = cache_config_for(*model_, p_.kv_dtype, cache_->block_tokens(), 0, p_.kv_v_dtype,
+                                                             p_.kv_protect_outlier_layers);
         bool ok = lay.layers.size() == want.layers.size();
         for (size_t l = 0; ok && l < want.layers.size(); ++l) {
             const cache::LayerSpec &a = lay.layers[l], &b = want.layers[l];
@@ -364,7 +370,7 @@ void Context::compute_prompts(std::span<PromptWork> work, std::vector<float>* al
             steps.assign(members.size(), SeqStep{});
             for (size_t m = 0; m < members.size(); ++m) {
                 PromptWork& w = work[members[m]];
-                kvs.push_back(std::make_unique<CacheKv>(*cache_, w.seq->id, p_.kv_dtype));
+                kvs.push_back(std::make_unique<CacheKv>(*cache_, w.seq->id));
                 SeqStep& step = steps[m];
                 step.kv = kvs.back().get();
                 step.tokens = w.tokens + w.pos;
@@ -534,7 +540,7 @@ void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
     std::vector<std::unique_ptr<CacheKv>> kvs(n);
     std::vector<SeqStep> steps(n);
     for (size_t i = 0; i < n; ++i) {
-        kvs[i] = std::make_unique<CacheKv>(*cache_, ss[i]->id, p_.kv_dtype);
+        kvs[i] = std::make_unique<CacheKv>(*cache_, ss[i]->id);
         ss[i]->logits.resize(V);
         ss[i]->has_logits = false;
         steps[i].kv = kvs[i].get();

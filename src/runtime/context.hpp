@@ -42,6 +42,9 @@ struct ContextParams {
     int n_threads = 0;        // 0 = OpenMP default
     DType kv_dtype = DType::F16;      // the K rows' type (and the V rows' unless kv_v_dtype is set)
     std::optional<DType> kv_v_dtype;  // the V rows' type when it differs (util/kv_quant.hpp)
+    // Under a quantised K type, keep K in f16 on the layers whose K bias has outliers
+    // (model/arch/kv_layer_types.hpp). false: the asked type on every layer (benchmarks).
+    bool kv_protect_outlier_layers = true;
     std::optional<DType> ced_bank_dtype;  // CED: bank rows' and indexer keys' type (unset: CedRuntime::bank_dtype_for)
     int32_t block_tokens = 16;
     uint64_t cache_bytes = 0;  // 0 = n_seq_max x n_ctx x 2 (see kvrt_context_config)
@@ -102,9 +105,10 @@ struct Activity {
 };
 
 // The cache layout a decoder-family model needs (one Full or Window layer per model layer).
-// v_dtype: the V rows' type when it differs from kv_dtype (the K rows').
+// v_dtype: the V rows' type when it differs from kv_dtype (the K rows'); the layers' types
+// are kv_layer_types(model, kv_dtype, v_dtype, protect).
 cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget,
-                                    std::optional<DType> v_dtype = std::nullopt);
+                                    std::optional<DType> v_dtype = std::nullopt, bool protect = true);
 
 class Context {
 public:

@@ -87,8 +87,8 @@ inline double rel_diff(const float* a, const float* b, size_t n) {
 // makes those 1 MiB per row).
 inline std::vector<float> uncached_last(const Model& m, const int32_t* tokens, size_t n, DType kv = DType::F16) {
     const DecoderConfig& c = m.config();
-    ContiguousKv kv_store(static_cast<int32_t>(c.n_layers), static_cast<int32_t>(c.n_kv_heads),
-                          static_cast<int32_t>(c.head_dim), kv, static_cast<int64_t>(n));
+    ContiguousKv kv_store(static_cast<int32_t>(c.n_kv_heads), static_cast<int32_t>(c.head_dim),
+                          kv_layer_types(m, kv), static_cast<int64_t>(n));
     std::vector<float> logits(c.n_vocab);
     SeqStep step;
     step.kv = &kv_store;

@@ -155,6 +155,7 @@ struct KvTypeRow {
     uint64_t all_layers = 0;     // every layer, per token (window layers counted as full)
     int64_t longest = 0;         // tokens fitting the budget (formula)
     uint64_t at_longest = 0, measured = 0;  // formula and cache at `longest`
+    std::vector<int32_t> k_f16_layers;      // layers whose K rows the cache keeps in f16 instead
 };
 
 KvTypeRow kv_type_row(kvrt_model* m, int32_t type, uint64_t budget) {
@@ -170,11 +171,16 @@ KvTypeRow kv_type_row(kvrt_model* m, int32_t type, uint64_t budget) {
         return r;
     }
     r.ok = true;
-    for (const kvrt_cache_layer_info& l : L.layers) {
+    for (size_t i = 0; i < L.layers.size(); ++i) {
+        const kvrt_cache_layer_info& l = L.layers[i];
         const uint64_t b = l.row_bytes + (l.separate_v ? l.v_row_bytes : 0);
+        if (l.dtype != type) {  // a quantised K type on a layer whose K bias has outliers
+            r.k_f16_layers.push_back(static_cast<int32_t>(i));
+            continue;  // the columns show the asked type's layers
+        }
         (l.kind == KVRT_LAYER_WINDOW ? r.window_layer : r.full_layer) = b;
-        r.all_layers += b;
     }
+    for (const kvrt_cache_layer_info& l : L.layers) r.all_layers += l.row_bytes + (l.separate_v ? l.v_row_bytes : 0);
     int64_t lo = 1, hi = int64_t(1) << 30;  // formula(n) grows with n
     if (formula(L, false, lo) > budget) return r;
     while (lo < hi) {
@@ -356,10 +362,12 @@ int cmd_inspect(int argc, char** argv) {
             }
             std::printf("%s{\"type\":\"%s\",\"supported\":true,\"full_layer_bytes_per_token\":%llu,"
                         "\"window_layer_bytes_per_token\":%llu,\"all_layers_bytes_per_token\":%llu,"
-                        "\"longest_tokens_1gib\":%lld,\"formula_bytes\":%llu,\"cache_bytes\":%llu}",
+                        "\"longest_tokens_1gib\":%lld,\"formula_bytes\":%llu,\"cache_bytes\":%llu,\"k_f16_layers\":[",
                         i ? "," : "", kv_type_name(r.type), (unsigned long long)r.full_layer,
                         (unsigned long long)r.window_layer, (unsigned long long)r.all_layers, (long long)r.longest,
                         (unsigned long long)r.at_longest, (unsigned long long)r.measured);
+            for (size_t j = 0; j < r.k_f16_layers.size(); ++j) std::printf("%s%d", j ? "," : "", r.k_f16_layers[j]);
+            std::printf("]}");
         }
         std::printf("],");
         if (!kv_at.empty()) {
@@ -423,6 +431,13 @@ int cmd_inspect(int argc, char** argv) {
                         (unsigned long long)r.all_layers, (long long)r.longest,
                         r.measured == r.at_longest ? "ok" : r.measured == 0 ? "not measured" : "MISMATCH",
                         (unsigned long long)r.measured);
+        }
+        for (const KvTypeRow& r : type_rows) {
+            if (r.k_f16_layers.empty()) continue;
+            std::string list;
+            for (int32_t l : r.k_f16_layers) list += (list.empty() ? "" : ",") + std::to_string(l);
+            std::printf("  %s: K rows stay f16 on layer%s %s (their K bias has outliers; all layers counts them)\n",
+                        kv_type_name(r.type), r.k_f16_layers.size() > 1 ? "s" : "", list.c_str());
         }
         if (!kv_at.empty()) {
             const double mib = 1048576.0;

@@ -28,26 +28,38 @@ namespace kvrt {
 
 // ---------------------------------------------------------------------------
 ContiguousKv::ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType dtype, int64_t capacity)
-    : ContiguousKv(n_layers, n_kv_heads, head_dim, dtype, dtype, capacity) {}
+    : ContiguousKv(n_kv_heads, head_dim,
+                   KvLayerTypes{std::vector<DType>(static_cast<size_t>(n_layers), dtype),
+                                std::vector<DType>(static_cast<size_t>(n_layers), dtype)},
+                   capacity) {}
 
-ContiguousKv::ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType dtype, DType v_dtype,
-                           int64_t capacity)
-    : n_layers_(n_layers), n_kv_heads_(n_kv_heads), head_dim_(head_dim), dtype_(dtype), capacity_(capacity) {
-    row_bytes_ = static_cast<size_t>(n_kv_heads) * kv_head_bytes(dtype, head_dim);
-    v_dtype_ = v_dtype;
-    v_row_bytes_ = static_cast<size_t>(n_kv_heads) * kv_head_bytes(v_dtype, head_dim);
-    const size_t per_layer = static_cast<size_t>(capacity) * (row_bytes_ + v_row_bytes_);
-    data_.resize(static_cast<size_t>(n_layers) * per_layer);
+ContiguousKv::ContiguousKv(int32_t n_kv_heads, int32_t head_dim, const KvLayerTypes& types, int64_t capacity)
+    : n_kv_heads_(n_kv_heads), head_dim_(head_dim), types_(types), capacity_(capacity) {
+    const size_t n_layers = types.k.size();
+    KVRT_CHECK(types.v.size() == n_layers, KVRT_ERR_INTERNAL, "ContiguousKv: K and V types of different layer counts");
+    row_bytes_.resize(n_layers);
+    v_row_bytes_.resize(n_layers);
     ptrs_.resize(n_layers);
-    for (int32_t l = 0; l < n_layers; ++l) ptrs_[l] = data_.data() + static_cast<size_t>(l) * per_layer;
+    std::vector<size_t> at(n_layers);
+    size_t total = 0;
+    for (size_t l = 0; l < n_layers; ++l) {
+        row_bytes_[l] = static_cast<size_t>(n_kv_heads) * kv_head_bytes(types.k[l], head_dim);
+        v_row_bytes_[l] = static_cast<size_t>(n_kv_heads) * kv_head_bytes(types.v[l], head_dim);
+        at[l] = total;
+        total += static_cast<size_t>(capacity) * (row_bytes_[l] + v_row_bytes_[l]);
+    }
+    data_.resize(total);
+    for (size_t l = 0; l < n_layers; ++l) ptrs_[l] = data_.data() + at[l];
 }
 
 uint8_t* ContiguousKv::k_row_mut(int32_t layer, int64_t pos) {
-    return data_.data() + static_cast<size_t>(layer) * capacity_ * (row_bytes_ + v_row_bytes_) + pos * row_bytes_;
+    const size_t l = static_cast<size_t>(layer);
+    return data_.data() + (ptrs_[l] - data_.data()) + static_cast<size_t>(pos) * row_bytes_[l];
 }
 uint8_t* ContiguousKv::v_row_mut(int32_t layer, int64_t pos) {
-    return data_.data() + static_cast<size_t>(layer) * capacity_ * (row_bytes_ + v_row_bytes_) +
-           capacity_ * row_bytes_ + pos * v_row_bytes_;
+    const size_t l = static_cast<size_t>(layer);
+    return data_.data() + (ptrs_[l] - data_.data()) + static_cast<size_t>(capacity_) * row_bytes_[l] +
+           static_cast<size_t>(pos) * v_row_bytes_[l];
 }
 PagedKV ContiguousKv::view(int32_t layer, int64_t n_tokens) {
     PagedKV v;
@@ -55,13 +67,14 @@ PagedKV ContiguousKv::view(int32_t layer, int64_t n_tokens) {
     v.n_blocks = 1;
     v.block_tokens = static_cast<int32_t>(std::max<int64_t>(capacity_, 1));
     v.k_offset = 0;
-    v.v_offset = static_cast<size_t>(capacity_) * row_bytes_;
-    v.row_bytes = row_bytes_;
-    v.v_dtype = v_dtype_;
-    v.v_row_bytes = v_row_bytes_;
+    const size_t l = static_cast<size_t>(layer);
+    v.v_offset = static_cast<size_t>(capacity_) * row_bytes_[l];
+    v.row_bytes = row_bytes_[l];
+    v.v_dtype = types_.v[l];
+    v.v_row_bytes = v_row_bytes_[l];
     v.n_kv_heads = n_kv_heads_;
     v.head_dim = head_dim_;
-    v.dtype = dtype_;
+    v.dtype = types_.k[l];
     v.n_tokens = static_cast<int32_t>(n_tokens);
     return v;
 }
@@ -264,28 +277,21 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
     // Cache rows of every (layer, row): reserved by the caller, fixed for the call.
     S.krow.resize(static_cast<size_t>(NL * M));
     S.vrow.resize(static_cast<size_t>(NL * M));
-    std::vector<DType> dts(batch.size()), vdts(batch.size());
+    // And their types, per (layer, row).
+    std::vector<DType> row_dt(static_cast<size_t>(NL * M)), row_vdt(static_cast<size_t>(NL * M));
     {
         int64_t r = 0;
         for (size_t i = 0; i < batch.size(); ++i) {
             SeqStep& s = batch[i];
-            dts[i] = s.kv->dtype();
-            vdts[i] = s.kv->v_dtype();
             for (int32_t t = 0; t < s.n_tokens; ++t, ++r)
                 for (int64_t l = 0; l < NL; ++l) {
-                    S.krow[l * M + r] = s.kv->k_row_mut(static_cast<int32_t>(l), s.pos0 + t);
-                    S.vrow[l * M + r] = s.kv->v_row_mut(static_cast<int32_t>(l), s.pos0 + t);
+                    const int32_t l32 = static_cast<int32_t>(l);
+                    S.krow[l * M + r] = s.kv->k_row_mut(l32, s.pos0 + t);
+                    S.vrow[l * M + r] = s.kv->v_row_mut(l32, s.pos0 + t);
+                    row_dt[l * M + r] = s.kv->dtype(l32);
+                    row_vdt[l * M + r] = s.kv->v_dtype(l32);
                 }
         }
-    }
-    std::vector<DType> row_dt(static_cast<size_t>(M)), row_vdt(static_cast<size_t>(M));
-    {
-        int64_t r = 0;
-        for (size_t i = 0; i < batch.size(); ++i)
-            for (int32_t t = 0; t < batch[i].n_tokens; ++t, ++r) {
-                row_dt[r] = dts[i];
-                row_vdt[r] = vdts[i];
-            }
     }
     std::vector<int64_t> rows;
     std::vector<float*> dsts;
@@ -388,7 +394,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         for (int64_t m = 0; m < M; ++m) {
                             if (is_k) cpu::rope(&out[m * KD + c0], 1, &S.pos[m], r1);
                             uint8_t* row = (is_k ? S.krow : S.vrow)[l * M + m];
-                            store_cols(row, &out[m * KD + c0], c0, n, is_k ? row_dt[m] : row_vdt[m], D);
+                            store_cols(row, &out[m * KD + c0], c0, n, is_k ? row_dt[l * M + m] : row_vdt[l * M + m], D);
                         }
                     });
                 });
@@ -571,7 +577,7 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
         {
             int64_t r = 0;
             for (SeqStep& s : batch) {
-                const DType dt = s.kv->dtype(), vdt = s.kv->v_dtype();
+                const DType dt = s.kv->dtype(static_cast<int32_t>(l)), vdt = s.kv->v_dtype(static_cast<int32_t>(l));
                 for (int32_t t = 0; t < s.n_tokens; ++t) {
                     store_cols(s.kv->k_row_mut(static_cast<int32_t>(l), s.pos0 + t), &S.k[(r + t) * KD], 0, KD, dt, c.head_dim);
                     store_cols(s.kv->v_row_mut(static_cast<int32_t>(l), s.pos0 + t), &S.v[(r + t) * KD], 0, KD, vdt, c.head_dim);

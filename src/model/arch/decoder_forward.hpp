@@ -24,6 +24,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/paged_kv.hpp"
 #include "kernels/weight_matmul.hpp"
+#include "model/arch/kv_layer_types.hpp"
 #include "util/dtype.hpp"
 
 #include <cstddef>
@@ -40,9 +41,10 @@ class Model;
 class KvStore {
 public:
     virtual ~KvStore() = default;
-    virtual DType dtype() const noexcept = 0;
-    // The V rows' type (K's unless the store was made with another; util/kv_quant.hpp).
-    virtual DType v_dtype() const noexcept { return dtype(); }
+    // The K and V rows' types of `layer` (util/kv_quant.hpp; kv_layer_types.hpp: a layer's
+    // K type may differ from the others').
+    virtual DType dtype(int32_t layer) const noexcept = 0;
+    virtual DType v_dtype(int32_t layer) const noexcept = 0;
     // Rows of `layer` at position pos (already reserved): n_kv_heads x head_dim elements.
     virtual uint8_t* k_row_mut(int32_t layer, int64_t pos) = 0;
     virtual uint8_t* v_row_mut(int32_t layer, int64_t pos) = 0;
@@ -55,24 +57,23 @@ public:
 // for one call.
 class ContiguousKv final : public KvStore {
 public:
+    // K and V rows of each layer's types (types.k/v: one per layer).
+    ContiguousKv(int32_t n_kv_heads, int32_t head_dim, const KvLayerTypes& types, int64_t capacity);
+    // Every layer's K and V rows of one type.
     ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType dtype, int64_t capacity);
-    // K rows of k_dtype, V rows of v_dtype.
-    ContiguousKv(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, DType k_dtype, DType v_dtype, int64_t capacity);
-    DType dtype() const noexcept override { return dtype_; }
-    DType v_dtype() const noexcept override { return v_dtype_; }
+    DType dtype(int32_t layer) const noexcept override { return types_.k[static_cast<size_t>(layer)]; }
+    DType v_dtype(int32_t layer) const noexcept override { return types_.v[static_cast<size_t>(layer)]; }
     uint8_t* k_row_mut(int32_t layer, int64_t pos) override;
     uint8_t* v_row_mut(int32_t layer, int64_t pos) override;
     PagedKV view(int32_t layer, int64_t n_tokens) override;
 
 private:
-    int32_t n_layers_, n_kv_heads_, head_dim_;
-    DType dtype_;
+    int32_t n_kv_heads_, head_dim_;
+    KvLayerTypes types_;
     int64_t capacity_;
-    size_t row_bytes_;
-    std::vector<uint8_t> data_;        // [layer][K rows | V rows]
-    DType v_dtype_ = DType::F32;
-    size_t v_row_bytes_ = 0;
-    std::vector<const uint8_t*> ptrs_;  // one "block" per layer
+    std::vector<size_t> row_bytes_, v_row_bytes_;  // per layer
+    std::vector<uint8_t> data_;                    // [layer][K rows | V rows]
+    std::vector<const uint8_t*> ptrs_;             // one "block" per layer
 };
 
 struct SeqStep {

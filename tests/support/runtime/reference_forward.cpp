@@ -18,8 +18,9 @@ std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n
         KVRT_CHECK(tokens[i] >= 0 && static_cast<uint32_t>(tokens[i]) < c.n_vocab, KVRT_ERR_OUT_OF_RANGE,
                    "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                        " is past the vocabulary (" + std::to_string(c.n_vocab) + ")");
-    ContiguousKv kv(static_cast<int32_t>(c.n_layers), static_cast<int32_t>(c.n_kv_heads),
-                    static_cast<int32_t>(c.head_dim), kv_dtype, v_dtype, n);
+    // The layers' types as a context's cache would have them (kv_layer_types.hpp).
+    ContiguousKv kv(static_cast<int32_t>(c.n_kv_heads), static_cast<int32_t>(c.head_dim),
+                    kv_layer_types(model, kv_dtype, v_dtype), n);
     std::vector<float> logits(static_cast<size_t>(n) * c.n_vocab);
     SeqStep step;
     step.kv = &kv;
