@@ -58,6 +58,10 @@ typedef struct kvrt_context kvrt_context;
  * BF16, and the quantised I8 = int8 with one f16 scale per 32 elements of a head,
  * head_dim a multiple of 32, and FP8_E4M3 = fp8 e4m3 with one f16 scale per head;
  * the attention kernels read the quantised ones directly, decoder models only).
+ * Under a quantised K type, a decoder layer whose K projection has a bias with outliers
+ * (largest |b| >= 16 and >= 8 x its median |b|: Qwen2.5's layers 0-4 and 8) keeps its K
+ * rows in F16, where int8 or fp8 would flip whole attention rows; V keeps the asked type.
+ * kvrt_cache_layer_info_get reports each layer's dtype and v_dtype.
  * DEPRECATED since 0.3: the KVRT_KV_* names, kept as aliases equal to the
  * kvrt_dtype values so that older code compiles; they will be removed no
  * earlier than 1.0. */

@@ -188,19 +188,30 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
         cache_ = std::make_shared<cache::Cache>(
             cache_config_for(*model_, p_.kv_dtype, p_.block_tokens, budget, p_.kv_v_dtype, p_.kv_protect_outlier_layers));
     } else {
+        // The cache's creator chose the layers' types: the asked ones with or without f16 K on
+        // the layers whose K bias has outliers (kv_layer_types.hpp); the forward reads each
+        // layer's types from the cache.
         const cache::ResolvedLayout& lay = cache_->layout();
-        const cache::CacheConfig want = cache_config_for(*model_, p_.kv_dtype, cache_->block_tokens(), 0, p_.kv_v_dtype,
-                                                             p_.kv_protect_outlier_layers);
-        bool ok = lay.layers.size() == want.layers.size();
-        for (size_t l = 0; ok && l < want.layers.size(); ++l) {
-            const cache::LayerSpec &a = lay.layers[l], &b = want.layers[l];
-            ok = a.kind == b.kind && a.n_kv_heads == b.n_kv_heads && a.head_dim == b.head_dim &&
-                 a.window == b.window && a.dtype == b.dtype &&
-                 a.v_dtype.value_or(a.dtype) == b.v_dtype.value_or(b.dtype);
+        auto matches = [&](bool protect) {
+            const cache::CacheConfig want =
+                cache_config_for(*model_, p_.kv_dtype, cache_->block_tokens(), 0, p_.kv_v_dtype, protect);
+            if (lay.layers.size() != want.layers.size()) return false;
+            for (size_t l = 0; l < want.layers.size(); ++l) {
+                const cache::LayerSpec &a = lay.layers[l], &b = want.layers[l];
+                if (!(a.kind == b.kind && a.n_kv_heads == b.n_kv_heads && a.head_dim == b.head_dim &&
+                      a.window == b.window && a.dtype == b.dtype &&
+                      a.v_dtype.value_or(a.dtype) == b.v_dtype.value_or(b.dtype)))
+                    return false;
+            }
+            return true;
+        };
+        if (!matches(p_.kv_protect_outlier_layers)) {
+            KVRT_CHECK(matches(!p_.kv_protect_outlier_layers), KVRT_ERR_MISMATCH,
+                       "the shared cache's layout does not match this model and KV dtype (" +
+                           std::to_string(lay.layers.size()) + " layers vs " + std::to_string(c.n_layers) +
+                           "; kinds, heads, widths, windows and each layer's K/V types must agree)");
+            p_.kv_protect_outlier_layers = !p_.kv_protect_outlier_layers;
         }
-        KVRT_CHECK(ok, KVRT_ERR_MISMATCH,
-                   "the shared cache's layout does not match this model and KV dtype (" +
-                       std::to_string(lay.layers.size()) + " layers vs " + std::to_string(want.layers.size()) + ")");
         p_.block_tokens = cache_->block_tokens();
     }
     keys_.fingerprint_lo = model_->fingerprint().lo;

@@ -43,7 +43,8 @@ struct ContextParams {
     DType kv_dtype = DType::F16;      // the K rows' type (and the V rows' unless kv_v_dtype is set)
     std::optional<DType> kv_v_dtype;  // the V rows' type when it differs (util/kv_quant.hpp)
     // Under a quantised K type, keep K in f16 on the layers whose K bias has outliers
-    // (model/arch/kv_layer_types.hpp). false: the asked type on every layer (benchmarks).
+    // (model/arch/kv_layer_types.hpp). false: the asked type on every layer (benchmarks). For
+    // the cache the context makes; a shared cache may have either layout (its creator chose).
     bool kv_protect_outlier_layers = true;
     std::optional<DType> ced_bank_dtype;  // CED: bank rows' and indexer keys' type (unset: CedRuntime::bank_dtype_for)
     int32_t block_tokens = 16;

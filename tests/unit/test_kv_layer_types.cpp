@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 using namespace kvrt;
@@ -83,15 +85,25 @@ TEST_CASE("kv_layer_types: Qwen2.5 keeps K in f16 on layers 0-4 and 8 under int8
                                     24 * kv_head_bytes(DType::I8, int32_t(d)));
     CHECK(bytes == want);  // 7,248 B per token (12,288 in f16; 6,528 with int8 K everywhere)
 
-    // Asking for int8 everywhere is a different layout: a context of that kind may not share
-    // the first one's cache.
-    runtime::ContextParams every = p;
-    every.kv_protect_outlier_layers = false;
+    // A shared cache may hold either layout (its creator chose): a context asking for int8
+    // takes an int8-everywhere cache too, and writes int8 K on layer 0 there.
+    cache::CacheConfig all_int8 = runtime::cache_config_for(m, DType::I8, 16, 16u << 20, std::nullopt, false);
+    auto shared = std::make_shared<cache::Cache>(all_int8);
+    runtime::Context on_shared(test::real_model("qwen2"), p, shared);
+    CHECK(on_shared.params().kv_protect_outlier_layers == false);
+    CHECK(shared->layout().geometry[0].dtype == DType::I8);
+    const int32_t toks[3] = {1, 2, 3};
+    on_shared.prefill(0, toks, 3);
+    CHECK(on_shared.logits(0).size() == m.config().n_vocab);
+    // Anything else is refused: f16 V on one layer.
+    cache::CacheConfig odd = runtime::cache_config_for(m, DType::I8, 16, 16u << 20);
+    odd.layers[5].v_dtype = DType::F16;
     try {
-        runtime::Context other(test::real_model("qwen2"), every, ctx.cache());
-        FAIL("a context of another per-layer layout was given the cache");
+        runtime::Context other(test::real_model("qwen2"), p, std::make_shared<cache::Cache>(odd));
+        FAIL("a context was given a cache of another per-layer layout");
     } catch (const Error& e) {
         CHECK(e.status() == KVRT_ERR_MISMATCH);
+        CHECK(std::string(e.what()).find("each layer's K/V types") != std::string::npos);
     }
 }
 
