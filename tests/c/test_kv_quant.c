@@ -57,6 +57,45 @@ static int greedy(kvrt_model *m, int32_t k, int32_t v, const int32_t *prompt, si
     return 1;
 }
 
+/* Qwen2.5's layers 0-4 and 8 have K biases with outliers: an int8 context keeps their K rows
+ * in f16 (V stays int8) and the cache reports each layer's types (kvrt/context.h). */
+static void qwen_layer_types(void) {
+    char path[1024];
+    const char *d = getenv("KVRT_MODEL_DIR");
+    const char *h = getenv("HOME");
+    kvrt_model *m = NULL;
+    kvrt_context_config cc;
+    kvrt_context *ctx = NULL;
+    kvrt_cache *c = NULL;
+    kvrt_cache_layer_info li;
+    int32_t l;
+    if (d && *d) snprintf(path, sizeof path, "%s/qwen2.5-coder-0.5b-instruct-Q4_K_M.gguf", d);
+    else snprintf(path, sizeof path, "%s/.cache/kvrt/models/qwen2.5-coder-0.5b-instruct-Q4_K_M.gguf", h && *h ? h : "/root");
+    if (kvrt_model_load(&m, path, NULL) != KVRT_OK) {
+        fprintf(stderr, "test_kv_quant: cannot load %s: %s\n", path, kvrt_last_error());
+        ++failures;
+        return;
+    }
+    kvrt_context_config_init(&cc, sizeof cc);
+    cc.n_ctx = 64;
+    cc.kv_dtype = KVRT_DTYPE_I8;
+    EXPECT_OK(kvrt_context_create(&ctx, m, &cc));
+    if (ctx) {
+        EXPECT_OK(kvrt_context_get_cache(&c, ctx));
+        for (l = 0; l < 24; ++l) {
+            const int kept = l <= 4 || l == 8;
+            EXPECT_OK(kvrt_cache_layer_info_init(&li, sizeof li));
+            EXPECT_OK(kvrt_cache_layer_info_get(&li, c, l));
+            EXPECT(li.dtype == (kept ? KVRT_DTYPE_F16 : KVRT_DTYPE_I8));
+            EXPECT(li.v_dtype == KVRT_DTYPE_I8);
+            EXPECT(li.row_bytes == (kept ? 2u * 64u * 2u : 2u * (64u + 4u))); /* 2 KV heads of 64 */
+            EXPECT(li.v_row_bytes == 2u * (64u + 4u));
+        }
+        kvrt_context_destroy(ctx);
+    }
+    kvrt_model_destroy(m);
+}
+
 int main(void) {
     kvrt_cache_layout *lay = NULL;
     kvrt_cache_layer_config lc;
@@ -167,6 +206,7 @@ int main(void) {
     EXPECT(g_f16[0] == g_i8[0]);
     EXPECT(agree >= 6);
     kvrt_model_destroy(m);
+    qwen_layer_types();
     if (failures) fprintf(stderr, "test_kv_quant: %d failures\n", failures);
     return failures ? 1 : 0;
 }
