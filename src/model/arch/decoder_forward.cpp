@@ -39,27 +39,26 @@ ContiguousKv::ContiguousKv(int32_t n_kv_heads, int32_t head_dim, const KvLayerTy
     KVRT_CHECK(types.v.size() == n_layers, KVRT_ERR_INTERNAL, "ContiguousKv: K and V types of different layer counts");
     row_bytes_.resize(n_layers);
     v_row_bytes_.resize(n_layers);
-    ptrs_.resize(n_layers);
-    std::vector<size_t> at(n_layers);
+    at_.resize(n_layers);
     size_t total = 0;
     for (size_t l = 0; l < n_layers; ++l) {
         row_bytes_[l] = static_cast<size_t>(n_kv_heads) * kv_head_bytes(types.k[l], head_dim);
         v_row_bytes_[l] = static_cast<size_t>(n_kv_heads) * kv_head_bytes(types.v[l], head_dim);
-        at[l] = total;
+        at_[l] = total;
         total += static_cast<size_t>(capacity) * (row_bytes_[l] + v_row_bytes_[l]);
     }
     data_.resize(total);
-    for (size_t l = 0; l < n_layers; ++l) ptrs_[l] = data_.data() + at[l];
+    ptrs_.resize(n_layers);
+    for (size_t l = 0; l < n_layers; ++l) ptrs_[l] = data_.data() + at_[l];
 }
 
 uint8_t* ContiguousKv::k_row_mut(int32_t layer, int64_t pos) {
     const size_t l = static_cast<size_t>(layer);
-    return data_.data() + (ptrs_[l] - data_.data()) + static_cast<size_t>(pos) * row_bytes_[l];
+    return data_.data() + at_[l] + static_cast<size_t>(pos) * row_bytes_[l];
 }
 uint8_t* ContiguousKv::v_row_mut(int32_t layer, int64_t pos) {
     const size_t l = static_cast<size_t>(layer);
-    return data_.data() + (ptrs_[l] - data_.data()) + static_cast<size_t>(capacity_) * row_bytes_[l] +
-           static_cast<size_t>(pos) * v_row_bytes_[l];
+    return data_.data() + at_[l] + static_cast<size_t>(capacity_) * row_bytes_[l] + static_cast<size_t>(pos) * v_row_bytes_[l];
 }
 PagedKV ContiguousKv::view(int32_t layer, int64_t n_tokens) {
     PagedKV v;

@@ -72,6 +72,7 @@ private:
     KvLayerTypes types_;
     int64_t capacity_;
     std::vector<size_t> row_bytes_, v_row_bytes_;  // per layer
+    std::vector<size_t> at_;                       // per layer: where its rows start in data_
     std::vector<uint8_t> data_;                    // [layer][K rows | V rows]
     std::vector<const uint8_t*> ptrs_;             // one "block" per layer
 };
