@@ -36,8 +36,9 @@ func sameLogitBits(a, b []uint32) bool {
 	return true
 }
 
-// ContextOptions.ActBits: 16-bit activation codes change the logits, are deterministic
-// and keep prefix hit == cold; a width other than 8 or 16 is ErrInvalidArgument.
+// ContextOptions.ActBits: the default (0: 16-bit codes for the K/V projections), 8 and 16
+// are three different computations; 16 is deterministic and keeps prefix hit == cold; a
+// value other than 0, 8 or 16 is ErrInvalidArgument.
 func TestActBits16IsItsOwnDeterministicMode(t *testing.T) {
 	open := func(bits, threads int32, noPrefix bool) *Context {
 		c, err := NewContext(testModel, ContextOptions{NCtx: 128, Threads: threads, BlockTokens: 4,
@@ -47,18 +48,22 @@ func TestActBits16IsItsOwnDeterministicMode(t *testing.T) {
 		}
 		return c
 	}
-	c8, c16, hit := open(8, 2, true), open(16, 2, true), open(16, 1, false)
+	c8, c16, hit, cd := open(8, 2, true), open(16, 2, true), open(16, 1, false), open(0, 2, true)
+	defer cd.Close()
 	defer c8.Close()
 	defer c16.Close()
 	defer hit.Close()
 	toks, _ := testModel.Tokenize("The lighthouse keeper climbed the stairs and looked out over the sea.", 0)
-	for _, c := range []*Context{c8, c16} {
+	for _, c := range []*Context{c8, c16, cd} {
 		if _, err := c.Prefill(0, toks); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if sameLogitBits(actLogitBits(t, c8), actLogitBits(t, c16)) {
 		t.Fatal("act_bits 16 gave the 8-bit logits")
+	}
+	if d := actLogitBits(t, cd); sameLogitBits(d, actLogitBits(t, c8)) || sameLogitBits(d, actLogitBits(t, c16)) {
+		t.Fatal("the default act_bits gave the logits of 8 or 16 everywhere")
 	}
 	if _, err := hit.Prefill(0, toks[:9]); err != nil {
 		t.Fatal(err)

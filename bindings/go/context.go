@@ -115,8 +115,9 @@ type ContextOptions struct {
 	// (the call returns ErrCancelled). Runs on the goroutine of the call.
 	Progress func(fraction float32, stage string) bool
 	// Activation code width of the quantised weight matmuls (kvrt_context_config.act_bits):
-	// 0 = 8 (the default), or 16: ~256x finer activation rounding, closer to exact math;
-	// blocks computed under one width are never reused by the other.
+	// 0 (the default) 16-bit codes for the K/V projections and 8-bit elsewhere, 8 everywhere
+	// (fastest) or 16 everywhere (~256x finer activation rounding, closest to exact math);
+	// blocks computed under one setting are never reused by another.
 	ActBits int32
 	// CED models only: the bank rows' and indexer keys' type (kvrt_context_config.bank_dtype):
 	// KVF32, KVF16, KVBF16 or KVFP4 (4-bit banks); KVDefault: KVType, or f16 when KVType is

@@ -127,16 +127,22 @@ typedef struct kvrt_context_config {
     const kvrt_tier_config *tiers; /* n_tiers entries, each initialised by kvrt_tier_config_init; default NULL */
     size_t n_tiers;                /* default 0 */
     /* Appended in 0.3 (an older struct_size keeps the default): the width of the activation
-     * codes each quantised weight matmul multiplies with (the CLI's --act-bits).
-     *   8 (default): per 32 activations an f32 scale and 8-bit codes, as llama.cpp's Q8_1.
-     *   16: 16-bit codes (scale amax/32767): the activation rounding, which is all of kvrt's
-     *       distance from exact math on the models measured, shrinks ~256x. The KL divergence
-     *       from a float64 forward and the speed of both are in scripts/reference/README.md
-     *       ("16-bit activation codes").
-     * Every guarantee holds in both (cached == uncached, prefix hit == cold, threads and ISA
-     * paths give the same bits); blocks computed under one width are never reused under the
-     * other (they key the prefix cache and state files as a salt does). Decoder models;
-     * 16 on a CED model is KVRT_ERR_UNSUPPORTED, other values KVRT_ERR_INVALID_ARGUMENT. */
+     * codes the quantised weight matmuls multiply with (the CLI's --act-bits). Each block of
+     * 32 activations gets an f32 scale and integer codes:
+     *   0 (default): 16-bit codes for the K and V projections (the rows the KV cache keeps
+     *      and every later token reads), 8-bit codes for the other matmuls. On the three
+     *      real models this puts kvrt's mean KL divergence from a float64 forward at
+     *      0.34-0.67x llama.cpp's, for 16-bit codes on ~1.5-6% of the matmul work.
+     *   8: 8-bit codes everywhere (as llama.cpp's Q8_1): the fastest, and the default of
+     *      releases before 0.3.1.
+     *   16: 16-bit codes everywhere (scale amax/32767): the activation rounding, which is all
+     *       of kvrt's distance from exact math on the models measured, shrinks ~256x.
+     * The KL divergences and the speed of each are in scripts/reference/README.md ("16-bit
+     * activation codes", "Which matmuls"). Every guarantee holds in each (cached == uncached,
+     * prefix hit == cold, threads and ISA paths give the same bits); blocks computed under one
+     * setting are never reused under another (they key the prefix cache and state files as a
+     * salt does). CED models have 8-bit codes only: 0 means 8 there, 16 is
+     * KVRT_ERR_UNSUPPORTED; other values KVRT_ERR_INVALID_ARGUMENT. */
     int32_t act_bits;
     /* Appended in 0.3 (an older struct_size keeps the default). CED models only (ignored for
      * others): the kvrt_dtype of the bank rows and indexer keys, the prefix-cacheable global KV

@@ -83,6 +83,12 @@ private:
     cache::SeqId id_;
 };
 
+std::string act_bits_salt_suffix(int act_bits) {
+    if (act_bits == 16) return std::string("\0kvrt-act16", 11);
+    if (act_bits == 0) return std::string("\0kvrt-act-kv16", 14);
+    return {};
+}
+
 Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, std::shared_ptr<cache::Cache> cache)
     : model_(std::move(model)), p_(params), cache_(std::move(cache)) {
     KVRT_CHECK(model_ != nullptr, KVRT_ERR_BAD_HANDLE, "model is NULL");
@@ -99,10 +105,12 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     KVRT_CHECK(p_.block_tokens >= 1 && p_.block_tokens <= 4096, KVRT_ERR_INVALID_ARGUMENT,
                "block_tokens must be in [1, 4096]");
     KVRT_CHECK(p_.n_threads >= 0, KVRT_ERR_INVALID_ARGUMENT, "n_threads is negative");
-    KVRT_CHECK(p_.act_bits == 8 || p_.act_bits == 16, KVRT_ERR_INVALID_ARGUMENT,
-               "act_bits " + std::to_string(p_.act_bits) + " is not 8 or 16");
-    KVRT_CHECK(p_.act_bits == 8 || !model_->is_ced(), KVRT_ERR_UNSUPPORTED,
+    KVRT_CHECK(p_.act_bits == 0 || p_.act_bits == 8 || p_.act_bits == 16, KVRT_ERR_INVALID_ARGUMENT,
+               "act_bits " + std::to_string(p_.act_bits) + " is not 0 (the default), 8 or 16");
+    KVRT_CHECK(p_.act_bits != 16 || !model_->is_ced(), KVRT_ERR_UNSUPPORTED,
                "act_bits 16 is implemented for decoder models (llama, qwen2, gemma3), not CED ones");
+    // CED models have 8-bit codes only: their default is that.
+    if (model_->is_ced() && p_.act_bits == 0) p_.act_bits = 8;
     if (model_->is_ced()) {
         KVRT_CHECK(!cache_, KVRT_ERR_UNSUPPORTED,
                    "a context over a CED model creates its own bank and window caches; sharing a cache "
@@ -217,11 +225,12 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     keys_.fingerprint_lo = model_->fingerprint().lo;
     keys_.fingerprint_hi = model_->fingerprint().hi;
     keys_.salt = p_.salt;
-    // Rows computed with 16-bit activation codes differ from 8-bit ones: their prefix blocks
+    // Rows computed with other activation codes differ: the blocks of each act_bits setting
     // get their own keys (the salt bytes plus a suffix no NUL-terminated cache_salt can
-    // spell), so neither precision ever reuses the other's blocks, in RAM or in a tier.
-    if (p_.act_bits == 16) keys_.salt.append(std::string("\0kvrt-act16", 11));
-    scratch_.act = p_.act_bits == 16 ? ActBits::Q16 : ActBits::Q8;
+    // spell), so no setting ever reuses another's blocks, in RAM or in a tier. 8 has none
+    // (its keys are those of every release before the default changed).
+    keys_.salt += act_bits_salt_suffix(p_.act_bits);
+    scratch_.act = ActCodes::from_option(p_.act_bits);
     seqs_.resize(p_.n_seq_max);
     scratch_.cancel = &cancel_;
 }

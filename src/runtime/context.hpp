@@ -56,10 +56,16 @@ struct ContextParams {
     // prefix-cache hit restores the window state (ced_runtime.hpp).
     ced::PrefillMode ced_prefill = ced::PrefillMode::Exact;
     ced::Resume ced_resume = ced::Resume::Auto;
-    // Activation code width of the quantised weight matmuls: 8 or 16 (ActBits in
-    // kernels/weight_matmul.hpp); decoder models only. Part of the prefix-cache keys.
-    int act_bits = 8;
+    // Activation code widths of the quantised weight matmuls: 0 (the default: 16-bit codes
+    // for the K/V projections, 8-bit elsewhere), 8 or 16 everywhere (ActCodes in
+    // model/arch/decoder_forward.hpp); CED models: 8 (0 becomes 8). Part of the prefix-cache keys.
+    int act_bits = 0;
 };
+
+// The bytes a context appends to its salt for act_bits (8: none; the default 0 and 16 each
+// their own, which no NUL-terminated cache_salt can spell): the prefix-cache keys of one
+// activation-code setting never match another's.
+std::string act_bits_salt_suffix(int act_bits);
 
 // What one prefill / generate did.
 struct RequestStats {

@@ -48,15 +48,17 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 }
 
 // The cache's K/V element types (issue 15): f16 (the default), int8, fp8, and K and V apart;
-// and the activation codes of the quantised matmuls (8 or 16 bits: ContextParams::act_bits).
+// and the activation codes of the quantised matmuls (ContextParams::act_bits: 0, the
+// default, 16-bit for the K/V projections and 8-bit elsewhere; 8 or 16 everywhere).
 struct KvTypes {
     DType k = DType::F16, v = DType::F16;
-    ActBits act = ActBits::Q8;
+    int act_bits = 0;
+    ActCodes codes() const { return ActCodes::from_option(act_bits); }
 };
 runtime::ContextParams typed(runtime::ContextParams p, KvTypes t) {
     p.kv_dtype = t.k;
     if (t.v != t.k) p.kv_v_dtype = t.v;
-    p.act_bits = static_cast<int>(t.act);
+    p.act_bits = t.act_bits;
     return p;
 }
 
@@ -65,7 +67,7 @@ void chunked_prefill(const char* arch, KvTypes kt = {}) {
     if (!A.ok) return;
     const std::vector<int32_t> p = A.encode("The quick brown fox jumps over the lazy dog because it was late.");
     REQUIRE(p.size() >= 12);
-    const std::vector<float> want = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), kt.k, kt.v, kt.act);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), kt.k, kt.v, kt.codes());
     for (uint32_t chunk : {1u, 5u, 512u}) {
         runtime::Context ctx(A.m, typed(small_params(256, chunk, false), kt));
         std::vector<float> all;
@@ -86,7 +88,7 @@ void greedy_decode(const char* arch, KvTypes kt = {}) {
     const kvrt::test::GreedyRun run = greedy_run(ctx, 0, p, steps);
     std::vector<int32_t> all = p;
     all.insert(all.end(), run.tokens.begin(), run.tokens.end() - 1);  // the last choice was not decoded
-    const std::vector<float> want = runtime::uncached_forward(*A.m, all.data(), static_cast<int32_t>(all.size()), kt.k, kt.v, kt.act);
+    const std::vector<float> want = runtime::uncached_forward(*A.m, all.data(), static_cast<int32_t>(all.size()), kt.k, kt.v, kt.codes());
     for (int s = 0; s <= steps; ++s)
         CHECK_MESSAGE(bit_equal(run.logits[static_cast<size_t>(s)].data(), A.row(want, p.size() - 1 + static_cast<size_t>(s)), A.vocab()),
                       std::string(arch) << ": decode step " << s);
@@ -286,35 +288,47 @@ void thread_count(const char* arch, KvTypes kt = {}) {
 
 KVRT_EXACTNESS_CASES("llama")
 
-// 16-bit activation codes (kvrt_context_config.act_bits = 16) on one model: the same
-// guarantees, against the uncached forward run with 16-bit codes; and it is a different
-// computation (the 8-bit uncached logits differ).
-TEST_CASE("runtime[llama]: 16-bit activation codes keep chunked prefill, decode, prefix hits and threads bit-exact") {
-    const KvTypes q16{DType::F16, DType::F16, ActBits::Q16};
-    chunked_prefill("llama", q16);
-    greedy_decode("llama", q16);
-    prefix_hit("llama", q16);
-    thread_count("llama", q16);
+// The other activation-code settings (kvrt_context_config.act_bits 16 and 8 everywhere; the
+// cases above run the default, 16-bit codes for the K/V projections only) on one model: the
+// same guarantees, against the uncached forward run with those codes; the three are different
+// computations; and contexts of the three sharing a cache never reuse each other's blocks.
+TEST_CASE("runtime[llama]: act_bits 16 and 8 keep chunked prefill, decode, prefix hits and threads bit-exact") {
+    for (int bits : {16, 8}) {
+        const KvTypes kt{DType::F16, DType::F16, bits};
+        chunked_prefill("llama", kt);
+        greedy_decode("llama", kt);
+        prefix_hit("llama", kt);
+        thread_count("llama", kt);
+    }
     const Arch A("llama");
     if (!A.ok) return;
     const std::vector<int32_t> p = A.encode("Sixteen bits per activation.");
-    const std::vector<float> w8 = runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), DType::F16, DType::F16);
-    const std::vector<float> w16 =
-        runtime::uncached_forward(*A.m, p.data(), static_cast<int32_t>(p.size()), DType::F16, DType::F16, ActBits::Q16);
+    const auto n = static_cast<int32_t>(p.size());
+    const std::vector<float> w0 = runtime::uncached_forward(*A.m, p.data(), n, DType::F16, DType::F16);
+    const std::vector<float> w8 = runtime::uncached_forward(*A.m, p.data(), n, DType::F16, DType::F16, ActBits::Q8);
+    const std::vector<float> w16 = runtime::uncached_forward(*A.m, p.data(), n, DType::F16, DType::F16, ActBits::Q16);
     CHECK_FALSE(bit_equal(w8.data(), w16.data(), w8.size()));
-    // A 16-bit context never reuses an 8-bit context's blocks in a shared cache.
-    runtime::Context c8(A.m, small_params(256));
+    CHECK_FALSE(bit_equal(w0.data(), w8.data(), w0.size()));
+    CHECK_FALSE(bit_equal(w0.data(), w16.data(), w0.size()));
+    // One shared cache: each setting computes the document itself, then hits its own blocks.
     const std::vector<int32_t> doc = A.encode(
         "Project memo. The bridge repair starts on 3 May and must finish by 30 June. The budget is fixed.");
     REQUIRE(doc.size() > 16);
-    c8.prefill(0, doc.data(), doc.size());
-    runtime::Context c16(A.m, typed(small_params(256), q16), c8.cache());
-    runtime::RequestStats st;
-    c16.prefill(0, doc.data(), doc.size(), &st);
-    CHECK(st.reused_from_cache == 0);
-    const std::vector<float> want = runtime::uncached_forward(*A.m, doc.data(), static_cast<int32_t>(doc.size()), DType::F16,
-                                                              DType::F16, ActBits::Q16);
-    CHECK(bit_equal(c16.logits(0).data(), A.row(want, doc.size() - 1), A.vocab()));
+    runtime::Context first(A.m, small_params(256));
+    first.prefill(0, doc.data(), doc.size());
+    for (int bits : {16, 8}) {
+        runtime::Context c(A.m, typed(small_params(256), KvTypes{DType::F16, DType::F16, bits}), first.cache());
+        runtime::RequestStats st;
+        c.prefill(0, doc.data(), doc.size(), &st);
+        CHECK_MESSAGE(st.reused_from_cache == 0, "act_bits " << bits);
+        const std::vector<float> want = runtime::uncached_forward(*A.m, doc.data(), static_cast<int32_t>(doc.size()),
+                                                                  DType::F16, DType::F16, ActCodes::from_option(bits));
+        CHECK(bit_equal(c.logits(0).data(), A.row(want, doc.size() - 1), A.vocab()));
+        c.release(0);
+        runtime::RequestStats again;
+        c.prefill(0, doc.data(), doc.size(), &again);
+        CHECK_MESSAGE(again.reused_from_cache >= 16, "act_bits " << bits);
+    }
 }
 KVRT_EXACTNESS_CASES("qwen2")
 KVRT_EXACTNESS_CASES("gemma3")

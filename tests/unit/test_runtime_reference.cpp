@@ -47,9 +47,10 @@ struct Comparison {
 // Cached greedy run (prefill in chunks of 4, then decode) vs one reference pass over
 // prompt + generated tokens.
 Comparison compare_with_reference(const std::shared_ptr<const Model>& m, const std::vector<int32_t>& prompt,
-                                  int steps, double tie_margin, int* disagreements, DType kv) {
+                                  int steps, double tie_margin, int* disagreements, DType kv, int act_bits = 0) {
     runtime::ContextParams params = small_params(256, 4, false);
     params.kv_dtype = kv;
+    params.act_bits = act_bits;
     runtime::Context ctx(m, params);
     std::vector<float> prompt_logits;
     ctx.prefill(0, prompt.data(), prompt.size(), nullptr, &prompt_logits);
@@ -65,7 +66,8 @@ Comparison compare_with_reference(const std::shared_ptr<const Model>& m, const s
         all.push_back(tok);
         rows.push_back(ctx.logits(0));
     }
-    const std::vector<float> ref = runtime::reference_forward(*m, all.data(), static_cast<int32_t>(all.size()), kv);
+    const std::vector<float> ref = runtime::reference_forward(*m, all.data(), static_cast<int32_t>(all.size()), kv,
+                                                              ActCodes::from_option(act_bits));
     Comparison c;
     for (size_t t = 0; t < all.size(); ++t) {
         const float* r = ref.data() + t * V;
@@ -109,11 +111,19 @@ void quantised_within_noise(const char* arch) {
     if (!kvrt::test::real_model_available(arch)) return;
     const std::shared_ptr<const Model>& m = kvrt::test::real_model(arch);
     const std::vector<int32_t> p = m->tokenizer().encode("The sky is blue because", EncodeOptions{true, false});
-    int disagreements = 0;
-    const Comparison c = compare_with_reference(m, p, steps_for(arch), 0.5, &disagreements, DType::F16);
-    MESSAGE(std::string(arch) << ", as stored: " << c.rows << " positions, worst relative logit difference " << c.worst_rel << ", "
-                 << disagreements << " greedy choices differ (each at a near-tie)");
-    CHECK(c.worst_rel <= 5e-2);
+    // Per act_bits setting. The reference kernels accumulate in double, so a few activations
+    // round to the neighbouring code: with 8-bit codes anywhere that is quantisation noise (worst
+    // relative difference 0.02-0.054 measured over the three models and the default and 8), with
+    // 16-bit codes everywhere it is ~256x smaller (2.7e-4 to 4.8e-4 measured). Sanitized builds
+    // (~10x slower reference) run the default only: the same memory-safety coverage.
+    for (int bits : {0, 8, 16}) {
+        if (kvrt::test::kSanitized && bits != 0) continue;
+        int disagreements = 0;
+        const Comparison c = compare_with_reference(m, p, steps_for(arch), 0.5, &disagreements, DType::F16, bits);
+        MESSAGE(std::string(arch) << ", as stored, act_bits " << bits << ": " << c.rows << " positions, worst relative logit difference "
+                     << c.worst_rel << ", " << disagreements << " greedy choices differ (each at a near-tie)");
+        CHECK(c.worst_rel <= (bits == 16 ? 2e-3 : 7.5e-2));
+    }
 }
 
 }  // namespace

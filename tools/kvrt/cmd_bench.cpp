@@ -107,7 +107,7 @@ int cmd_bench(int argc, char** argv) {
         std::fprintf(stderr,
                      "usage: kvrt bench [-m MODEL] [-t THREADS] [--reps 3] [--only prefill,decode,ttft]\n"
                      "                  [--baseline llamacpp.jsonl] [--json] [--kv-type T] [--k-type T] [--v-type T]\n"
-                     "                  [--act-bits 8|16]\n");
+                     "                  [--act-bits default|8|16]\n");
         return 0;
     }
     const std::string path = a.get("-m", a.get("--model", default_model_path()));

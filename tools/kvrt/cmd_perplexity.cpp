@@ -24,7 +24,7 @@ namespace {
 const char* kUsage =
     "usage: kvrt perplexity -m MODEL -f TEXT [--ctx N] [--stride S] [--save-logits FILE] [--kl FILE]\n"
     "                       [--json] [-t THREADS] [--kv f32|f16|bf16] [--batch N] [--allow-other-model]\n"
-    "                       [--producer LABEL] [--act-bits 8|16]\n"
+    "                       [--producer LABEL] [--act-bits default|8|16]\n"
     "Perplexity of TEXT (a UTF-8 file) with llama.cpp's llama-perplexity rule: the text is tokenised\n"
     "whole (BOS first when the model adds one), cut into non-overlapping windows of N tokens\n"
     "(default 512; at least 2N tokens are needed), each window's first token replaced by BOS\n"
@@ -38,8 +38,8 @@ const char* kUsage =
     "  --json              one JSON object on stdout instead of text\n"
     "  --kl BASE --compare FILE  compare two saved files (no model is run)\n"
     "  --kv T              KV element type (default f16); -t threads; --batch prefill chunk\n"
-    "  --act-bits 8|16     activation codes of the quantised matmuls (default 8; 16: ~256x finer\n"
-    "                      activation rounding, kvrt_context_config.act_bits)\n";
+    "  --act-bits B        activation codes of the quantised matmuls (kvrt_context_config.act_bits):\n"
+    "                      default (16-bit for the K/V projections, 8-bit elsewhere), 8 or 16\n";
 
 bool read_file(const std::string& path, std::string& out) {
     std::ifstream f(path, std::ios::binary);
@@ -130,7 +130,7 @@ int cmd_perplexity(int argc, char** argv) {
     if (!parse_u32(a.get("-t", a.get("--threads", "0")), threads)) return fail_msg("-t takes a number of threads");
     const int kv = kv_type(a.get("--kv", "f16"));
     if (kv < 0) return fail_msg("--kv takes f32, f16 or bf16, not '" + a.get("--kv") + "'");
-    int32_t act_bits = 8;
+    int32_t act_bits = 0;
     if (!parse_act_bits("perplexity", a, act_bits)) return 2;
     const bool json = a.has("--json");
     std::string text;
@@ -161,7 +161,7 @@ int cmd_perplexity(int argc, char** argv) {
         const char* isa = std::getenv("KVRT_ISA");
         o.producer = a.has("--producer") ? a.get("--producer")
                                          : std::string("kvrt ") + kvrt_version_string() + " kv=" + a.get("--kv", "f16") +
-                                               " act_bits=" + std::to_string(act_bits) +
+                                               " act_bits=" + act_bits_name(act_bits) +
                                                " threads=" + std::to_string(threads) + " isa=" + (isa ? isa : "auto");
         // Checked before the context is made (its n_ctx is the window).
         const kvrt::fidelity::WindowPlan plan = kvrt::fidelity::plan_windows(tokens.size(), n_ctx, stride);

@@ -25,8 +25,9 @@ void run_usage() {
                  "  -t, --threads N    threads (default: all)\n"
                  "  --kv-type T        KV cache element type: f32, f16 (default), bf16, int8, fp8\n"
                  "  --k-type T, --v-type T   K and V rows of different types\n"
-                 "  --act-bits 8|16    activation codes of the quantised matmuls (default 8; 16 is\n"
-                 "                     closer to exact math: scripts/reference/README.md)\n"
+                 "  --act-bits B       activation codes of the quantised matmuls: default (16-bit for\n"
+                 "                     the K/V projections, 8-bit elsewhere), 8 (fastest) or 16 (closest\n"
+                 "                     to exact math): scripts/reference/README.md\n"
                  "  --json             print one JSON object (text + stats) instead of streaming\n");
     std::fputs(sampler_opts_usage(), stderr);
 }

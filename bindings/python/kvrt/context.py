@@ -95,9 +95,11 @@ class Context(Handle):
     ced_resume apply to CED models only (kvrt/ced.h): exact or CED prefill,
     and how a prefix-cache hit restores the windows. kv_dtype: DTYPE_F32, DTYPE_F16,
     DTYPE_BF16, DTYPE_I8 or DTYPE_FP8_E4M3 (kvrt_dtype); k_dtype / v_dtype (-1: kv_dtype) give the K
-    and V rows different types. act_bits: 8 (default) or 16, the activation codes of the
-    quantised weight matmuls (kvrt_context_config.act_bits: 16 is ~256x finer activation
-    rounding, closer to exact math; blocks of one width are never reused by the other).
+    and V rows different types. act_bits: the activation codes of the quantised weight
+    matmuls (kvrt_context_config.act_bits): 0 (default) 16-bit codes for the K/V
+    projections and 8-bit elsewhere, 8 everywhere (fastest) or 16 everywhere (~256x finer
+    activation rounding, closest to exact math); blocks of one setting are never reused by
+    another.
     bank_dtype (CED models): the bank rows' and indexer keys' type, DTYPE_F32, DTYPE_F16,
     DTYPE_BF16 or DTYPE_FP4 (4-bit banks); -1 (default): kv_dtype, or f16 when kv_dtype is
     DTYPE_I8 / DTYPE_FP8_E4M3 (which then apply to the window rows only).
@@ -107,7 +109,7 @@ class Context(Handle):
     def __init__(self, model, n_ctx=0, n_seq_max=1, n_batch=512, n_threads=0, kv_dtype=DTYPE_F16, block_tokens=16,
                  cache_bytes=0, prefix_caching=True, cache_salt="", share_cache_with=None,
                  ced_prefill_mode=CED_PREFILL_EXACT, ced_resume=CED_RESUME_AUTO, k_dtype=-1, v_dtype=-1,
-                 progress=None, cache_dir=None, cache_redis=None, act_bits=8, bank_dtype=-1):
+                 progress=None, cache_dir=None, cache_redis=None, act_bits=0, bank_dtype=-1):
         self._ptr = None
         self._lock = threading.RLock()
         self._progress = None

@@ -339,7 +339,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
             if (l > 0) {
                 const DecoderLayerWeights& P = model.layer(static_cast<uint32_t>(l - 1));
                 sync.run(0, static_cast<int64_t>(wo_parts.size()), [&](int64_t t) {
-                    guard([&] { matmul_part(*P.wo, att, M, QD, S.xn.data(), E, wo_parts[t].first, wo_parts[t].second, KernelIsa::Auto, S.act); });
+                    guard([&] { matmul_part(*P.wo, att, M, QD, S.xn.data(), E, wo_parts[t].first, wo_parts[t].second, KernelIsa::Auto, S.act.other); });
                 });
 #pragma omp barrier
                 add_residual(xp, S.xn.data(), P.post_attn_norm, xnp);
@@ -347,8 +347,8 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 sync.run(1, static_cast<int64_t>(ff_parts.size()), [&](int64_t t) {
                     guard([&] {
                         const int64_t p0 = ff_parts[t].first, p1 = ff_parts[t].second;
-                        matmul_part(*P.w_gate, xnp, M, E, S.gate.data(), F, p0, p1, KernelIsa::Auto, S.act);
-                        matmul_part(*P.w_up, xnp, M, E, S.up.data(), F, p0, p1, KernelIsa::Auto, S.act);
+                        matmul_part(*P.w_gate, xnp, M, E, S.gate.data(), F, p0, p1, KernelIsa::Auto, S.act.other);
+                        matmul_part(*P.w_up, xnp, M, E, S.up.data(), F, p0, p1, KernelIsa::Auto, S.act.other);
                         const int64_t c0 = 32 * p0, c1 = std::min(F, 32 * p1);
                         for (int64_t m = 0; m < M; ++m) gated_act(&S.gate[m * F + c0], &S.up[m * F + c0], c1 - c0, c.ffn_act, false);
                     });
@@ -356,7 +356,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
 #pragma omp barrier
                 // (also: every thread has read S.xn before down overwrites it)
                 sync.run(2, static_cast<int64_t>(down_parts.size()), [&](int64_t t) {
-                    guard([&] { matmul_part(*P.w_down, S.gate.data(), M, F, S.xn.data(), E, down_parts[t].first, down_parts[t].second, KernelIsa::Auto, S.act); });
+                    guard([&] { matmul_part(*P.w_down, S.gate.data(), M, F, S.xn.data(), E, down_parts[t].first, down_parts[t].second, KernelIsa::Auto, S.act.other); });
                 });
 #pragma omp barrier
                 add_residual(xp, S.xn.data(), P.post_ffn_norm, xnp);
@@ -370,7 +370,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         const int64_t nq = static_cast<int64_t>(q_parts.size()), nk = static_cast<int64_t>(k_parts.size());
                         if (t < nq) {  // Q heads: project, bias, norm, rotate
                             const auto [p0, p1] = q_parts[t];
-                            matmul_part(*L.wq, xnp, M, E, S.q.data(), QD, p0, p1, KernelIsa::Auto, S.act);
+                            matmul_part(*L.wq, xnp, M, E, S.q.data(), QD, p0, p1, KernelIsa::Auto, S.act.other);
                             add_bias(S.q.data(), L.bq, M, QD, 32 * p0, 32 * (p1 - p0));
                             head_norm(S.q.data(), L.q_norm, c.rms_eps, M, QD, p0 / hp, (p1 - p0) / hp, D, false);
                             RopeParams r1 = rq;
@@ -383,7 +383,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         const bool is_k = t < nq + nk;
                         const auto [p0, p1] = k_parts[is_k ? t - nq : t - nq - nk];
                         float* out = is_k ? S.k.data() : S.v.data();
-                        matmul_part(is_k ? *L.wk : *L.wv, xnp, M, E, out, KD, p0, p1, KernelIsa::Auto, S.act);
+                        matmul_part(is_k ? *L.wk : *L.wv, xnp, M, E, out, KD, p0, p1, KernelIsa::Auto, is_k ? S.act.k : S.act.v);
                         const int64_t c0 = 32 * p0, n = 32 * (p1 - p0);
                         add_bias(out, is_k ? L.bk : L.bv, M, KD, c0, n);
                         if (is_k) head_norm(out, L.k_norm, c.rms_eps, M, KD, p0 / hp, (p1 - p0) / hp, D, false);
@@ -403,7 +403,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 guard([&] { cpu::rms_norm(xnp, model.output_norm().data(), c.rms_eps, static_cast<int32_t>(R), static_cast<int32_t>(E), xp); });
                 float* Y = R == 1 ? dsts[0] : S.logits_rows.data();
                 sync.run(3, static_cast<int64_t>(head_parts.size()), [&](int64_t t) {
-                    guard([&] { matmul_part(model.output(), xp, R, E, Y, V, head_parts[t].first, head_parts[t].second, KernelIsa::Auto, S.act); });
+                    guard([&] { matmul_part(model.output(), xp, R, E, Y, V, head_parts[t].first, head_parts[t].second, KernelIsa::Auto, S.act.other); });
                 });
             }
     };
@@ -520,11 +520,11 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
     ap.n_heads = static_cast<int32_t>(c.n_heads);
     ap.head_dim = static_cast<int32_t>(c.head_dim);
     ap.scale = c.softmax_scale();
-    auto mm = [&](const PackedWeight& w, const float* X, int64_t ldx, float* Y, int64_t ldy) {
+    auto mm = [&](const PackedWeight& w, const float* X, int64_t ldx, float* Y, int64_t ldy, ActBits ab) {
         if (ref)
-            matmul_ref(w, X, M, ldx, Y, ldy, S.act);
+            matmul_ref(w, X, M, ldx, Y, ldy, ab);
         else
-            matmul(w, X, M, ldx, Y, ldy, n_threads, KernelIsa::Auto, S.act);
+            matmul(w, X, M, ldx, Y, ldy, n_threads, KernelIsa::Auto, ab);
     };
 
     S.x.resize(M * E);
@@ -558,9 +558,9 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
             fail(KVRT_ERR_CANCELLED, "cancelled by kvrt_context_cancel before layer " + std::to_string(l));
         const DecoderLayerWeights& L = model.layer(l);
         rmsnorm(S.x.data(), L.attn_norm.data(), S.xn.data(), M);
-        mm(*L.wq, S.xn.data(), E, S.q.data(), QD);
-        mm(*L.wk, S.xn.data(), E, S.k.data(), KD);
-        mm(*L.wv, S.xn.data(), E, S.v.data(), KD);
+        mm(*L.wq, S.xn.data(), E, S.q.data(), QD, S.act.other);
+        mm(*L.wk, S.xn.data(), E, S.k.data(), KD, S.act.k);
+        mm(*L.wv, S.xn.data(), E, S.v.data(), KD, S.act.v);
         add_bias(S.q.data(), L.bq, M, QD, 0, QD);
         add_bias(S.k.data(), L.bk, M, KD, 0, KD);
         add_bias(S.v.data(), L.bv, M, KD, 0, KD);
@@ -586,15 +586,15 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
         }
         attend(batch, S, ap, QD, l, ref);
         // Output projection + residual.
-        mm(*L.wo, S.att.data(), QD, S.xn.data(), E);
+        mm(*L.wo, S.att.data(), QD, S.xn.data(), E, S.act.other);
         if (!L.post_attn_norm.empty()) rmsnorm(S.xn.data(), L.post_attn_norm.data(), S.xn.data(), M);
         for (int64_t i = 0; i < M * E; ++i) S.x[i] += S.xn[i];
         // SwiGLU FFN + residual.
         rmsnorm(S.x.data(), L.ffn_norm.data(), S.xn.data(), M);
-        mm(*L.w_gate, S.xn.data(), E, S.gate.data(), F);
-        mm(*L.w_up, S.xn.data(), E, S.up.data(), F);
+        mm(*L.w_gate, S.xn.data(), E, S.gate.data(), F, S.act.other);
+        mm(*L.w_up, S.xn.data(), E, S.up.data(), F, S.act.other);
         gated_act(S.gate.data(), S.up.data(), M * F, c.ffn_act, ref);
-        mm(*L.w_down, S.gate.data(), F, S.xn.data(), E);
+        mm(*L.w_down, S.gate.data(), F, S.xn.data(), E, S.act.other);
         if (!L.post_ffn_norm.empty()) rmsnorm(S.xn.data(), L.post_ffn_norm.data(), S.xn.data(), M);
         for (int64_t i = 0; i < M * E; ++i) S.x[i] += S.xn[i];
     }
@@ -609,9 +609,9 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
     rmsnorm(S.xn.data(), model.output_norm().data(), S.x.data(), R);
     S.logits_rows.resize(static_cast<size_t>(R * V));
     if (ref)
-        matmul_ref(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, S.act);
+        matmul_ref(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, S.act.other);
     else
-        matmul(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, n_threads, KernelIsa::Auto, S.act);
+        matmul(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, n_threads, KernelIsa::Auto, S.act.other);
     for (int64_t i = 0; i < R; ++i) std::memcpy(dsts[i], &S.logits_rows[i * V], static_cast<size_t>(V) * 4);
 }
 

@@ -92,6 +92,25 @@ struct SeqStep {
 
 enum class KernelSet : uint8_t { Fast, Reference };
 
+// The activation code width of each kind of quantised weight matmul (the context option
+// kvrt_context_config.act_bits, kernels/weight_matmul.hpp ActBits). k, v: the K and V
+// projections, whose outputs the cache stores and every later token attends to; other: Q,
+// the attention output, the FFN and the output head. The default (act_bits 0) gives the
+// K/V projections 16-bit codes and the rest 8-bit ones: on the three real models that
+// takes kvrt's mean KL divergence from a float64 forward to 0.34-0.67x llama.cpp's for
+// ~1.5-6% of the matmul work at 16 bits (scripts/reference/README.md, "The default since
+// 0.3.1").
+struct ActCodes {
+    ActBits k = ActBits::Q16, v = ActBits::Q16;
+    ActBits other = ActBits::Q8;
+    ActCodes() = default;
+    ActCodes(ActBits all) : k(all), v(all), other(all) {}  // NOLINT: every matmul the same width
+    // act_bits 0 (the default), 8 or 16; anything else is the caller's to refuse first.
+    static ActCodes from_option(int act_bits) {
+        return act_bits == 8 ? ActCodes(ActBits::Q8) : act_bits == 16 ? ActCodes(ActBits::Q16) : ActCodes();
+    }
+};
+
 // Reusable scratch buffers of the forward (one per context; grows to the largest batch).
 struct ForwardScratch {
     std::vector<float> x, xn, q, k, v, att, gate, up, logits_rows;
@@ -104,10 +123,10 @@ struct ForwardScratch {
     // kTeamRows rows; when true the forward throws KVRT_ERR_CANCELLED (rows it wrote are
     // the caller's to roll back, as for any failure).
     const std::atomic<bool>* cancel = nullptr;
-    // Set by the owner: the activation code width of every quantised weight matmul
-    // (kernels/weight_matmul.hpp ActBits; the context option act_bits). Both forward paths
-    // (fast and reference) honour it.
-    ActBits act = ActBits::Q8;
+    // Set by the owner: the activation code widths of the quantised weight matmuls
+    // (ActCodes; the context option act_bits). Both forward paths (fast and reference)
+    // honour it.
+    ActCodes act;
 };
 
 // Runs the forward for a batch. Token ids must be < n_vocab and the stores must

@@ -11,7 +11,7 @@ namespace kvrt::runtime {
 
 namespace {
 std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype, KernelSet ks,
-                            DType v_dtype, ActBits act = ActBits::Q8) {
+                            DType v_dtype, ActCodes act = {}) {
     const DecoderConfig& c = model.config();
     KVRT_CHECK(tokens != nullptr && n > 0, KVRT_ERR_INVALID_ARGUMENT, "reference forward: empty token list");
     for (int32_t i = 0; i < n; ++i)
@@ -36,8 +36,9 @@ std::vector<float> one_pass(const Model& model, const int32_t* tokens, int32_t n
 }
 }  // namespace
 
-std::vector<float> reference_forward(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype) {
-    return one_pass(model, tokens, n, kv_dtype, KernelSet::Reference, kv_dtype);
+std::vector<float> reference_forward(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype,
+                                     ActCodes act) {
+    return one_pass(model, tokens, n, kv_dtype, KernelSet::Reference, kv_dtype, act);
 }
 
 std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType kv_dtype) {
@@ -45,7 +46,7 @@ std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, i
 }
 
 std::vector<float> uncached_forward(const Model& model, const int32_t* tokens, int32_t n, DType k_dtype,
-                                    DType v_dtype, ActBits act) {
+                                    DType v_dtype, ActCodes act) {
     return one_pass(model, tokens, n, k_dtype, KernelSet::Fast, v_dtype, act);
 }
 

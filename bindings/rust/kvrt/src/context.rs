@@ -89,9 +89,10 @@ pub struct ContextOptions {
     pub k_type: Option<KvType>,
     /// The V rows' type when it differs from `kv_type` (llama.cpp's type_v); None: kv_type.
     pub v_type: Option<KvType>,
-    /// Activation code width of the quantised weight matmuls: 8 (default) or 16
-    /// (kvrt_context_config.act_bits: ~256x finer activation rounding, closer to exact
-    /// math; blocks computed under one width are never reused by the other).
+    /// Activation code width of the quantised weight matmuls (kvrt_context_config.act_bits):
+    /// 0 (default) 16-bit codes for the K/V projections and 8-bit elsewhere, 8 everywhere
+    /// (fastest) or 16 everywhere (~256x finer activation rounding, closest to exact math);
+    /// blocks computed under one setting are never reused by another.
     pub act_bits: i32,
     /// CED models only: the bank rows' and indexer keys' type (kvrt_context_config.bank_dtype):
     /// F32, F16, Bf16 or Fp4 (4-bit banks); None: kv_type, or f16 when kv_type is I8 / Fp8E4m3
@@ -115,7 +116,7 @@ impl Default for ContextOptions {
             ced_resume: CedResume::Auto,
             k_type: None,
             v_type: None,
-            act_bits: 8,
+            act_bits: 0,
             bank_type: None,
         }
     }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // SPDX-FileCopyrightText: 2026 The kvrt authors
-//! ContextOptions::act_bits: 16-bit activation codes change the logits, are deterministic
-//! and keep prefix hit == cold; a width other than 8 or 16 is InvalidArgument.
+//! ContextOptions::act_bits: the default (0: 16-bit codes for the K/V projections), 8 and 16
+//! are three different computations; 16 is deterministic and keeps prefix hit == cold; a
+//! value other than 0, 8 or 16 is InvalidArgument.
 #![cfg(feature = "runtime")]
 
 use kvrt::{Context, ContextOptions, ErrorKind, Model, TokenizeFlags};
@@ -24,17 +25,22 @@ fn act_bits_16_is_its_own_deterministic_mode() {
     };
     let mut c8 = Context::new(&m, &o(8, 2, false)).unwrap();
     let mut c16 = Context::new(&m, &o(16, 2, false)).unwrap();
+    let mut cd = Context::new(&m, &ContextOptions { n_ctx: 128, n_threads: 2, prefix_caching: false, ..Default::default() }).unwrap();
     let mut hit = Context::new(&m, &o(16, 1, true)).unwrap();
     c8.prefill(0, &toks).unwrap();
     c16.prefill(0, &toks).unwrap();
+    cd.prefill(0, &toks).unwrap();
     assert_ne!(bits(&c8.logits(0).unwrap()), bits(&c16.logits(0).unwrap()));
+    let d = bits(&cd.logits(0).unwrap());
+    assert_ne!(d, bits(&c8.logits(0).unwrap()));
+    assert_ne!(d, bits(&c16.logits(0).unwrap()));
     hit.prefill(0, &toks[..9]).unwrap();
     hit.seq_release(0).unwrap();
     let s = hit.prefill(0, &toks).unwrap();
     assert!(s.reused_tokens >= 8, "reused {}", s.reused_tokens);
     assert_eq!(bits(&hit.logits(0).unwrap()), bits(&c16.logits(0).unwrap()));
-    for bad in [0, 4, 12, 32, -8] {
-        let e = Context::new(&m, &o(bad, 1, true)).err().expect("act_bits must be 8 or 16");
+    for bad in [1, 4, 12, 32, -8] {
+        let e = Context::new(&m, &o(bad, 1, true)).err().expect("act_bits must be 0, 8 or 16");
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 }
