@@ -15,10 +15,11 @@
 // "... every layer" turns that off, to show what it buys.
 // The "f32" line is the control: f32 K/V are more exact than f16, so its KL from the f16 run is
 // the measurement's floor, what any perturbation of the hidden states costs at the chosen
-// activation codes. At the default 8-bit codes that floor is most of the quantised types' KL
-// (a tiny change flips the rounding of some activation codes downstream); --act-bits 16 lowers
-// it by orders of magnitude and shows what the K/V type itself costs.
-//   bench_kv_quant_kl [--tokens N] [--models llama,qwen2,gemma3] [--text FILE] [--act-bits 8|16]
+// activation codes. With 8-bit codes (--act-bits 8, or the default's 8-bit matmuls) that floor is
+// most of the quantised types' KL (a tiny change flips the rounding of some activation codes
+// downstream); --act-bits 16 lowers it by orders of magnitude and shows what the K/V type itself
+// costs. --act-bits 0 (the default): the library's default codes.
+//   bench_kv_quant_kl [--tokens N] [--models llama,qwen2,gemma3] [--text FILE] [--act-bits 0|8|16]
 //                     [--dump-above KL]
 #include "bench_json.hpp"
 #include "model/model.hpp"
@@ -79,7 +80,7 @@ void log_softmax(const float* x, size_t n, std::vector<double>& out) {
 int main(int argc, char** argv) {
     size_t n_tokens = 2048;
     std::string models = "llama,qwen2,gemma3";
-    int act_bits = 8;
+    int act_bits = 0;
     double dump_above = 0;  // --dump-above X: print each position whose KL exceeds X (stderr)
     std::string text_path = std::string(__FILE__);  // <repo>/bench/this file
     text_path = text_path.substr(0, text_path.rfind('/')) + "/../tools/kvrt/demo_document.txt";
