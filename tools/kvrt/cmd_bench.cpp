@@ -116,6 +116,8 @@ int cmd_bench(int argc, char** argv) {
     const int reps = std::max(1, std::atoi(a.get("--reps", "3").c_str()));
     const std::string only = a.get("--only", "prefill,decode,ttft");
     const bool json = a.has("--json");
+    int32_t act_bits = 0;
+    if (!parse_act_bits("bench", a, act_bits)) return 2;
     kvrt_model* model = load_model("bench", path, threads);
     if (!model) return 1;
     kvrt_model_info info;
@@ -129,7 +131,8 @@ int cmd_bench(int argc, char** argv) {
     char load_s[32];
     std::snprintf(load_s, sizeof load_s, "%.2f", load1);
     const std::string tag = "\"threads\":" + std::to_string(threads) + ",\"omp_wait_policy\":\"" +
-                            (wait_env && *wait_env ? wait_env : "default") + "\",\"load1\":" + load_s;
+                            (wait_env && *wait_env ? wait_env : "default") + "\",\"act_bits\":\"" +
+                            act_bits_name(act_bits) + "\",\"load1\":" + load_s;
     int rc = 0;
 
     std::vector<int32_t> doc_toks;
@@ -277,8 +280,8 @@ int cmd_bench(int argc, char** argv) {
     std::map<std::string, double> base;
     if (a.has("--baseline")) base = read_baseline(a.get("--baseline"), threads);
     if (!json)
-        std::printf("# %d threads, OMP_WAIT_POLICY=%s, load average %s, wall-clock times%s\n", threads,
-                    wait_env && *wait_env ? wait_env : "(default)", load_s,
+        std::printf("# %d threads, OMP_WAIT_POLICY=%s, act_bits %s, load average %s, wall-clock times%s\n", threads,
+                    wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), load_s,
                     base.empty() ? "" : "; llama.cpp from --baseline, ratio = kvrt / llama.cpp");
     for (const Figure& f : figs) {
         auto it = base.find(f.metric);
