@@ -47,14 +47,17 @@ using V = typename Ops::V;
 constexpr int kRowsScore = 4;  // rows per register block: 4 x 2 x 2 accumulators
 constexpr int kPvCols = 4;     // vectors of o per register block
 constexpr int kPvAccMax = 16;  // at most this many o accumulators per P.V block (rows x columns)
+constexpr int kVecRegs = 32;   // vector registers
 #elif defined(KVRT_ISA_AVX2)
 constexpr int kRowsScore = 2;
 constexpr int kPvCols = 4;
-constexpr int kPvAccMax = 12;  // 16 registers: 12 accumulators + 4 values
+constexpr int kPvAccMax = 12;
+constexpr int kVecRegs = 16;
 #else
 constexpr int kRowsScore = 2;
 constexpr int kPvCols = 8;
 constexpr int kPvAccMax = 16;
+constexpr int kVecRegs = 32;  // (the compiler's own vectors: no register budget to keep)
 #endif
 // Rows per block on direct tiles (decode, see KeyTile): each key row is loaded and converted once
 // per block, so a GQA group of up to 4 query heads reads its keys and values once.
@@ -63,6 +66,7 @@ constexpr int kMaxRowsBlock = kRowsDirect > kRowsScore ? kRowsDirect : kRowsScor
 
 // No standard-library templates below: their instantiations would be compiled for this ISA
 // and could be shared (COMDAT) with baseline code. Scratch comes from thread_scratch().
+constexpr int pow2_floor(int x) { return x < 2 ? x : 2 * pow2_floor(x / 2); }
 inline int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
 inline int64_t mn(int64_t a, int64_t b) { return a < b ? a : b; }
 template <class X>
@@ -499,7 +503,11 @@ inline V load_k(const uint8_t* row, int c, float sc) {
 template <int R, DType KD>
 inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
     constexpr int W = Ops::W;
-    constexpr int KB0 = 8 / R < 1 ? 1 : 8 / R;
+    // Keys per block: AVX2 takes as many as KB x R accumulators and KB key vectors fit its 16
+    // registers (the queries are memory operands): R = 3 gets 4 (2 before: 7% more KV read per
+    // second at 9/3, Zen 3); AVX-512 keeps 8 / R, what it was measured with.
+    constexpr int KB_regs = kVecRegs == 16 ? pow2_floor(kVecRegs / (R + 1)) : 8 / R;
+    constexpr int KB0 = KB_regs < 1 ? 1 : KB_regs;
     constexpr int KB = KB0 > W ? W : KB0;  // keys per block: KB x R accumulators
     static_assert(W % KB == 0, "key blocks divide a vector");
     const int g = dtype_quantized(KD) ? kv_scale_group(KD, d) : d;
@@ -540,7 +548,7 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
 template <int R>
 inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV],
                         const uint32_t* const* qp = nullptr) {
-    if constexpr (Ops::kBf16Dot) {
+    if constexpr (Ops::kBf16Dot && R <= kRowsScore) {  // (larger blocks are direct tiles only)
         if (t.pairs) return tile_scores_pairs<R, Ops>(t, d, q, qp, s);
     }
     if (t.direct) {
@@ -705,8 +713,12 @@ template <int R, bool MASKED, DType VD>
 inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja,
                        int jb) {
     constexpr int W = Ops::W;
-    constexpr int CB0 = kPvAccMax / R < 1 ? 1 : kPvAccMax / R;
-    constexpr int CB = CB0 > kPvCols ? kPvCols : CB0;  // R x CB accumulators
+    // R x CB accumulators, the R rows' broadcast probabilities and one vector of values must fit
+    // the registers: one more spills an accumulator, and every FMA of the block then waits on a
+    // store-to-load round trip (AVX2, R = 4, CB = 3 did: a third of a GQA-7 decode's time).
+    constexpr int CB_regs = (kVecRegs - 1 - R) / R < kPvAccMax / R ? (kVecRegs - 1 - R) / R : kPvAccMax / R;
+    constexpr int CB0 = CB_regs < 1 ? 1 : CB_regs;
+    constexpr int CB = CB0 > kPvCols ? kPvCols : CB0;
     // Quantised V: pq[r][g][j] = p_r[j] * value j's scale of group g (vsc; every FMA of the group's
     // elements multiplies the raw element by it).
     int ng = 1;
@@ -914,6 +926,10 @@ inline void tile_rows(const KeyTile& t, int d, const RowRef* rows, int n) {
                 case 1: return tile_rows_block<1>(t, d, rows + i);
                 case 2: return tile_rows_block<2>(t, d, rows + i);
                 case 3: if constexpr (kRowsDirect > 3) return tile_rows_block<3>(t, d, rows + i); break;
+                case 4: if constexpr (kRowsDirect > 4) return tile_rows_block<4>(t, d, rows + i); break;
+                case 5: if constexpr (kRowsDirect > 5) return tile_rows_block<5>(t, d, rows + i); break;
+                case 6: if constexpr (kRowsDirect > 6) return tile_rows_block<6>(t, d, rows + i); break;
+                case 7: if constexpr (kRowsDirect > 7) return tile_rows_block<7>(t, d, rows + i); break;
                 default: break;
             }
             for (; i < n; ++i) tile_rows_block<1>(t, d, rows + i);
