@@ -529,11 +529,14 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
             for (int gi = 0; gi < ng; ++gi) {
                 float sc[KB];
                 for (int k = 0; k < KB; ++k) sc[k] = dtype_quantized(KD) ? t.ksc[gi * T + j0 + k0 + k] : 1.0f;
-                for (int c = gi * g; c < gi * g + g; c += W)
+                for (int c = gi * g; c < gi * g + g; c += W) {
+                    V qv[R];
+                    for (int r = 0; r < R; ++r) qv[r] = Ops::in_reg(Ops::load(q[r] + c));
                     for (int k = 0; k < KB; ++k) {
                         const V kv = load_k<KD>(kr[k], c, sc[k]);
-                        for (int r = 0; r < R; ++r) a[k][r] = Ops::fma(Ops::load(q[r] + c), kv, a[k][r]);
+                        for (int r = 0; r < R; ++r) a[k][r] = Ops::fma(qv[r], kv, a[k][r]);
                     }
+                }
             }
             for (int k = 0; k < KB; ++k)
                 for (int r = 0; r < R; ++r) Ops::store(acc_buf[r] + (k0 + k) * W, a[k][r]);

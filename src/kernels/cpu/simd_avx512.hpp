@@ -10,6 +10,7 @@ struct Ops {
     using V = __m512;
     static V zero() { return _mm512_setzero_ps(); }
     static V load(const float* p) { return _mm512_loadu_ps(p); }
+    static V in_reg(V v) { return v; }  // (see simd_avx2.hpp; not measured on this ISA)
     static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
     static V set1(float x) { return _mm512_set1_ps(x); }
     static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }

@@ -11,6 +11,7 @@ struct Ops {
     using V = float;
     static V zero() { return 0.0f; }
     static V load(const float* p) { return *p; }
+    static V in_reg(V v) { return v; }  // (see simd_avx2.hpp; not measured on this ISA)
     static void store(float* p, V v) { *p = v; }
     static V set1(float x) { return x; }
     static V fma(V a, V b, V c) { return a * b + c; }  // contraction is off in this file
