@@ -690,7 +690,7 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, in
         for (int cb = 0; cb < CB; ++cb) acc[r][cb] = Ops::mul(Ops::load(rows[r].o + c0 + cb * Ops::W), a);
     }
     for (int j = ja; j <= jb; ++j) {
-        if (t.pf && (j & 1) == 0) t.pf->step();
+        if (t.pf && (j & 7) == 0) t.pf->step();
         const uint8_t* vr = t.vraw[j];
         bool on[R];
         for (int r = 0; r < R; ++r) on[r] = !MASKED || (j >= rows[r].a && j <= rows[r].b);
