@@ -67,6 +67,9 @@ constexpr int kMaxRowsBlock = kRowsDirect > kRowsScore ? kRowsDirect : kRowsScor
 // No standard-library templates below: their instantiations would be compiled for this ISA
 // and could be shared (COMDAT) with baseline code. Scratch comes from thread_scratch().
 constexpr int pow2_floor(int x) { return x < 2 ? x : 2 * pow2_floor(x / 2); }
+// Register blocks of R rows: how many per-row vectors (accumulators) each row may have when R
+// vectors shared by the rows and one streamed vector are live too (more would spill one).
+constexpr int vectors_per_row(int R) { return (kVecRegs - 1 - R) / R; }
 inline int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
 inline int64_t mn(int64_t a, int64_t b) { return a < b ? a : b; }
 template <class X>
@@ -503,10 +506,10 @@ inline V load_k(const uint8_t* row, int c, float sc) {
 template <int R, DType KD>
 inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
     constexpr int W = Ops::W;
-    // Keys per block: AVX2 takes as many as KB x R accumulators and KB key vectors fit its 16
-    // registers (the queries are memory operands): R = 3 gets 4 (2 before: 7% more KV read per
-    // second at 9/3, Zen 3); AVX-512 keeps 8 / R, what it was measured with.
-    constexpr int KB_regs = kVecRegs == 16 ? pow2_floor(kVecRegs / (R + 1)) : 8 / R;
+    // Keys per block: on AVX2 the KB x R accumulators, the R query vectors and the key vector in
+    // hand fill its 16 registers (R = 3 gets 4 keys, 2 before: 7% more KV read per second at 9/3,
+    // Zen 3); AVX-512 keeps 8 / R, what it was measured with.
+    constexpr int KB_regs = kVecRegs == 16 ? pow2_floor(vectors_per_row(R)) : 8 / R;
     constexpr int KB0 = KB_regs < 1 ? 1 : KB_regs;
     constexpr int KB = KB0 > W ? W : KB0;  // keys per block: KB x R accumulators
     static_assert(W % KB == 0, "key blocks divide a vector");
@@ -551,7 +554,7 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
 template <int R>
 inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV],
                         const uint32_t* const* qp = nullptr) {
-    if constexpr (Ops::kBf16Dot && R <= kRowsScore) {  // (larger blocks are direct tiles only)
+    if constexpr (Ops::kBf16Dot) {
         if (t.pairs) return tile_scores_pairs<R, Ops>(t, d, q, qp, s);
     }
     if (t.direct) {
@@ -719,7 +722,7 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
     // R x CB accumulators, the R rows' broadcast probabilities and one vector of values must fit
     // the registers: one more spills an accumulator, and every FMA of the block then waits on a
     // store-to-load round trip (AVX2, R = 4, CB = 3 did: a third of a GQA-7 decode's time).
-    constexpr int CB_regs = (kVecRegs - 1 - R) / R < kPvAccMax / R ? (kVecRegs - 1 - R) / R : kPvAccMax / R;
+    constexpr int CB_regs = vectors_per_row(R) < kPvAccMax / R ? vectors_per_row(R) : kPvAccMax / R;
     constexpr int CB0 = CB_regs < 1 ? 1 : CB_regs;
     constexpr int CB = CB0 > kPvCols ? kPvCols : CB0;
     // Quantised V: pq[r][g][j] = p_r[j] * value j's scale of group g (vsc; every FMA of the group's
@@ -929,10 +932,6 @@ inline void tile_rows(const KeyTile& t, int d, const RowRef* rows, int n) {
                 case 1: return tile_rows_block<1>(t, d, rows + i);
                 case 2: return tile_rows_block<2>(t, d, rows + i);
                 case 3: if constexpr (kRowsDirect > 3) return tile_rows_block<3>(t, d, rows + i); break;
-                case 4: if constexpr (kRowsDirect > 4) return tile_rows_block<4>(t, d, rows + i); break;
-                case 5: if constexpr (kRowsDirect > 5) return tile_rows_block<5>(t, d, rows + i); break;
-                case 6: if constexpr (kRowsDirect > 6) return tile_rows_block<6>(t, d, rows + i); break;
-                case 7: if constexpr (kRowsDirect > 7) return tile_rows_block<7>(t, d, rows + i); break;
                 default: break;
             }
             for (; i < n; ++i) tile_rows_block<1>(t, d, rows + i);
