@@ -275,4 +275,18 @@ void Model::load_decoder(const ModelLoadOptions& opts, const std::function<void(
     m->output_ = m->output_own_ ? m->output_own_.get() : m->tok_embd_.get();
 }
 
+uint64_t Model::decode_weight_bytes() const noexcept {
+    if (is_ced() || output_ == nullptr) return weight_bytes_;
+    auto vec = [](const std::vector<float>& v) { return static_cast<uint64_t>(v.size() * sizeof(float)); };
+    auto packed = [](const std::unique_ptr<PackedWeight>& w) { return w ? static_cast<uint64_t>(w->bytes()) : 0ull; };
+    uint64_t b = output_->bytes() + vec(output_norm_) + tok_embd_->row_bytes();
+    for (const DecoderLayerWeights& L : layers_) {
+        b += packed(L.wq) + packed(L.wk) + packed(L.wv) + packed(L.wo) + packed(L.w_gate) + packed(L.w_up) +
+             packed(L.w_down);
+        b += vec(L.attn_norm) + vec(L.ffn_norm) + vec(L.bq) + vec(L.bk) + vec(L.bv) + vec(L.q_norm) + vec(L.k_norm) +
+             vec(L.post_attn_norm) + vec(L.post_ffn_norm);
+    }
+    return b;
+}
+
 }  // namespace kvrt

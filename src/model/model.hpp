@@ -103,6 +103,11 @@ public:
 
     uint64_t n_params() const noexcept { return n_params_; }
     uint64_t weight_bytes() const noexcept { return weight_bytes_; }
+    // Bytes of weights one decode step reads, as held in memory (decoder family): every
+    // layer's packed matmul weights (padding included), norms and biases, the output norm
+    // and head, one embedding row. The embedding table is not counted unless it is also the
+    // head (tied). CED: the file's tensor bytes (an upper bound: not every tensor is read).
+    uint64_t decode_weight_bytes() const noexcept;
     // KV bytes per token of one layer for K/V elements of elem_bytes each.
     uint64_t kv_bytes_per_token_layer(uint32_t elem_bytes) const noexcept {
         return 2ull * cfg_.n_kv_heads * cfg_.head_dim * elem_bytes;

@@ -6,7 +6,14 @@
 //   prefill_2048    tokens/s of a cold 2,048-token prompt (the demo document's plain-text
 //                   tokens repeated), prefix caching off, median of --reps;
 //   decode_at_4096  tokens/s of 64 greedy decode steps after a 4,096-token prompt
-//                   (positions 4096..4159 every repetition), median of --reps;
+//                   (positions 4096..4159 every repetition), median of --reps
+//                   (--decode-ctx N: after an N-token prompt, decode_at_N);
+//   decode_bytes_per_token  what one of those steps reads: the weights as the runtime
+//                   holds them (packed, the output head included, the embedding table
+//                   only when tied to it) plus the KV rows its attention reads at the
+//                   steps' mean position, per layer and element type;
+//   decode_read_bandwidth  bytes per token x decode tokens/s, beside the STREAM read of
+//                   the same thread count measured in the same run (bench/baselines.hpp);
 //   ttft_A1..ttft_C time to first token of the demo's requests A, B, A, B, C on one
 //                   context (prefix cache on), and cold A / B on empty caches;
 //   ttft_B_hit_median  median TTFT of B over max(--reps, 5) more (A, B) pairs (compared
@@ -19,9 +26,12 @@
 // OMP_WAIT_POLICY (llama.cpp's own thread pool spins between graph nodes, so the fair
 // comparison is the OpenMP default); each line records the policy in force and the load
 // average, since the machine may be shared.
+#include "api/decode_traffic.hpp"
+#include "baselines.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "demo_prompts.hpp"
+#include "util/error.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -41,6 +51,8 @@ struct Figure {
     double value;
     std::string unit;
     std::string extra;
+    std::string base_name = {};  // a baseline of this run (not llama.cpp's), with its value
+    double base_value = 0;
 };
 
 double median(std::vector<double> v) {
@@ -102,12 +114,12 @@ std::map<std::string, double> read_baseline(const std::string& path, int threads
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-    Args a = parse_args(argc, argv, with_kv_type_opts({"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only"}));
+    Args a = parse_args(argc, argv, with_kv_type_opts({"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only", "--decode-ctx"}));
     if (a.has("-h") || a.has("--help")) {
         std::fprintf(stderr,
                      "usage: kvrt bench [-m MODEL] [-t THREADS] [--reps 3] [--only prefill,decode,ttft]\n"
                      "                  [--baseline llamacpp.jsonl] [--json] [--kv-type T] [--k-type T] [--v-type T]\n"
-                     "                  [--act-bits default|8|16]\n");
+                     "                  [--act-bits default|8|16] [--decode-ctx 4096]\n");
         return 0;
     }
     const std::string path = a.get("-m", a.get("--model", default_model_path()));
@@ -116,6 +128,11 @@ int cmd_bench(int argc, char** argv) {
     const int reps = std::max(1, std::atoi(a.get("--reps", "3").c_str()));
     const std::string only = a.get("--only", "prefill,decode,ttft");
     const bool json = a.has("--json");
+    const long decode_ctx = std::strtol(a.get("--decode-ctx", "4096").c_str(), nullptr, 10);
+    if (decode_ctx < 1 || decode_ctx > (1L << 20)) {
+        std::fprintf(stderr, "kvrt bench: --decode-ctx must be in [1, 1048576]\n");
+        return 2;
+    }
     int32_t act_bits = 0;
     if (!parse_act_bits("bench", a, act_bits)) return 2;
     kvrt_model* model = load_model("bench", path, threads);
@@ -152,7 +169,7 @@ int cmd_bench(int argc, char** argv) {
     auto make_ctx = [&](int prefix_caching) {
         kvrt_context_config cc;
         kvrt_context_config_init(&cc, sizeof cc);
-        cc.n_ctx = 8192;
+        cc.n_ctx = static_cast<uint32_t>(std::max(8192L, decode_ctx + 128));
         cc.n_threads = threads;
         if (!apply_kv_types("bench", a, cc)) return static_cast<kvrt_context*>(nullptr);
         cc.prefix_caching = prefix_caching;
@@ -179,17 +196,19 @@ int cmd_bench(int argc, char** argv) {
         kvrt_context_destroy(c);
     }
     if (rc == 0 && only.find("decode") != std::string::npos) {
-        const std::vector<int32_t> p = repeat_to_length(doc_toks, 4096);
+        const std::vector<int32_t> p = repeat_to_length(doc_toks, static_cast<size_t>(decode_ctx));
+        const std::string n_s = std::to_string(decode_ctx);
         kvrt_context* c = make_ctx(0);
         if (!c) return 1;
         const double t0 = now_seconds();
         kvrt_status s = kvrt_context_prefill(nullptr, c, 0, p.data(), p.size());
         const double dt = now_seconds() - t0;
-        if (s != KVRT_OK) return report_error("bench", "prefill 4096", s);
-        figs.push_back({"prefill_4096", p.size() / dt, "tokens/s", tag + ",\"reps\":1"});
+        if (s != KVRT_OK) return report_error("bench", ("prefill " + n_s).c_str(), s);
+        figs.push_back({"prefill_" + n_s, p.size() / dt, "tokens/s", tag + ",\"reps\":1"});
         const int32_t first = argmax_logits(c, logits);
+        constexpr int kSteps = 64;
         auto run = [&](int steps) {
-            // Back to exactly the 4,096-token prompt (keeps 4,095 positions, recomputes the last).
+            // Back to exactly the prompt (keeps all but its last position, recomputes that).
             kvrt_context_prefill(nullptr, c, 0, p.data(), p.size());
             int32_t tok = first;
             const int32_t seq = 0;
@@ -202,9 +221,25 @@ int cmd_bench(int argc, char** argv) {
         };
         run(4);
         std::vector<double> rates;
-        for (int r = 0; r < reps; ++r) rates.push_back(64 / run(64));
-        figs.push_back({"decode_at_4096", median(rates), "tokens/s", tag + ",\"steps\":64,\"reps\":" + std::to_string(reps)});
+        for (int r = 0; r < reps; ++r) rates.push_back(kSteps / run(kSteps));
+        const double rate = median(rates);
+        figs.push_back({"decode_at_" + n_s, rate, "tokens/s", tag + ",\"steps\":64,\"reps\":" + std::to_string(reps)});
+        // Bytes per step at the steps' mean position (decode_ctx + 1 .. decode_ctx + 64 keys).
+        kvrt::api::DecodeTraffic tr;
+        try {
+            tr = kvrt::api::decode_traffic(c, decode_ctx + kSteps / 2);
+        } catch (const kvrt::Error& e) {
+            std::fprintf(stderr, "kvrt bench: %s\n", e.what());
+            return 1;
+        }
         kvrt_context_destroy(c);
+        const double bytes = static_cast<double>(tr.weight_bytes + tr.kv_bytes);
+        char extra[160];
+        std::snprintf(extra, sizeof extra, ",\"weight_mb\":%.2f,\"kv_mb\":%.2f,\"kv_counted\":%s,\"context\":%ld",
+                      tr.weight_bytes / 1e6, tr.kv_bytes / 1e6, tr.kv_known ? "true" : "false", decode_ctx + kSteps / 2);
+        figs.push_back({"decode_bytes_per_token", bytes / 1e6, "MB", tag + extra});
+        const double stream = kvrt::bench::stream_read(threads) / 1e9;
+        figs.push_back({"decode_read_bandwidth", bytes * rate / 1e9, "GB/s", tag + extra, "stream_read", stream});
     }
     if (rc == 0 && only.find("ttft") != std::string::npos) {
         const std::string doc = demo_document(), doc_c = edited_demo_document();
@@ -286,7 +321,12 @@ int cmd_bench(int argc, char** argv) {
     for (const Figure& f : figs) {
         auto it = base.find(f.metric);
         if (json) {
-            if (it != base.end())
+            if (!f.base_name.empty())
+                std::printf("{\"bench\":\"kvrt\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\",%s,"
+                            "\"baseline\":\"%s\",\"baseline_value\":%.6g,\"ratio\":%.4f}\n",
+                            f.metric.c_str(), f.value, f.unit.c_str(), f.extra.c_str(), f.base_name.c_str(), f.base_value,
+                            f.base_value != 0 ? f.value / f.base_value : 0.0);
+            else if (it != base.end())
                 std::printf("{\"bench\":\"kvrt\",\"metric\":\"%s\",\"value\":%.6g,\"unit\":\"%s\",%s,"
                             "\"baseline\":\"llama.cpp\",\"baseline_value\":%.6g,\"ratio\":%.4f}\n",
                             f.metric.c_str(), f.value, f.unit.c_str(), f.extra.c_str(), it->second,
@@ -296,7 +336,10 @@ int cmd_bench(int argc, char** argv) {
                             f.value, f.unit.c_str(), f.extra.c_str());
         } else {
             std::printf("%-16s %10.2f %-9s", f.metric.c_str(), f.value, f.unit.c_str());
-            if (it != base.end())
+            if (!f.base_name.empty())
+                std::printf("  %s %.2f  ratio %.3f", f.base_name.c_str(), f.base_value,
+                            f.base_value != 0 ? f.value / f.base_value : 0.0);
+            else if (it != base.end())
                 std::printf("  llama.cpp %10.2f  ratio %.3f", it->second, it->second != 0 ? f.value / it->second : 0.0);
             std::printf("\n");
         }
