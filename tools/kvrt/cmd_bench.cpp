@@ -114,12 +114,12 @@ std::map<std::string, double> read_baseline(const std::string& path, int threads
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-    Args a = parse_args(argc, argv, with_kv_type_opts({"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only", "--decode-ctx"}));
+    Args a = parse_args(argc, argv, with_kv_type_opts({"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only", "--decode-ctx", "--block-tokens"}));
     if (a.has("-h") || a.has("--help")) {
         std::fprintf(stderr,
                      "usage: kvrt bench [-m MODEL] [-t THREADS] [--reps 3] [--only prefill,decode,ttft]\n"
                      "                  [--baseline llamacpp.jsonl] [--json] [--kv-type T] [--k-type T] [--v-type T]\n"
-                     "                  [--act-bits default|8|16] [--decode-ctx 4096]\n");
+                     "                  [--act-bits default|8|16] [--decode-ctx 4096] [--block-tokens 16]\n");
         return 0;
     }
     const std::string path = a.get("-m", a.get("--model", default_model_path()));
@@ -129,6 +129,7 @@ int cmd_bench(int argc, char** argv) {
     const std::string only = a.get("--only", "prefill,decode,ttft");
     const bool json = a.has("--json");
     const long decode_ctx = std::strtol(a.get("--decode-ctx", "4096").c_str(), nullptr, 10);
+    const long block_tokens = std::strtol(a.get("--block-tokens", "0").c_str(), nullptr, 10);  // 0: the default
     if (decode_ctx < 1 || decode_ctx > (1L << 20)) {
         std::fprintf(stderr, "kvrt bench: --decode-ctx must be in [1, 1048576]\n");
         return 2;
@@ -171,6 +172,7 @@ int cmd_bench(int argc, char** argv) {
         kvrt_context_config_init(&cc, sizeof cc);
         cc.n_ctx = static_cast<uint32_t>(std::max(8192L, decode_ctx + 128));
         cc.n_threads = threads;
+        if (block_tokens > 0) cc.block_tokens = static_cast<uint32_t>(block_tokens);
         if (!apply_kv_types("bench", a, cc)) return static_cast<kvrt_context*>(nullptr);
         cc.prefix_caching = prefix_caching;
         kvrt_context* c = nullptr;
