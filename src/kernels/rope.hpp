@@ -32,5 +32,12 @@ void rope(float* x, int32_t n_tokens, const int32_t* positions, const RopeParams
 }
 namespace cpu {
 void rope(float* x, int32_t n_tokens, const int32_t* positions, const RopeParams& p, bool inverse = false);
+// rope() in two steps, for a caller that rotates many heads (or several calls' worth of
+// them) at the same positions: rope_table() writes the (cos, sin) pairs rope() would use for
+// each token (n_tokens x rope_dims floats: cs[t * rope_dims + 2i] = cos, [+ 2i + 1] = sin; the
+// heads and head_dim of p do not enter), rope_apply() rotates with them. Together they give
+// rope()'s bits exactly; the table is computed once instead of once per call.
+void rope_table(const int32_t* positions, int32_t n_tokens, const RopeParams& p, bool inverse, float* cs);
+void rope_apply(float* x, int32_t n_tokens, const float* cs, const RopeParams& p);
 }
 }  // namespace kvrt

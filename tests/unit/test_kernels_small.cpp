@@ -83,6 +83,44 @@ TEST_CASE("kernels.small.rope") {
     CHECK_THROWS_AS(cpu::rope(a.data(), 1, &pos, p), Error);
 }
 
+TEST_CASE("kernels.small.rope_table: rope_table + rope_apply give rope()'s bits, heads split or not") {
+    for (RopeMode mode : {RopeMode::Neox, RopeMode::Interleaved})
+        for (int32_t R : {64, 16, 0})
+            for (bool inverse : {false, true}) {
+                RopeParams p;
+                p.n_heads = 4;
+                p.head_dim = 64;
+                p.rope_dims = R;
+                p.theta = 1000000.0f;
+                p.freq_scale = 0.5f;
+                p.mode = mode;
+                const int32_t n = 5;
+                int32_t pos[n] = {0, 7, 511, 4096, 131071};
+                const auto x = test::random_vec(size_t(n) * 4 * 64, 1400 + R);
+                auto a = x, b = x;
+                cpu::rope(a.data(), n, pos, p, inverse);
+                std::vector<float> cs(size_t(n) * std::max(R, 1));
+                cpu::rope_table(pos, n, p, inverse, cs.data());
+                // As the forward applies it: one token and a slice of the heads at a time.
+                RopeParams half = p;
+                half.n_heads = 2;
+                for (int32_t t = 0; t < n; ++t)
+                    for (int32_t h0 : {0, 2}) cpu::rope_apply(&b[(size_t(t) * 4 + h0) * 64], 1, &cs[size_t(t) * R], half);
+                CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+            }
+    RopeParams p;
+    p.n_heads = 1;
+    p.head_dim = 8;
+    p.rope_dims = 7;
+    float x[8] = {}, cs[8] = {};
+    int32_t pos = 1;
+    CHECK_THROWS_AS(cpu::rope_table(&pos, 1, p, false, cs), Error);
+    CHECK_THROWS_AS(cpu::rope_apply(x, 1, cs, p), Error);
+    p.rope_dims = 8;
+    CHECK_THROWS_AS(cpu::rope_table(&pos, 1, p, false, nullptr), Error);
+    CHECK_THROWS_AS(cpu::rope_apply(nullptr, 1, cs, p), Error);
+}
+
 TEST_CASE("kernels.small.softmax") {
     for (int32_t n : {1, 5, 100, 1000}) {
         auto x = test::random_vec(size_t(3) * n, 1300 + n, -20.0f, 20.0f);

@@ -170,7 +170,7 @@ int cmd_bench(int argc, char** argv) {
     auto make_ctx = [&](int prefix_caching) {
         kvrt_context_config cc;
         kvrt_context_config_init(&cc, sizeof cc);
-        cc.n_ctx = static_cast<uint32_t>(std::max(8192L, decode_ctx + 128));
+        cc.n_ctx = static_cast<uint32_t>(std::max(8192L, decode_ctx + 72));  // prompt, 4 + 64 steps
         cc.n_threads = threads;
         if (block_tokens > 0) cc.block_tokens = static_cast<uint32_t>(block_tokens);
         if (!apply_kv_types("bench", a, cc)) return static_cast<kvrt_context*>(nullptr);

@@ -265,6 +265,29 @@ void attend(std::span<SeqStep> batch, ForwardScratch& S, const AttnParams& ap, i
     }
 }
 
+// RoPE's (cos, sin) pairs of the M rows at S.pos, once per distinct base (Gemma 3: its local
+// and global layers) into S.rope_cs, rather than once per layer, head slice and call:
+// cpu::rope_apply with them gives cpu::rope's bits. Returns each layer's offset in S.rope_cs.
+std::vector<size_t> rope_tables(const DecoderConfig& c, const RopeParams& rq, ForwardScratch& S, int64_t M) {
+    const size_t per = static_cast<size_t>(M) * static_cast<size_t>(rq.rope_dims);
+    std::vector<float> thetas;
+    std::vector<size_t> at(c.n_layers);
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+        const float th = c.layer_rope_theta(l);
+        size_t k = 0;
+        while (k < thetas.size() && thetas[k] != th) ++k;
+        if (k == thetas.size()) thetas.push_back(th);
+        at[l] = k * per;
+    }
+    S.rope_cs.resize(thetas.size() * per);
+    for (size_t k = 0; k < thetas.size(); ++k) {
+        RopeParams rp = rq;
+        rp.theta = thetas[k];
+        cpu::rope_table(S.pos.data(), static_cast<int32_t>(M), rp, false, S.rope_cs.data() + k * per);
+    }
+    return at;
+}
+
 // See "The team forward" above. S.x holds the embeddings and S.pos the positions.
 void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& S, int n_threads, int64_t M,
                   const RopeParams& rq, const RopeParams& rk, AttnParams ap) {
@@ -292,6 +315,8 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 }
         }
     }
+    const int64_t RD = rq.rope_dims;
+    const std::vector<size_t> rope_at = rope_tables(c, rq, S, M);
     std::vector<int64_t> rows;
     std::vector<float*> dsts;
     logit_rows(batch, V, rows, dsts);
@@ -374,9 +399,9 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                             add_bias(S.q.data(), L.bq, M, QD, 32 * p0, 32 * (p1 - p0));
                             head_norm(S.q.data(), L.q_norm, c.rms_eps, M, QD, p0 / hp, (p1 - p0) / hp, D, false);
                             RopeParams r1 = rq;
-                            r1.theta = c.layer_rope_theta(static_cast<uint32_t>(l));
                             r1.n_heads = static_cast<int32_t>((p1 - p0) / hp);
-                            for (int64_t m = 0; m < M; ++m) cpu::rope(&S.q[m * QD + 32 * p0], 1, &S.pos[m], r1);
+                            const float* cs = S.rope_cs.data() + rope_at[static_cast<size_t>(l)];
+                            for (int64_t m = 0; m < M; ++m) cpu::rope_apply(&S.q[m * QD + 32 * p0], 1, cs + m * RD, r1);
                             return;
                         }
                         // K heads: project, rotate, store; V heads: project, store.
@@ -388,10 +413,10 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         add_bias(out, is_k ? L.bk : L.bv, M, KD, c0, n);
                         if (is_k) head_norm(out, L.k_norm, c.rms_eps, M, KD, p0 / hp, (p1 - p0) / hp, D, false);
                         RopeParams r1 = rk;
-                        r1.theta = c.layer_rope_theta(static_cast<uint32_t>(l));
                         r1.n_heads = static_cast<int32_t>((p1 - p0) / hp);
+                        const float* cs = S.rope_cs.data() + rope_at[static_cast<size_t>(l)];
                         for (int64_t m = 0; m < M; ++m) {
-                            if (is_k) cpu::rope(&out[m * KD + c0], 1, &S.pos[m], r1);
+                            if (is_k) cpu::rope_apply(&out[m * KD + c0], 1, cs + m * RD, r1);
                             uint8_t* row = (is_k ? S.krow : S.vrow)[l * M + m];
                             store_cols(row, &out[m * KD + c0], c0, n, is_k ? row_dt[l * M + m] : row_vdt[l * M + m], D);
                         }
@@ -510,11 +535,12 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
     rq.mode = c.rope_type == RopeType::Neox ? RopeMode::Neox : RopeMode::Interleaved;
     RopeParams rk = rq;
     rk.n_heads = static_cast<int32_t>(c.n_kv_heads);
-    auto rope = [&](float* x, const RopeParams& rp) {
+    std::vector<size_t> rope_at;  // the fast path's (cos, sin) tables (rope_tables)
+    auto rope = [&](float* x, const RopeParams& rp, uint32_t l) {
         if (ref)
             ref::rope(x, static_cast<int32_t>(M), S.pos.data(), rp);
         else
-            cpu::rope(x, static_cast<int32_t>(M), S.pos.data(), rp);
+            cpu::rope_apply(x, static_cast<int32_t>(M), S.rope_cs.data() + rope_at[l], rp);
     };
     AttnParams ap;
     ap.n_heads = static_cast<int32_t>(c.n_heads);
@@ -552,6 +578,7 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
         forward_team(model, batch, S, n_threads, M, rq, rk, ap);
         return;
     }
+    if (!ref) rope_at = rope_tables(c, rq, S, M);
 
     for (uint32_t l = 0; l < c.n_layers; ++l) {
         if (S.cancel && S.cancel->load(std::memory_order_relaxed))
@@ -567,8 +594,8 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
         head_norm(S.q.data(), L.q_norm, c.rms_eps, M, QD, 0, c.n_heads, c.head_dim, ref);
         head_norm(S.k.data(), L.k_norm, c.rms_eps, M, KD, 0, c.n_kv_heads, c.head_dim, ref);
         rq.theta = rk.theta = c.layer_rope_theta(l);
-        rope(S.q.data(), rq);
-        rope(S.k.data(), rk);
+        rope(S.q.data(), rq, l);
+        rope(S.k.data(), rk, l);
         ap.window = c.layer_is_window(l) ? static_cast<int32_t>(c.sliding_window) : 0;
         // Write the new rows first, then attend (a token attends to itself through the store).
         // Prefill chunks (n > 1) go through the prefill kernel one sequence at a time; single
