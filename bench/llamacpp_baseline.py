@@ -11,7 +11,7 @@ Run (llama-cpp-python is not installed by scripts/setup.sh; see bench/README.md)
   CMAKE_ARGS="-DGGML_NATIVE=ON -DGGML_OPENMP=ON" CMAKE_BUILD_PARALLEL_LEVEL=2 \\
       pip install --no-binary llama-cpp-python llama-cpp-python==0.3.36
   python3 bench/llamacpp_baseline.py [--model PATH] [--threads 2,1] [--flash-attn off,on]
-                                     [--reps 3] [--only prefill,decode,ttft]
+                                     [--reps 3] [--only prefill,decode,ttft,docs]
 
 Metrics, per thread count and attention path (llama.cpp has two on the CPU: the plain
 KQ-softmax-V graph, flash_attn=false, and its fused flash-attention kernel, flash_attn=true;
@@ -35,6 +35,11 @@ llama-bench's default "auto" picks the fused one on the CPU). After each pair, a
       server answering. Then ttft_C (the edited document after B2: the common prefix ends
       at the budget figure), and ttft_cold_A / ttft_cold_B (empty cache). Extra fields:
       prompt_tokens, reused_tokens, computed_tokens.
+  ttft_docs_round1_median, ttft_docs_round2_median (ms): more documents than the slot holds.
+      Requests on documents 1, 2, 3 (kvrt_prompts.archive_requests: the demo document under
+      three title lines, + "List the deadlines."), then 1, 2, 3 again, on ONE context as above;
+      each request's prefix match ends at the title line, so the second round recomputes what
+      the first did. Median TTFT of each round; ttft_docs_R{round}_D{k} per request.
 
 prefill and decode lines also carry tokens_per_cpu_s: tokens per second of process CPU time
 (all threads). On a shared, loaded machine wall-clock figures collapse (OpenMP threads
@@ -206,13 +211,34 @@ def bench_ttft(llm, reqs: Dict[str, List[int]], tags: Dict, cold: bool = True) -
     return res
 
 
+def bench_ttft_docs(llm, reqs: List[List[int]], tags: Dict) -> Dict[str, float]:
+    eos = llm.token_eos()
+    llm.reset()
+    llm._ctx.kv_cache_clear()
+    warm = llm.tokenize(b"Warm-up.", add_bos=False, special=False)
+    next(llm.generate(warm, temp=0.0))
+    llm.reset()
+    llm._ctx.kv_cache_clear()
+    res = {}
+    for rnd in (1, 2):
+        times = []
+        for k, toks in enumerate(reqs, start=1):
+            r = request(llm, toks, eos)
+            times.append(r["ttft"])
+            emit(f"ttft_docs_R{rnd}_D{k}", r["ttft"] * 1e3, "ms", prompt_tokens=len(toks),
+                 reused_tokens=r["reused"], computed_tokens=r["computed"], **tags)
+        res[f"docs_round{rnd}_median"] = statistics.median(times)
+        emit(f"ttft_docs_round{rnd}_median", res[f"docs_round{rnd}_median"] * 1e3, "ms", documents=len(reqs), **tags)
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="llama.cpp baseline for kvrt (JSON lines)")
     ap.add_argument("--model", default=DEFAULT_MODEL)
     ap.add_argument("--threads", default="2,1", help="comma-separated thread counts")
     ap.add_argument("--flash-attn", default="off,on", help="off, on or off,on")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--only", default="prefill,decode,ttft")
+    ap.add_argument("--only", default="prefill,decode,ttft,docs")
     ap.add_argument("--no-cold", action="store_true", help="skip ttft_cold_A/B (A1 is cold anyway)")
     args = ap.parse_args()
 
@@ -227,6 +253,7 @@ def main() -> None:
     doc_tokens = probe.tokenize(doc.encode("utf-8"), add_bos=False, special=False)
     reqs = {k: probe.tokenize(v.encode("utf-8"), add_bos=False, special=True)
             for k, v in kp.demo_requests(doc).items()}
+    docs = [probe.tokenize(v.encode("utf-8"), add_bos=False, special=True) for v in kp.archive_requests(doc)]
     probe.close()
     emit("demo_document_tokens", len(doc_tokens), "tokens", llama_cpp_python=llama_cpp.__version__)
     for k in ("A", "B", "C"):
@@ -249,6 +276,9 @@ def main() -> None:
                 figs["decode_at_4096"] = (bench_decode(llm, decode_prompt, args.reps, tags), "tokens/s", True)
             if "ttft" in only:
                 for k, v in bench_ttft(llm, reqs, tags, not args.no_cold).items():
+                    figs[f"ttft_{k}"] = (v * 1e3, "ms", False)
+            if "docs" in only:
+                for k, v in bench_ttft_docs(llm, docs, tags).items():
                     figs[f"ttft_{k}"] = (v * 1e3, "ms", False)
             llm.close()
             for m, (v, unit, higher) in figs.items():

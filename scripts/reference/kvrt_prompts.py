@@ -70,6 +70,25 @@ def demo_user_message(doc: str, question: str) -> str:
     return f"{doc}\n\n{question}"
 
 
+# The multi-document TTFT case (bench/README.md): ARCHIVE_DOCS documents asked in turn, twice.
+ARCHIVE_DOCS = 3
+
+
+def archive_document(doc: str, k: int) -> str:
+    """Document k (1-based) of the multi-document case: the demo document under a title line
+    of its own, so that the documents differ from their first line on."""
+    return f"Document {k} of the project archive.\n\n{doc}"
+
+
+def archive_requests(doc: str | None = None) -> list:
+    """The multi-document case's requests, one per document: document k + "List the deadlines."
+    (ChatML, default system prompt; tokenize as demo_requests says)."""
+    if doc is None:
+        doc = load_demo_document()
+    return [chatml([("user", demo_user_message(archive_document(doc, k), QUESTION_DEADLINES))])
+            for k in range(1, ARCHIVE_DOCS + 1)]
+
+
 def demo_requests(doc: str | None = None) -> dict:
     """The demo's three requests as full prompt texts (ChatML, default system prompt).
 

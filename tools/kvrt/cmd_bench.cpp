@@ -18,6 +18,11 @@
 //                   context (prefix cache on), and cold A / B on empty caches;
 //   ttft_B_hit_median  median TTFT of B over max(--reps, 5) more (A, B) pairs (compared
 //                   with llama.cpp's ttft_B2: B right after A on its slot).
+//   ttft_docs_round1_median, ttft_docs_round2_median  more documents than llama.cpp's slot
+//                   holds (--only docs): requests on documents 1, 2, 3 (the demo document
+//                   under three title lines + "List the deadlines."), then 1, 2, 3 again, on
+//                   ONE sequence of one context with prefix caching on; the second round hits
+//                   the prefix cache. Median TTFT of each round; ttft_docs_R{r}_D{k} per request.
 // --baseline FILE reads llamacpp_baseline.py's JSON lines and prints each figure
 // beside llama.cpp's (same thread count, its faster attention path) as a ratio.
 //
@@ -117,7 +122,7 @@ int cmd_bench(int argc, char** argv) {
     Args a = parse_args(argc, argv, with_kv_type_opts({"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only", "--decode-ctx", "--block-tokens"}));
     if (a.has("-h") || a.has("--help")) {
         std::fprintf(stderr,
-                     "usage: kvrt bench [-m MODEL] [-t THREADS] [--reps 3] [--only prefill,decode,ttft]\n"
+                     "usage: kvrt bench [-m MODEL] [-t THREADS] [--reps 3] [--only prefill,decode,ttft,docs]\n"
                      "                  [--baseline llamacpp.jsonl] [--json] [--kv-type T] [--k-type T] [--v-type T]\n"
                      "                  [--act-bits default|8|16] [--decode-ctx 4096] [--block-tokens 16]\n");
         return 0;
@@ -126,7 +131,7 @@ int cmd_bench(int argc, char** argv) {
     int threads = std::atoi(a.get("-t", a.get("--threads", "0")).c_str());
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int reps = std::max(1, std::atoi(a.get("--reps", "3").c_str()));
-    const std::string only = a.get("--only", "prefill,decode,ttft");
+    const std::string only = a.get("--only", "prefill,decode,ttft,docs");
     const bool json = a.has("--json");
     const long decode_ctx = std::strtol(a.get("--decode-ctx", "4096").c_str(), nullptr, 10);
     const long block_tokens = std::strtol(a.get("--block-tokens", "0").c_str(), nullptr, 10);  // 0: the default
@@ -312,6 +317,54 @@ int cmd_bench(int argc, char** argv) {
                                 ",\"reused_tokens\":0,\"computed_tokens\":" + std::to_string(st.computed_tokens)});
             kvrt_context_destroy(cold);
         }
+    }
+
+    if (rc == 0 && only.find("docs") != std::string::npos) {
+        const std::string doc = demo_document();
+        std::vector<std::vector<int32_t>> reqs(kArchiveDocs);
+        for (int k = 0; k < kArchiveDocs; ++k)
+            if (!conversation_tokens(model, {{"user", demo_user_message(archive_document(doc, k + 1), kQuestionDeadlines)}},
+                                     reqs[static_cast<size_t>(k)]))
+                return 1;
+        kvrt_context* c = make_ctx(1);
+        if (!c) return 1;
+        {
+            std::vector<int32_t> warm;
+            text_tokens(model, "Warm-up.", false, warm);
+            kvrt_context_prefill(nullptr, c, 0, warm.data(), warm.size());
+            kvrt_context_seq_release(c, 0);
+        }
+        for (int round = 1; round <= 2; ++round) {
+            std::vector<double> times;
+            for (int k = 0; k < kArchiveDocs; ++k) {
+                const std::vector<int32_t>& t = reqs[static_cast<size_t>(k)];
+                kvrt_request_stats st;
+                kvrt_request_stats_init(&st, sizeof st);
+                const double t0 = now_seconds();
+                const kvrt_status s = kvrt_context_prefill(&st, c, 0, t.data(), t.size());
+                int32_t tok = argmax_logits(c, logits);
+                const double ttft = now_seconds() - t0;
+                if (s != KVRT_OK) return report_error("bench", "docs request", s);
+                // Answer up to 32 more tokens (untimed), then end the request, as `ttft` does.
+                for (int i = 0; i < 32; ++i) {
+                    int eog = 0;
+                    kvrt_model_token_is_eog(&eog, model, tok);
+                    if (eog) break;
+                    const int32_t seq = 0;
+                    if (kvrt_context_decode(c, &seq, &tok, 1) != KVRT_OK) break;
+                    tok = argmax_logits(c, logits);
+                }
+                kvrt_context_seq_release(c, 0);
+                times.push_back(ttft);
+                figs.push_back({"ttft_docs_R" + std::to_string(round) + "_D" + std::to_string(k + 1), ttft * 1e3, "ms",
+                                tag + ",\"prompt_tokens\":" + std::to_string(st.prompt_tokens) +
+                                    ",\"reused_tokens\":" + std::to_string(st.reused_tokens) +
+                                    ",\"computed_tokens\":" + std::to_string(st.computed_tokens)});
+            }
+            figs.push_back({"ttft_docs_round" + std::to_string(round) + "_median", median(times) * 1e3, "ms",
+                            tag + ",\"documents\":" + std::to_string(kArchiveDocs)});
+        }
+        kvrt_context_destroy(c);
     }
 
     std::map<std::string, double> base;

@@ -23,4 +23,8 @@ std::string edited_demo_document() {
 
 std::string demo_user_message(const std::string& doc, const char* question) { return doc + "\n\n" + question; }
 
+std::string archive_document(const std::string& doc, int k) {
+    return "Document " + std::to_string(k) + " of the project archive.\n\n" + doc;
+}
+
 }  // namespace kvrt_cli

@@ -21,5 +21,9 @@ std::string demo_document();
 std::string edited_demo_document();
 // One user turn: document + "\n\n" + question.
 std::string demo_user_message(const std::string& doc, const char* question);
+// The multi-document TTFT case (`kvrt bench --only docs`): kArchiveDocs documents asked in turn,
+// twice; document k (1-based) is the demo document under a title line of its own.
+inline constexpr int kArchiveDocs = 3;
+std::string archive_document(const std::string& doc, int k);
 
 }  // namespace kvrt_cli
