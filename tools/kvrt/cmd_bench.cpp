@@ -248,6 +248,36 @@ int cmd_bench(int argc, char** argv) {
         const double stream = kvrt::bench::stream_read(threads) / 1e9;
         figs.push_back({"decode_read_bandwidth", bytes * rate / 1e9, "GB/s", tag + extra, "stream_read", stream});
     }
+    // One server-style request on sequence 0 of c: prefill (time to the first greedy token),
+    // then up to 32 more tokens untimed (stopping at end of generation), then the sequence is
+    // released (its full blocks stay in the prefix cache). Returns the TTFT in seconds.
+    auto request = [&](kvrt_context* c, const std::vector<int32_t>& t, kvrt_request_stats& st) {
+        kvrt_request_stats_init(&st, sizeof st);
+        const double t0 = now_seconds();
+        kvrt_context_prefill(&st, c, 0, t.data(), t.size());
+        int32_t tok = argmax_logits(c, logits);
+        const double ttft = now_seconds() - t0;
+        for (int i = 0; i < 32; ++i) {
+            int eog = 0;
+            kvrt_model_token_is_eog(&eog, model, tok);
+            if (eog) break;
+            const int32_t seq = 0;
+            if (kvrt_context_decode(c, &seq, &tok, 1) != KVRT_OK) break;
+            tok = argmax_logits(c, logits);
+        }
+        kvrt_context_seq_release(c, 0);
+        return ttft;
+    };
+    // A context for the request cases, warmed up on an unrelated prompt (one-time costs).
+    auto warm_ctx = [&]() {
+        kvrt_context* c = make_ctx(1);
+        if (!c) return c;
+        std::vector<int32_t> warm;
+        text_tokens(model, "Warm-up.", false, warm);
+        kvrt_request_stats st;
+        request(c, warm, st);
+        return c;
+    };
     if (rc == 0 && only.find("ttft") != std::string::npos) {
         const std::string doc = demo_document(), doc_c = edited_demo_document();
         std::vector<int32_t> ta, tb, tc;
@@ -256,32 +286,8 @@ int cmd_bench(int argc, char** argv) {
             !conversation_tokens(model, {{"user", demo_user_message(doc_c, kQuestionDeadlines)}}, tc))
             return 1;
         std::map<std::string, const std::vector<int32_t>*> req = {{"A", &ta}, {"B", &tb}, {"C", &tc}};
-        auto request = [&](kvrt_context* c, const std::vector<int32_t>& t, kvrt_request_stats& st) {
-            kvrt_request_stats_init(&st, sizeof st);
-            const double t0 = now_seconds();
-            kvrt_context_prefill(&st, c, 0, t.data(), t.size());
-            int32_t tok = argmax_logits(c, logits);
-            const double ttft = now_seconds() - t0;
-            // Answer up to 32 more tokens (untimed), as a server would, then end the request.
-            for (int i = 0; i < 32; ++i) {
-                int eog = 0;
-                kvrt_model_token_is_eog(&eog, model, tok);
-                if (eog) break;
-                const int32_t seq = 0;
-                if (kvrt_context_decode(c, &seq, &tok, 1) != KVRT_OK) break;
-                tok = argmax_logits(c, logits);
-            }
-            kvrt_context_seq_release(c, 0);
-            return ttft;
-        };
-        kvrt_context* c = make_ctx(1);
+        kvrt_context* c = warm_ctx();
         if (!c) return 1;
-        {
-            std::vector<int32_t> warm;
-            text_tokens(model, "Warm-up.", false, warm);
-            kvrt_request_stats st;
-            request(c, warm, st);
-        }
         const char* order[][2] = {{"A1", "A"}, {"B1", "B"}, {"A2", "A"}, {"B2", "B"}, {"C", "C"}};
         for (auto& o : order) {
             kvrt_request_stats st;
@@ -326,35 +332,13 @@ int cmd_bench(int argc, char** argv) {
             if (!conversation_tokens(model, {{"user", demo_user_message(archive_document(doc, k + 1), kQuestionDeadlines)}},
                                      reqs[static_cast<size_t>(k)]))
                 return 1;
-        kvrt_context* c = make_ctx(1);
+        kvrt_context* c = warm_ctx();
         if (!c) return 1;
-        {
-            std::vector<int32_t> warm;
-            text_tokens(model, "Warm-up.", false, warm);
-            kvrt_context_prefill(nullptr, c, 0, warm.data(), warm.size());
-            kvrt_context_seq_release(c, 0);
-        }
         for (int round = 1; round <= 2; ++round) {
             std::vector<double> times;
             for (int k = 0; k < kArchiveDocs; ++k) {
-                const std::vector<int32_t>& t = reqs[static_cast<size_t>(k)];
                 kvrt_request_stats st;
-                kvrt_request_stats_init(&st, sizeof st);
-                const double t0 = now_seconds();
-                const kvrt_status s = kvrt_context_prefill(&st, c, 0, t.data(), t.size());
-                int32_t tok = argmax_logits(c, logits);
-                const double ttft = now_seconds() - t0;
-                if (s != KVRT_OK) return report_error("bench", "docs request", s);
-                // Answer up to 32 more tokens (untimed), then end the request, as `ttft` does.
-                for (int i = 0; i < 32; ++i) {
-                    int eog = 0;
-                    kvrt_model_token_is_eog(&eog, model, tok);
-                    if (eog) break;
-                    const int32_t seq = 0;
-                    if (kvrt_context_decode(c, &seq, &tok, 1) != KVRT_OK) break;
-                    tok = argmax_logits(c, logits);
-                }
-                kvrt_context_seq_release(c, 0);
+                const double ttft = request(c, reqs[static_cast<size_t>(k)], st);
                 times.push_back(ttft);
                 figs.push_back({"ttft_docs_R" + std::to_string(round) + "_D" + std::to_string(k + 1), ttft * 1e3, "ms",
                                 tag + ",\"prompt_tokens\":" + std::to_string(st.prompt_tokens) +
