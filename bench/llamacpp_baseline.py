@@ -186,16 +186,21 @@ def request(llm, tokens: List[int], eos: int) -> Dict:
     return {"ttft": ttft, "reused": reused, "computed": len(tokens) - reused, "answer": out}
 
 
-def bench_ttft(llm, reqs: Dict[str, List[int]], tags: Dict, cold: bool = True) -> Dict[str, float]:
-    eos = llm.token_eos()
-    res = {}
+def warm_empty_slot(llm) -> None:
+    """Warm-up on an unrelated prompt (so the first request does not pay one-time costs), then
+    an empty slot."""
     llm.reset()
     llm._ctx.kv_cache_clear()
-    # Warm-up on an unrelated prompt so the first request does not pay one-time costs.
     warm = llm.tokenize(b"Warm-up.", add_bos=False, special=False)
     next(llm.generate(warm, temp=0.0))
     llm.reset()
     llm._ctx.kv_cache_clear()
+
+
+def bench_ttft(llm, reqs: Dict[str, List[int]], tags: Dict, cold: bool = True) -> Dict[str, float]:
+    eos = llm.token_eos()
+    res = {}
+    warm_empty_slot(llm)
     for label, key in (("A1", "A"), ("B1", "B"), ("A2", "A"), ("B2", "B"), ("C", "C")):
         r = request(llm, reqs[key], eos)
         res[label] = r["ttft"]
@@ -213,12 +218,7 @@ def bench_ttft(llm, reqs: Dict[str, List[int]], tags: Dict, cold: bool = True) -
 
 def bench_ttft_docs(llm, reqs: List[List[int]], tags: Dict) -> Dict[str, float]:
     eos = llm.token_eos()
-    llm.reset()
-    llm._ctx.kv_cache_clear()
-    warm = llm.tokenize(b"Warm-up.", add_bos=False, special=False)
-    next(llm.generate(warm, temp=0.0))
-    llm.reset()
-    llm._ctx.kv_cache_clear()
+    warm_empty_slot(llm)
     res = {}
     for rnd in (1, 2):
         times = []
