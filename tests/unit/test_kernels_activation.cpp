@@ -77,8 +77,8 @@ TEST_CASE("activation: the kernel's exp is within 2 ulp of the correctly rounded
 }
 
 TEST_CASE("activation: silu_mul and gelu_tanh_mul agree with the double ref twins") {
-    for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
-        if (isa == Isa::Avx2 && !cpu_features().avx2) continue;  // the AVX2 path needs the CPU
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+        if (isa > isa_detected()) continue;  // a path needs its CPU
         Limit l(isa);
         const std::string isa_used = isa_name(isa_active());
         CAPTURE(isa_used);
@@ -91,10 +91,15 @@ TEST_CASE("activation: every ISA path and every split give the same bits") {
     const size_t n = 3 * 65536 + 13;  // above the parallel threshold
     const std::vector<float> x = inputs(n, 11), up = inputs(n, 12, false);
     for (Fn fn : {&cpu::silu_mul, &cpu::gelu_tanh_mul}) {
-        std::vector<float> scalar = x, whole = x, pieces = x;
+        std::vector<float> scalar = x, whole = x, pieces = x, avx2 = x;
         {
             Limit l(Isa::Scalar);
             fn(scalar.data(), up.data(), int64_t(n));
+        }
+        if (isa_detected() >= Isa::Avx2) {  // the AVX2 path where the CPU's best is AVX-512
+            Limit l(Isa::Avx2);
+            fn(avx2.data(), up.data(), int64_t(n));
+            CHECK(std::memcmp(scalar.data(), avx2.data(), n * 4) == 0);
         }
         fn(whole.data(), up.data(), int64_t(n));  // the CPU's best path, parallel
         for (size_t i = 0; i < n;) {              // small uneven pieces, serial

@@ -2,9 +2,9 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 // cpu:: gated FFN activations (kernels/activation.hpp): one f32 exp of our own, written
-// once over a tiny vector interface and instantiated for scalar and AVX2+FMA; every
+// once over a tiny vector interface and instantiated for scalar, AVX2+FMA and AVX-512; every
 // operation is an IEEE operation with one rounding (fma, mul, add, div, round-to-nearest-
-// even), in the same order on both paths, so both give the same bits. fp-contract is off
+// even), in the same order on every path, so all give the same bits. fp-contract is off
 // so the compiler fuses nothing on its own. Elements are independent: splitting a call
 // over threads or over column ranges never changes a bit.
 #include "kernels/activation.hpp"
@@ -84,25 +84,60 @@ struct Ops {
 }  // namespace avx2_path
 #pragma GCC pop_options
 
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx2,fma")
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source, which its
+// -Wmaybe-uninitialized reports once they are inlined here (GCC bug 105593, fixed in 13).
+#pragma GCC diagnostic push
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+namespace avx512_path {
+struct Ops {
+    static constexpr int W = 16;
+    using V = __m512;
+    static V set1(float x) { return _mm512_set1_ps(x); }
+    static V load(const float* p) { return _mm512_loadu_ps(p); }
+    static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+    static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+    static V add(V a, V b) { return _mm512_add_ps(a, b); }
+    static V div(V a, V b) { return _mm512_div_ps(a, b); }
+    static V max(V a, V b) { return _mm512_max_ps(a, b); }
+    static V min(V a, V b) { return _mm512_min_ps(a, b); }
+    static V round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static V pow2(V n) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+    }
+};
+
+#include "kernels/cpu/activation_core.inl"
+}  // namespace avx512_path
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+// The widest path the active ISA level allows, then narrower ones for the tail: the same
+// operations on every path, so where an element lands changes no bit.
 template <bool Gelu>
-void run_piece(bool avx2, float* gate, const float* up, int64_t n) {
-    const int64_t done = avx2 ? avx2_path::run_vectors<Gelu>(gate, up, n) : 0;
+void run_piece(Isa isa, float* gate, const float* up, int64_t n) {
+    int64_t done = isa >= Isa::Avx512 ? avx512_path::run_vectors<Gelu>(gate, up, n) : 0;
+    if (isa >= Isa::Avx2) done += avx2_path::run_vectors<Gelu>(gate + done, up + done, n - done);
     scalar_path::run_vectors<Gelu>(gate + done, up + done, n - done);  // the same operations, one lane at a time
 }
 
 template <bool Gelu>
 void run(float* gate, const float* up, int64_t n) {
-    const bool avx2 = isa_active() >= Isa::Avx2;
+    const Isa isa = isa_active();
     constexpr int64_t kChunk = 4096;  // elements per task; large calls (chunked prefill) go parallel
     if (n > 4 * kChunk && !omp_in_parallel()) {
 #pragma omp parallel for schedule(static)
         for (int64_t c = 0; c < (n + kChunk - 1) / kChunk; ++c) {
             const int64_t i0 = c * kChunk, len = n - i0 < kChunk ? n - i0 : kChunk;
-            run_piece<Gelu>(avx2, gate + i0, up + i0, len);
+            run_piece<Gelu>(isa, gate + i0, up + i0, len);
         }
         return;
     }
-    run_piece<Gelu>(avx2, gate, up, n);
+    run_piece<Gelu>(isa, gate, up, n);
 }
 
 }  // namespace
