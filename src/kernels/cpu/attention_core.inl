@@ -697,12 +697,16 @@ inline void pv_block(const KeyTile& t, const RowRef* rows, const float* pbuf, in
         const uint8_t* vr = t.vraw[j];
         bool on[R];
         for (int r = 0; r < R; ++r) on[r] = !MASKED || (j >= rows[r].a && j <= rows[r].b);
+        // The probabilities of the group of column c0 (quantised V: times its scale), reloaded
+        // when a later column block starts another group.
+        int gprev = 0;
+        if constexpr (dtype_quantized(VD)) gprev = scale_index<VD>(c0);  // W divides the group
         V p[R];
-        int gprev = -1;
+        for (int r = 0; r < R; ++r) p[r] = Ops::set1(pbuf[(r * ng + gprev) * T + j]);
         for (int cb = 0; cb < CB; ++cb) {
             const int c = c0 + cb * Ops::W;
             int gi = 0;
-            if constexpr (dtype_quantized(VD)) gi = scale_index<VD>(c);  // W divides the group
+            if constexpr (dtype_quantized(VD)) gi = scale_index<VD>(c);
             if (gi != gprev) {
                 for (int r = 0; r < R; ++r) p[r] = Ops::set1(pbuf[(r * ng + gi) * T + j]);
                 gprev = gi;
