@@ -230,16 +230,20 @@ int cmd_bench(int argc, char** argv) {
         std::vector<double> rates;
         for (int r = 0; r < reps; ++r) rates.push_back(kSteps / run(kSteps));
         const double rate = median(rates);
-        figs.push_back({"decode_at_" + n_s, rate, "tokens/s", tag + ",\"steps\":64,\"reps\":" + std::to_string(reps)});
+        figs.push_back({"decode_at_" + n_s, rate, "tokens/s", tag + ",\"steps\":" + std::to_string(kSteps) + ",\"reps\":" + std::to_string(reps)});
         // Bytes per step at the steps' mean position (decode_ctx + 1 .. decode_ctx + 64 keys).
         kvrt::api::DecodeTraffic tr;
+        std::string traffic_error;
         try {
             tr = kvrt::api::decode_traffic(c, decode_ctx + kSteps / 2);
         } catch (const kvrt::Error& e) {
-            std::fprintf(stderr, "kvrt bench: %s\n", e.what());
-            return 1;
+            traffic_error = e.what();
         }
         kvrt_context_destroy(c);
+        if (!traffic_error.empty()) {
+            std::fprintf(stderr, "kvrt bench: %s\n", traffic_error.c_str());
+            return 1;
+        }
         const double bytes = static_cast<double>(tr.weight_bytes + tr.kv_bytes);
         char extra[160];
         std::snprintf(extra, sizeof extra, ",\"weight_mb\":%.2f,\"kv_mb\":%.2f,\"kv_counted\":%s,\"context\":%ld",
