@@ -70,16 +70,19 @@ namespace {
 using PanelKernel = void (*)(const MatmulArgs&, int64_t, int64_t);
 
 // The panel kernel of `isa` (Auto: the best this CPU has); resolves isa in place.
-// Throws KVRT_ERR_UNSUPPORTED when the CPU cannot run it. 16-bit codes: the scalar or
-// the AVX2 kernel (AVX-VNNI and AVX-512 CPUs have AVX2; their own 16-bit kernels are
-// not written yet).
+// Throws KVRT_ERR_UNSUPPORTED when the CPU cannot run it. 16-bit codes: the scalar, the
+// AVX-512 (vpdpwssd) or the AVX2 kernel (AVX-VNNI CPUs run the AVX2 one: their 16-bit
+// kernel is not written yet).
 PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
     if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
     KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
                std::string("weight matmul: this CPU cannot run the ") + kernel_isa_name(isa) + " path");
     KVRT_CHECK(act == ActBits::Q8 || act == ActBits::Q16, KVRT_ERR_INVALID_ARGUMENT,
                "weight matmul: activation bits " + std::to_string(static_cast<int>(act)) + " is not 8 or 16");
-    if (act == ActBits::Q16) return isa == KernelIsa::Scalar ? matmul_panels16_scalar : matmul_panels16_avx2;
+    if (act == ActBits::Q16)
+        return isa == KernelIsa::Scalar   ? matmul_panels16_scalar
+               : isa == KernelIsa::Avx512 ? matmul_panels16_avx512
+                                          : matmul_panels16_avx2;
     if (isa == KernelIsa::Avx512) return matmul_panels_avx512;
     if (isa == KernelIsa::AvxVnni) return matmul_panels_avxvnni;
     if (isa == KernelIsa::Avx2) return matmul_panels_avx2;

@@ -6,6 +6,15 @@
 // and f32 FMA for float weights. A tile is MR rows of X x 32 columns (two
 // panels): its 32 x 32-element block of weights is loaded once and feeds MR
 // rows. Float operations per output element: see weight_matmul_kernels.hpp.
+//
+// 16-bit activation codes (ActBits::Q16, matmul_panels16_avx512) run the same tiles
+// with vpdpwssd (int16 x int16, pairs summed into int32): a 64-byte load holds, per
+// panel row, one dword of 4 weight codes (bytes); vpshufb widens bytes 0-1 and 2-3 of
+// every dword into two int16 each (zero-extended: the codes are unsigned), so one
+// vpdpwssd against activation codes e, e+1 (and one against e+2, e+3) adds into the
+// row's own int32, as vpdpbusd does for 8-bit codes. The integer sums are exact and
+// the float operations per element are the scalar Q16 path's (Q6_K: two fmas), so
+// this path gives the bits of the others.
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 
@@ -14,6 +23,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #pragma GCC push_options
 // GCC 12 warns falsely inside its own AVX-512 headers (_mm512_undefined_*).
@@ -42,10 +52,56 @@ struct Tile {
     int ncols;             // valid columns (1..16*NP)
 };
 
-inline int32_t load_i32(const int8_t* p) {
+inline int32_t load_i32(const void* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
     return v;
+}
+
+// Activation codes of AB bits (8: vpdpbusd, 16: vpdpwssd; see the top of the file).
+template <int AB>
+using Code = std::conditional_t<AB == 16, int16_t, int8_t>;
+
+template <int AB>
+inline const Code<AB>* act_row(const QuantizedRows& a, int64_t m) {
+    if constexpr (AB == 16) return a.row_q16(m);
+    else return a.row_qs(m);
+}
+
+// 64 bytes of weight codes (dword r = 4 unsigned codes of panel row r), ready for dot().
+template <int AB>
+struct WCodes {
+    __m512i v[AB == 16 ? 2 : 1];
+};
+template <int AB>
+inline WCodes<AB> wcodes(__m512i w) {
+    if constexpr (AB == 16) {
+        // per dword: bytes 0, 1 -> int16 words 0, 1; bytes 2, 3 -> words 0, 1 of the second
+        const __m512i k01 = _mm512_set1_epi64(0x8005800480018000LL), k01b = _mm512_set1_epi64(0x800D800C80098008LL);
+        const __m512i k23 = _mm512_set1_epi64(0x8007800680038002LL), k23b = _mm512_set1_epi64(0x800F800E800B800ALL);
+        const __m512i c01 = _mm512_unpacklo_epi64(k01, k01b), c23 = _mm512_unpacklo_epi64(k23, k23b);
+        return {{_mm512_shuffle_epi8(w, c01), _mm512_shuffle_epi8(w, c23)}};
+    } else {
+        return {{w}};
+    }
+}
+
+// The 4 activation codes x[0..3], broadcast for dot().
+template <int AB>
+struct XCodes {
+    __m512i v[AB == 16 ? 2 : 1];
+};
+template <int AB>
+inline XCodes<AB> xcodes(const Code<AB>* x) {
+    if constexpr (AB == 16) return {{_mm512_set1_epi32(load_i32(x)), _mm512_set1_epi32(load_i32(x + 2))}};
+    else return {{_mm512_set1_epi32(load_i32(x))}};
+}
+
+// d += per panel row, sum over the 4 elements of weight code x activation code.
+template <int AB>
+inline __m512i dot(__m512i d, const WCodes<AB>& w, const XCodes<AB>& x) {
+    if constexpr (AB == 16) return _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(d, w.v[0], x.v[0]), w.v[1], x.v[1]);
+    else return _mm512_dpbusd_epi32(d, w.v[0], x.v[0]);
 }
 
 template <int MR, int NP>
@@ -60,7 +116,7 @@ inline void store_tile(const Tile& t, __m512 (&acc)[MR][NP]) {
     }
 }
 
-template <bool Q41, int MR, int NP>
+template <bool Q41, int MR, int NP, int AB>
 void tile_q4(const Tile& t, const QuantizedRows& a) {
     constexpr size_t step = Q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
     constexpr size_t qoff = Q41 ? 64 : 32;
@@ -71,9 +127,9 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++)
         #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
-    const int8_t* xq[MR];
+    const Code<AB>* xq[MR];
     #pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
+    for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * 2 * step;
         if (t.prefetch)
@@ -91,23 +147,22 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         }
         #pragma GCC unroll 8
         for (int c = 0; c < 4; c++) {
-            __m512i wl[NP], wh[NP];
+            WCodes<AB> wl[NP], wh[NP];
             #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) {
                 const __m512i w = _mm512_loadu_si512(pb + p * step + qoff + c * 64);
-                wl[p] = _mm512_and_si512(w, lo);
-                wh[p] = _mm512_and_si512(_mm512_srli_epi16(w, 4), lo);
+                wl[p] = wcodes<AB>(_mm512_and_si512(w, lo));
+                wh[p] = wcodes<AB>(_mm512_and_si512(_mm512_srli_epi16(w, 4), lo));
             }
             #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
-                const int8_t* xb = xq[r] + b * 32 + 8 * c;
-                const __m512i x0 = _mm512_set1_epi32(load_i32(xb));
-                const __m512i x1 = _mm512_set1_epi32(load_i32(xb + 4));
+                const Code<AB>* xb = xq[r] + b * 32 + 8 * c;
+                const XCodes<AB> x0 = xcodes<AB>(xb), x1 = xcodes<AB>(xb + 4);
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
-                    ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wl[p], x0);
-                    if (kSplit) ib[r][p] = _mm512_dpbusd_epi32(ib[r][p], wh[p], x1);
-                    else ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], wh[p], x1);
+                    ia[r][p] = dot<AB>(ia[r][p], wl[p], x0);
+                    if (kSplit) ib[r][p] = dot<AB>(ib[r][p], wh[p], x1);
+                    else ia[r][p] = dot<AB>(ia[r][p], wh[p], x1);
                 }
             }
         }
@@ -137,7 +192,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     store_tile<MR, NP>(t, acc);
 }
 
-template <int MR, int NP>
+template <int MR, int NP, int AB>
 void tile_q8(const Tile& t, const QuantizedRows& a) {
     const int64_t nb = a.blocks;
     __m512 acc[MR][NP];
@@ -145,9 +200,9 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++)
         #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
-    const int8_t* xq[MR];
+    const Code<AB>* xq[MR];
     #pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
+    for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * 2 * kQ8_0PanelBlock;
         if (t.prefetch)
@@ -163,16 +218,16 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
         }
         #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
-            __m512i w[NP];
+            WCodes<AB> w[NP];
             #pragma GCC unroll 8
-            for (int p = 0; p < NP; p++) w[p] = _mm512_loadu_si512(pb + p * kQ8_0PanelBlock + 32 + g * 64);
+            for (int p = 0; p < NP; p++) w[p] = wcodes<AB>(_mm512_loadu_si512(pb + p * kQ8_0PanelBlock + 32 + g * 64));
             #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
-                const __m512i x = _mm512_set1_epi32(load_i32(xq[r] + b * 32 + 4 * g));
+                const XCodes<AB> x = xcodes<AB>(xq[r] + b * 32 + 4 * g);
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
-                    if (kSplit && (g & 1)) ib[r][p] = _mm512_dpbusd_epi32(ib[r][p], w[p], x);
-                    else ia[r][p] = _mm512_dpbusd_epi32(ia[r][p], w[p], x);
+                    if (kSplit && (g & 1)) ib[r][p] = dot<AB>(ib[r][p], w[p], x);
+                    else ia[r][p] = dot<AB>(ia[r][p], w[p], x);
                 }
             }
         }
@@ -228,7 +283,7 @@ inline void codes(const uint8_t* qs, const uint8_t* hx, int c, __m512i& wl, __m5
 // per 32-element sub-block, the integer dots over elements 0..15 (lo) and 16..31
 // (hi) of the block (two vpdpbusd chains), then the float operations of
 // weight_matmul_kernels.hpp.
-template <TensorType T, int MR, int NP>
+template <TensorType T, int MR, int NP, int AB>
 void tile_new(const Tile& t, const QuantizedRows& a) {
     constexpr size_t step = panel_step_bytes(T);
     constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
@@ -246,9 +301,9 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++)
         #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) acc[r][p] = _mm512_setzero_ps();
-    const int8_t* xq[MR];
+    const Code<AB>* xq[MR];
     #pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) xq[r] = a.row_qs(t.m0 + r);
+    for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
     for (int64_t st = 0; st < nb / kSubs; st++) {
         const uint8_t* pb = t.panel + st * 2 * step;
         __m512 dw[NP];
@@ -267,20 +322,23 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 for (int p = 0; p < NP; p++) ilo[r][p] = ihi[r][p] = _mm512_setzero_si512();
             #pragma GCC unroll 8
             for (int c = 0; c < 4; c++) {
-                __m512i wl[NP], wh[NP];
+                WCodes<AB> wl[NP], wh[NP];
                 #pragma GCC unroll 8
-                for (int p = 0; p < NP; p++)
-                    codes<T>(pb + p * step + qoff + s * 256, pb + p * step + hoff + s * hstep, c, wl[p], wh[p]);
+                for (int p = 0; p < NP; p++) {
+                    __m512i l, h;
+                    codes<T>(pb + p * step + qoff + s * 256, pb + p * step + hoff + s * hstep, c, l, h);
+                    wl[p] = wcodes<AB>(l);
+                    wh[p] = wcodes<AB>(h);
+                }
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
-                    const int8_t* xb = xq[r] + b * 32 + 8 * c;
-                    const __m512i x0 = _mm512_set1_epi32(load_i32(xb));
-                    const __m512i x1 = _mm512_set1_epi32(load_i32(xb + 4));
+                    const Code<AB>* xb = xq[r] + b * 32 + 8 * c;
+                    const XCodes<AB> x0 = xcodes<AB>(xb), x1 = xcodes<AB>(xb + 4);
                     #pragma GCC unroll 8
                     for (int p = 0; p < NP; p++) {
                         __m512i& d = kTwo && c >= 2 ? ihi[r][p] : ilo[r][p];
-                        d = _mm512_dpbusd_epi32(d, wl[p], x0);
-                        d = _mm512_dpbusd_epi32(d, wh[p], x1);
+                        d = dot<AB>(d, wl[p], x0);
+                        d = dot<AB>(d, wh[p], x1);
                     }
                 }
             }
@@ -312,10 +370,15 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     const __m512i ohi = _mm512_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
                     #pragma GCC unroll 8
                     for (int p = 0; p < NP; p++) {
-                        const __m512i I =
-                            _mm512_add_epi32(_mm512_mullo_epi32(sc0[p], _mm512_add_epi32(ilo[r][p], olo)),
-                                             _mm512_mullo_epi32(sc1[p], _mm512_add_epi32(ihi[r][p], ohi)));
-                        acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
+                        const __m512i Ilo = _mm512_mullo_epi32(sc0[p], _mm512_add_epi32(ilo[r][p], olo));
+                        const __m512i Ihi = _mm512_mullo_epi32(sc1[p], _mm512_add_epi32(ihi[r][p], ohi));
+                        const __m512 dd = _mm512_mul_ps(dw[p], da);
+                        if constexpr (AB == 16) {  // 16-bit codes: the two group products need not fit int32 together
+                            acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(Ilo), acc[r][p]);
+                            acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(Ihi), acc[r][p]);
+                        } else {
+                            acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_add_epi32(Ilo, Ihi)), acc[r][p]);
+                        }
                     }
                 }
             } else {  // Q4_K, Q5_K
@@ -389,16 +452,16 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     store_tile<MR, NP>(t, acc);
 }
 
-template <int MR, int NP>
+template <int MR, int NP, int AB>
 void run_tile(const MatmulArgs& args, const Tile& t) {
     switch (args.w->type()) {
-        case TensorType::Q4_1: tile_q4<true, MR, NP>(t, *args.a); break;
-        case TensorType::Q4_0: tile_q4<false, MR, NP>(t, *args.a); break;
-        case TensorType::Q8_0: tile_q8<MR, NP>(t, *args.a); break;
-        case TensorType::Q5_0: tile_new<TensorType::Q5_0, MR, NP>(t, *args.a); break;
-        case TensorType::Q4_K: tile_new<TensorType::Q4_K, MR, NP>(t, *args.a); break;
-        case TensorType::Q5_K: tile_new<TensorType::Q5_K, MR, NP>(t, *args.a); break;
-        case TensorType::Q6_K: tile_new<TensorType::Q6_K, MR, NP>(t, *args.a); break;
+        case TensorType::Q4_1: tile_q4<true, MR, NP, AB>(t, *args.a); break;
+        case TensorType::Q4_0: tile_q4<false, MR, NP, AB>(t, *args.a); break;
+        case TensorType::Q8_0: tile_q8<MR, NP, AB>(t, *args.a); break;
+        case TensorType::Q5_0: tile_new<TensorType::Q5_0, MR, NP, AB>(t, *args.a); break;
+        case TensorType::Q4_K: tile_new<TensorType::Q4_K, MR, NP, AB>(t, *args.a); break;
+        case TensorType::Q5_K: tile_new<TensorType::Q5_K, MR, NP, AB>(t, *args.a); break;
+        case TensorType::Q6_K: tile_new<TensorType::Q6_K, MR, NP, AB>(t, *args.a); break;
         case TensorType::F32: tile_f<TensorType::F32, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
         case TensorType::F16: tile_f<TensorType::F16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
         case TensorType::BF16: tile_f<TensorType::BF16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
@@ -406,22 +469,21 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
     }
 }
 
-template <int NP>
+template <int NP, int AB>
 void run_rows(const MatmulArgs& args, const Tile& t, int mr) {
     static_assert(kMaxRows >= 1 && kMaxRows <= 6, "update the dispatch");
     switch (mr) {
-        case 1: run_tile<1, NP>(args, t); break;
-        case 2: if constexpr (kMaxRows >= 2) run_tile<2, NP>(args, t); break;
-        case 3: if constexpr (kMaxRows >= 3) run_tile<3, NP>(args, t); break;
-        case 4: if constexpr (kMaxRows >= 4) run_tile<4, NP>(args, t); break;
-        case 5: if constexpr (kMaxRows >= 5) run_tile<5, NP>(args, t); break;
-        default: if constexpr (kMaxRows >= 6) run_tile<6, NP>(args, t); break;
+        case 1: run_tile<1, NP, AB>(args, t); break;
+        case 2: if constexpr (kMaxRows >= 2) run_tile<2, NP, AB>(args, t); break;
+        case 3: if constexpr (kMaxRows >= 3) run_tile<3, NP, AB>(args, t); break;
+        case 4: if constexpr (kMaxRows >= 4) run_tile<4, NP, AB>(args, t); break;
+        case 5: if constexpr (kMaxRows >= 5) run_tile<5, NP, AB>(args, t); break;
+        default: if constexpr (kMaxRows >= 6) run_tile<6, NP, AB>(args, t); break;
     }
 }
 
-}  // namespace
-
-void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) {
+template <int AB>
+void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
     for (int64_t p = p0; p < p1; p += 2) {  // p0 is even; panels come in pairs
         Tile t;
@@ -433,10 +495,17 @@ void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) {
             t.m0 = m;
             t.prefetch = m == 0;
             t.y = args.Y + m * args.ldy + p * kPanel;
-            run_rows<2>(args, t, mr);
+            run_rows<2, AB>(args, t, mr);
         }
     }
 }
+
+}  // namespace
+
+void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { panels<8>(args, p0, p1); }
+
+// Float weights have no activation codes: the same tiles as 8-bit (tile_f).
+void matmul_panels16_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { panels<16>(args, p0, p1); }
 
 }  // namespace kvrt::kernels
 
@@ -446,6 +515,7 @@ void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) {
 
 namespace kvrt::kernels {
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { matmul_panels_scalar(args, p0, p1); }
+void matmul_panels16_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { matmul_panels16_scalar(args, p0, p1); }
 }  // namespace kvrt::kernels
 
 #endif
