@@ -79,8 +79,8 @@ const char* kernel_isa_name(KernelIsa isa) noexcept;
 // 16-element group products are added as two fmas (they need not fit int32 together):
 //   acc = fma(d*da, (float)(sc_lo*(isum_lo - 32*sa_lo)), acc);
 //   acc = fma(d*da, (float)(sc_hi*(isum_hi - 32*(sa - sa_lo))), acc)
-// Every ISA path gives the same bits in Q16 too (AVX-512: vpdpwssd; AVX-VNNI machines run
-// the AVX2 kernels for Q16). Float weight types ignore it (no activation quantisation).
+// Every ISA path gives the same bits in Q16 too (AVX-512 and AVX-VNNI: vpdpwssd; AVX2:
+// vpmaddwd). Float weight types ignore it (no activation quantisation).
 enum class ActBits : uint8_t { Q8 = 8, Q16 = 16 };
 
 // Rows of one source tensor (GGUF layout) for a stacked PackedWeight.

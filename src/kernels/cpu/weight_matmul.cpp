@@ -70,9 +70,8 @@ namespace {
 using PanelKernel = void (*)(const MatmulArgs&, int64_t, int64_t);
 
 // The panel kernel of `isa` (Auto: the best this CPU has); resolves isa in place.
-// Throws KVRT_ERR_UNSUPPORTED when the CPU cannot run it. 16-bit codes: the scalar, the
-// AVX-512 (vpdpwssd) or the AVX2 kernel (AVX-VNNI CPUs run the AVX2 one: their 16-bit
-// kernel is not written yet).
+// Throws KVRT_ERR_UNSUPPORTED when the CPU cannot run it. 16-bit codes: the ISA's own
+// 16-bit kernel (vpdpwssd on AVX-512 and AVX-VNNI, vpmaddwd on AVX2).
 PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
     if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
     KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
@@ -80,9 +79,10 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
     KVRT_CHECK(act == ActBits::Q8 || act == ActBits::Q16, KVRT_ERR_INVALID_ARGUMENT,
                "weight matmul: activation bits " + std::to_string(static_cast<int>(act)) + " is not 8 or 16");
     if (act == ActBits::Q16)
-        return isa == KernelIsa::Scalar   ? matmul_panels16_scalar
-               : isa == KernelIsa::Avx512 ? matmul_panels16_avx512
-                                          : matmul_panels16_avx2;
+        return isa == KernelIsa::Scalar    ? matmul_panels16_scalar
+               : isa == KernelIsa::Avx512  ? matmul_panels16_avx512
+               : isa == KernelIsa::AvxVnni ? matmul_panels16_avxvnni
+                                           : matmul_panels16_avx2;
     if (isa == KernelIsa::Avx512) return matmul_panels_avx512;
     if (isa == KernelIsa::AvxVnni) return matmul_panels_avxvnni;
     if (isa == KernelIsa::Avx2) return matmul_panels_avx2;

@@ -46,6 +46,7 @@ void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1);
 // per-element float operations (Q6_K: two fmas, see there). Float weight types as above.
 void matmul_panels16_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels16_avx2(const MatmulArgs& args, int64_t p0, int64_t p1);
+void matmul_panels16_avxvnni(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels16_avx512(const MatmulArgs& args, int64_t p0, int64_t p1);
 
 }  // namespace kvrt::kernels
