@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -293,12 +294,14 @@ TEST_CASE("weight_matmul: activation quantisation is the same bytes on every pat
     for (int j = 0; j < 32; j++) x[32 + j] = 0.0f;           // an all-zero block
     x[64] = 1e30f;                                           // a huge outlier
     for (int j = 0; j < 32; j++) x[96 + j] = (j - 16) * 0.5f; // exact halves: round-half-even ties
+    x[200] = std::numeric_limits<float>::quiet_NaN();        // a NaN: -128 on every path
     std::vector<int8_t> q_ref(nb * 32);
     std::vector<float> d_ref(nb);
     std::vector<int32_t> s_ref(nb);
     ref::quantize_row_q8(x.data(), nb, q_ref.data(), d_ref.data(), s_ref.data());
     CHECK(s_ref[1] == 0);
     CHECK(d_ref[1] == 0.0f);
+    CHECK(q_ref[200] == -128);
     for (KernelIsa isa : isas()) {
         CAPTURE(kernel_isa_name(isa));
         kernels::QuantizedRowsBuffer buf;
@@ -702,6 +705,7 @@ TEST_CASE("weight_matmul Q16: 16-bit activation codes are the same bytes on ever
     x[64] = 1e30f;                                             // a huge outlier
     for (int j = 0; j < 32; j++) x[96 + j] = (j - 16) * 0.5f;  // round-half-even ties
     x[130] = -x[129] * 4.0f;                                   // amax at a negative value
+    x[200] = std::numeric_limits<float>::quiet_NaN();          // a NaN: -32767 on every path
     std::vector<int16_t> q_ref(nb * 32);
     std::vector<float> d_ref(nb);
     std::vector<int32_t> s_ref(nb);
@@ -714,6 +718,7 @@ TEST_CASE("weight_matmul Q16: 16-bit activation codes are the same bytes on ever
         at_limit += q == 32767 || q == -32767;
     }
     CHECK(at_limit >= nb - 1);  // every non-zero block reaches +-32767 at its amax
+    CHECK(q_ref[200] == -32767);
     for (KernelIsa isa : isas()) {
         CAPTURE(kernel_isa_name(isa));
         kernels::QuantizedRowsBuffer buf;

@@ -119,6 +119,7 @@ void quantize_row_q8(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* 
         int32_t s = 0;
         for (int j = 0; j < 32; j++) {
             float r = std::nearbyint(x[b * 32 + j] * id);
+            if (!(r == r)) r = -128.0f;  // NaN: the low end, as every kernel path (and not UB)
             if (r > 127.0f) r = 127.0f;
             if (r < -128.0f) r = -128.0f;
             qs[b * 32 + j] = static_cast<int8_t>(r);
