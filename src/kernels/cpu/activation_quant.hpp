@@ -102,5 +102,6 @@ inline BlockScale block_scale16(float amax) {
 }
 void quantize_row16_scalar(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s);
 void quantize_row16_avx2(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s);
+void quantize_row16_avx512(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum, float* s);
 
 }  // namespace kvrt::kernels
