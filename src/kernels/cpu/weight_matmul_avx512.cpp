@@ -76,10 +76,10 @@ struct WCodes {
 template <int AB>
 inline WCodes<AB> wcodes(__m512i w) {
     if constexpr (AB == 16) {
-        // per dword: bytes 0, 1 -> int16 words 0, 1; bytes 2, 3 -> words 0, 1 of the second
-        const __m512i k01 = _mm512_set1_epi64(0x8005800480018000LL), k01b = _mm512_set1_epi64(0x800D800C80098008LL);
-        const __m512i k23 = _mm512_set1_epi64(0x8007800680038002LL), k23b = _mm512_set1_epi64(0x800F800E800B800ALL);
-        const __m512i c01 = _mm512_unpacklo_epi64(k01, k01b), c23 = _mm512_unpacklo_epi64(k23, k23b);
+        // per dword: bytes 0, 1 -> the two int16 of the first vector; bytes 2, 3 -> of the second
+        // (-128: a zero byte; vpshufb indexes within each 128-bit lane)
+        const __m512i c01 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -128, 1, -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128));
+        const __m512i c23 = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -128, 3, -128, 6, -128, 7, -128, 10, -128, 11, -128, 14, -128, 15, -128));
         return {{_mm512_shuffle_epi8(w, c01), _mm512_shuffle_epi8(w, c23)}};
     } else {
         return {{w}};
