@@ -87,9 +87,11 @@ inline float* scratch_floats(size_t n) { return scratch<float>(0, n); }
 // at its unprefetched speed in most processes, t0 and nta never did.
 struct LineStream {
     static constexpr int kMaxRuns = 2 * (T + 1);
-    const uint8_t* at[kMaxRuns];   // next line of each run
+    const uint8_t* at[kMaxRuns];   // first line of each run
     const uint8_t* end[kMaxRuns];  // end of each run
-    int n, r;       // runs queued, runs done
+    const uint8_t* cur;             // next line of run r (cur >= cur_end: run r is done)
+    const uint8_t* cur_end;         // end of run r
+    int n, r;       // runs queued, current run
     int per_step;   // lines per step(): the last tile's lines over its steps, rounded up
     int steps;      // step() calls since the lines were queued
     int64_t lines;  // lines queued
@@ -97,30 +99,54 @@ struct LineStream {
         n = r = steps = 0;
         lines = 0;
         per_step = 4;
+        cur = cur_end = nullptr;
     }
     void add(const uint8_t* p, size_t bytes) {
         at[n] = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63));
         end[n++] = p + bytes;
         lines += int64_t((reinterpret_cast<uintptr_t>(p) + bytes - reinterpret_cast<uintptr_t>(at[n - 1]) + 63) / 64);
+        if (n == r + 1) cur = at[r], cur_end = end[r];  // the first run queued: the cursor starts on it
     }
-    // (Always inlined: a call from the kernels' inner loops spills every vector register.)
+    // (Always inlined: a call from the kernels' inner loops spills every vector register.) The
+    // cursor is read into locals and written back once: the kernels' vector stores may alias the
+    // stream, so a member updated per line would be a store-to-load chain through memory.
     __attribute__((always_inline)) void step() {
         ++steps;
-        for (int i = 0; i < per_step && r < n; ++i) {
-            __builtin_prefetch(at[r], 0, 3);
-            at[r] += 64;
-            if (at[r] >= end[r]) ++r;
+        const uint8_t* c = cur;
+        const uint8_t* e = cur_end;
+        for (int i = per_step; i > 0; --i) {
+            if (c >= e) {
+                if (r + 1 >= n) break;
+                ++r;
+                c = at[r];
+                e = end[r];
+            }
+            __builtin_prefetch(c, 0, 3);
+            c += 64;
+#if defined(__x86_64__) || defined(__i386__)
+            // One multiply's latency (3 cycles) between the lines: prefetches issued back to back
+            // measured 12-18% slower decode beyond the LLC on one thread (AMD Zen 5, 9/3 heads of
+            // 64 f16: the burst fills the core's miss buffers), while spaced ones cost the kernel
+            // almost nothing (the chain runs beside the FMAs).
+            asm volatile("imul $1, %0, %0" : "+r"(c));
+#endif
         }
+        cur = c;
+        cur_end = e;
     }
     // Issues what is left of the queued lines, takes the rate for the next tile from this one's
     // steps, and empties the queue.
     void next_tile() {
-        for (; r < n; ++r)
-            for (; at[r] < end[r]; at[r] += 64) __builtin_prefetch(at[r], 0, 3);
+        if (r < n) {
+            for (; cur < cur_end; cur += 64) __builtin_prefetch(cur, 0, 3);
+            for (++r; r < n; ++r)
+                for (const uint8_t* c = at[r]; c < end[r]; c += 64) __builtin_prefetch(c, 0, 3);
+        }
         asm volatile("");
         if (steps > 0) per_step = static_cast<int>((lines + steps - 1) / steps) + 1;
         n = r = steps = 0;
         lines = 0;
+        cur = cur_end = nullptr;
     }
 };
 
@@ -508,8 +534,10 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
     constexpr int W = Ops::W;
     // Keys per block: on AVX2 the KB x R accumulators, the R query vectors and the key vector in
     // hand fill its 16 registers (R = 3 gets 4 keys, 2 before: 7% more KV read per second at 9/3,
-    // Zen 3); AVX-512 keeps 8 / R, what it was measured with.
-    constexpr int KB_regs = kVecRegs == 16 ? pow2_floor(vectors_per_row(R)) : 8 / R;
+    // Zen 3); AVX-512 takes 4 keys for 3 and 4 rows (8 / R = 2 before: 4-8% faster at 9/3, 14/2
+    // and 32/8 with the KV in cache, Zen 5; 8 keys for 3 rows measured no better than 4), 8 / R
+    // for 1 and 2.
+    constexpr int KB_regs = kVecRegs == 16 ? pow2_floor(vectors_per_row(R)) : (R >= 3 ? 4 : 8 / R);
     constexpr int KB0 = KB_regs < 1 ? 1 : KB_regs;
     constexpr int KB = KB0 > W ? W : KB0;  // keys per block: KB x R accumulators
     static_assert(W % KB == 0, "key blocks divide a vector");
