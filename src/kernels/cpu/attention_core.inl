@@ -486,35 +486,39 @@ inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, co
 
 // Lane-chain scores (KeyTile::lanes) of R rows against a transposed tile: for each lane l < W the
 // chain over dims c = l, l + W, ... (lane-wise over keys), the chains summed by the balanced tree
-// over adjacent l as they complete (a binary counter: the same pairs as Ops::sum_lanes).
+// over adjacent l (the same pairs as Ops::sum_lanes). The tree is unrolled at compile time
+// (LaneTree<LV>: the sum of the 2^LV chains from l0), so every chain and partial sum has a fixed
+// register (or spill slot); a run-time binary counter kept them in stack memory with branches.
+template <int R, int LV>
+struct LaneTree {
+    __attribute__((always_inline)) static void run(const KeyTile& t, int d, const float* const* q, int l0,
+                                                   V (&out)[R][NV]) {
+        if constexpr (LV == 0) {
+            if (t.pf && l0 % 2 == 0) t.pf->step();
+            for (int r = 0; r < R; ++r)
+                for (int v = 0; v < NV; ++v) out[r][v] = Ops::zero();
+            for (int c = l0; c < d; c += Ops::W) {
+                const float* k = t.kt + size_t(c) * T;
+                for (int r = 0; r < R; ++r) {
+                    const V qc = Ops::set1(q[r][c]);
+                    for (int v = 0; v < NV; ++v) out[r][v] = Ops::fma(qc, Ops::load(k + v * Ops::W), out[r][v]);
+                }
+            }
+        } else {
+            V right[R][NV];
+            LaneTree<R, LV - 1>::run(t, d, q, l0, out);
+            LaneTree<R, LV - 1>::run(t, d, q, l0 + (1 << (LV - 1)), right);
+            for (int r = 0; r < R; ++r)
+                for (int v = 0; v < NV; ++v) out[r][v] = Ops::add(out[r][v], right[r][v]);
+        }
+    }
+};
+
 template <int R>
 inline void tile_scores_lanes(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
     constexpr int W = Ops::W;
-    constexpr int L = __builtin_ctz(unsigned(W));  // levels of the tree
     static_assert((W & (W - 1)) == 0, "W is a power of two");
-    V part[R][NV][L + 1];
-    for (int l = 0; l < W; ++l) {
-        if (t.pf && l % 2 == 0) t.pf->step();
-        V a[R][NV];
-        for (int r = 0; r < R; ++r)
-            for (int v = 0; v < NV; ++v) a[r][v] = Ops::zero();
-        for (int c = l; c < d; c += W) {
-            const float* k = t.kt + size_t(c) * T;
-            for (int r = 0; r < R; ++r) {
-                const V qc = Ops::set1(q[r][c]);
-                for (int v = 0; v < NV; ++v) a[r][v] = Ops::fma(qc, Ops::load(k + v * W), a[r][v]);
-            }
-        }
-        for (int r = 0; r < R; ++r)
-            for (int v = 0; v < NV; ++v) {
-                V x = a[r][v];
-                int k = 0;
-                for (; (l >> k) & 1; ++k) x = Ops::add(part[r][v][k], x);
-                part[r][v][k] = x;
-            }
-    }
-    for (int r = 0; r < R; ++r)
-        for (int v = 0; v < NV; ++v) s[r][v] = part[r][v][L];
+    LaneTree<R, __builtin_ctz(unsigned(W))>::run(t, d, q, 0, s);
 }
 
 // Key j's elements [c, c + W) of a direct tile in f32 (quantised: raw * scale, exact; sc = the
