@@ -489,36 +489,50 @@ inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, co
 // over adjacent l (the same pairs as Ops::sum_lanes). The tree is unrolled at compile time
 // (LaneTree<LV>: the sum of the 2^LV chains from l0), so every chain and partial sum has a fixed
 // register (or spill slot); a run-time binary counter kept them in stack memory with branches.
-template <int R, int LV>
+template <int R, int NVB, int LV>
 struct LaneTree {
-    __attribute__((always_inline)) static void run(const KeyTile& t, int d, const float* const* q, int l0,
-                                                   V (&out)[R][NV]) {
+    // The sum of chains [l0, l0 + 2^LV) of R rows for the keys of vectors [v0, v0 + NVB) of the tile.
+    __attribute__((always_inline)) static void run(const KeyTile& t, int d, const float* const* q, int l0, int v0,
+                                                   V (&out)[R][NVB]) {
         if constexpr (LV == 0) {
             if (t.pf && l0 % 2 == 0) t.pf->step();
             for (int r = 0; r < R; ++r)
-                for (int v = 0; v < NV; ++v) out[r][v] = Ops::zero();
+                for (int v = 0; v < NVB; ++v) out[r][v] = Ops::zero();
             for (int c = l0; c < d; c += Ops::W) {
-                const float* k = t.kt + size_t(c) * T;
+                const float* k = t.kt + size_t(c) * T + v0 * Ops::W;
                 for (int r = 0; r < R; ++r) {
                     const V qc = Ops::set1(q[r][c]);
-                    for (int v = 0; v < NV; ++v) out[r][v] = Ops::fma(qc, Ops::load(k + v * Ops::W), out[r][v]);
+                    for (int v = 0; v < NVB; ++v) out[r][v] = Ops::fma(qc, Ops::load(k + v * Ops::W), out[r][v]);
                 }
             }
         } else {
-            V right[R][NV];
-            LaneTree<R, LV - 1>::run(t, d, q, l0, out);
-            LaneTree<R, LV - 1>::run(t, d, q, l0 + (1 << (LV - 1)), right);
+            V right[R][NVB];
+            LaneTree<R, NVB, LV - 1>::run(t, d, q, l0, v0, out);
+            LaneTree<R, NVB, LV - 1>::run(t, d, q, l0 + (1 << (LV - 1)), v0, right);
             for (int r = 0; r < R; ++r)
-                for (int v = 0; v < NV; ++v) out[r][v] = Ops::add(out[r][v], right[r][v]);
+                for (int v = 0; v < NVB; ++v) out[r][v] = Ops::add(out[r][v], right[r][v]);
         }
     }
 };
 
+// Short chains (d <= 4 W: each a few FMAs) leave the tree's partial sums most of the registers,
+// so the tile's key vectors go one at a time there (9/3 d 64 on AVX-512: 149 -> 163-169 GFLOP/s);
+// longer chains share each query broadcast between the vectors (32/8 d 128, 4/1 d 256: 3-5%
+// faster that way). Same chains, same tree, same bits either way.
 template <int R>
 inline void tile_scores_lanes(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
     constexpr int W = Ops::W;
+    constexpr int L = __builtin_ctz(unsigned(W));
     static_assert((W & (W - 1)) == 0, "W is a power of two");
-    LaneTree<R, __builtin_ctz(unsigned(W))>::run(t, d, q, 0, s);
+    if (d <= 4 * W) {
+        for (int v = 0; v < NV; ++v) {
+            V sv[R][1];
+            LaneTree<R, 1, L>::run(t, d, q, 0, v, sv);
+            for (int r = 0; r < R; ++r) s[r][v] = sv[r][0];
+        }
+    } else {
+        LaneTree<R, NV, L>::run(t, d, q, 0, 0, s);
+    }
 }
 
 // Key j's elements [c, c + W) of a direct tile in f32 (quantised: raw * scale, exact; sc = the
