@@ -37,6 +37,9 @@ constexpr int C = kKeyChunk;
 // of 32/8 heads of 128 bf16. With the prefetches spread, 1 to 8 tiles ahead measured alike
 // (bench_attention_decode, KV beyond the LLC); the next tile into L1 as well added nothing.
 constexpr size_t kDecodePrefetchBytes = size_t(64) << 10;
+// A decode call reading more K and V than this paces its prefetch stream (LineStream::paced): at
+// 1 MiB per layer a 30-layer model's KV is about a last-level cache.
+constexpr size_t kPacedBytes = size_t(1) << 20;
 constexpr int NV = T / Ops::W;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -95,6 +98,7 @@ struct LineStream {
     int per_step;   // lines per step(): the last tile's lines over its steps, rounded up
     int steps;      // step() calls since the lines were queued
     int64_t lines;  // lines queued
+    bool paced = true;  // space the lines out (see step()): the stream comes from memory
     void reset() {
         n = r = steps = 0;
         lines = 0;
@@ -124,11 +128,12 @@ struct LineStream {
             __builtin_prefetch(c, 0, 3);
             c += 64;
 #if defined(__x86_64__) || defined(__i386__)
-            // One multiply's latency (3 cycles) between the lines: prefetches issued back to back
-            // measured 12-18% slower decode beyond the LLC on one thread (AMD Zen 5, 9/3 heads of
-            // 64 f16: the burst fills the core's miss buffers), while spaced ones cost the kernel
-            // almost nothing (the chain runs beside the FMAs).
-            asm volatile("imul $1, %0, %0" : "+r"(c));
+            // Paced streams put two multiplies' latency (~6 cycles) between the lines. Prefetches
+            // issued back to back measured up to 18% slower beyond the LLC (AMD Zen 5, 9/3 heads
+            // of 64 f16, 1 and 2 threads: the burst fills the core's miss buffers and, on 2
+            // threads, the memory queues), about the spacing the per-line store-to-load chain of
+            // the earlier stream gave; from the cache the spacing only costs (10.9 vs 14.4 us).
+            if (paced) asm volatile("imul $1, %0, %0\n\timul $1, %0, %0" : "+r"(c));
 #endif
         }
         cur = c;
@@ -1310,6 +1315,14 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
     // Each thread takes one contiguous span of items (a sequence's chunks in key order), so its
     // prefetch stream runs on from one chunk into the next instead of restarting at every chunk.
     const bool par = n_items > 1 && work > kParallelWork;
+    // K and V bytes the call reads: below kPacedBytes they are taken to come from the caches and
+    // the prefetch stream runs unpaced (LineStream::paced).
+    double kv_bytes = 0;
+    for (int it = 0; it < n_items; ++it) {
+        const PagedKV& kv = *seqs[items[it].seq].kv;
+        kv_bytes += double(items[it].hi - items[it].lo + 1) * double(kv.row_bytes + (kv.v_offset == kv.k_offset ? 0 : kv.vrb()));
+    }
+    const bool paced = kv_bytes > double(kPacedBytes);
     const int nth = team ? mx(1, team_threads()) : par ? region_threads() : 1;
     const int span = (n_items + nth - 1) / nth;
     auto run_item = [&](int it) {
@@ -1351,6 +1364,7 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         // The thread's prefetch stream (raw scratch: reset when this item starts the stream).
         LineStream& stream = *scratch<LineStream>(2, 1);
         if (!prev_mine) stream.reset();
+        stream.paced = paced;
         tile.pf = &stream;
         for (int64_t k = ci.lo / T; k <= ci.hi / T; ++k) {
             const int64_t base = k * T;
