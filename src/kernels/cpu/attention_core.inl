@@ -226,8 +226,34 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
 // The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
 // ([groups][T]): gathered as f16, converted W at a time (times kv_raw_unit: the value head_scale
 // gives). Returns the number of groups.
+// NG scales per key (NG = 2 or 4: int8 heads of 64 or 128), gathered key by key: one row
+// pointer and one 32- or 64-bit load per key instead of one pointer and one 16-bit load per
+// key and group (7% of an in-cache int8 decode at 9/3, d 64).
+template <int NG>
+inline void tile_scales_n(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
+    alignas(64) uint16_t s16[NG][T];
+    for (int g = 0; g < NG; ++g)
+        for (int j = 0; j < T; ++j) s16[g][j] = 0;
+    for (int j = ja; j <= jb; ++j) {
+        uint16_t w[NG];
+        std::memcpy(w, rows[j] + d, sizeof w);
+        for (int g = 0; g < NG; ++g) s16[g][j] = w[g];
+    }
+    const V unit = Ops::set1(kv_raw_unit(dt));
+    for (int g = 0; g < NG; ++g)
+        for (int v = 0; v < NV; ++v) Ops::store(out + g * T + v * Ops::W, Ops::mul(Ops::load_f16(s16[g] + v * Ops::W), unit));
+}
+
 inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
     const int ng = d / kv_scale_group(dt, d);
+    if (ng == 2) {
+        tile_scales_n<2>(rows, d, dt, ja, jb, out);
+        return ng;
+    }
+    if (ng == 4) {
+        tile_scales_n<4>(rows, d, dt, ja, jb, out);
+        return ng;
+    }
     alignas(64) uint16_t s16[T];
     const V unit = Ops::set1(kv_raw_unit(dt));
     for (int g = 0; g < ng; ++g) {
