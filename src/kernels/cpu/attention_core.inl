@@ -98,12 +98,14 @@ struct LineStream {
     int per_step;   // lines per step(): the last tile's lines over its steps, rounded up
     int steps;      // step() calls since the lines were queued
     int64_t lines;  // lines queued
-    bool paced = true;  // space the lines out (see step()): the stream comes from memory
+    bool paced;     // space the lines out (see step()): the stream comes from memory
+    // (The stream lives in raw scratch memory: reset() initialises every field.)
     void reset() {
         n = r = steps = 0;
         lines = 0;
         per_step = 4;
         cur = cur_end = nullptr;
+        paced = true;
     }
     void add(const uint8_t* p, size_t bytes) {
         at[n] = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63));
@@ -223,9 +225,6 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.ksc = t.vsc + size_t(d / 32 + 1) * T;
 }
 
-// The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
-// ([groups][T]): gathered as f16, converted W at a time (times kv_raw_unit: the value head_scale
-// gives). Returns the number of groups.
 // NG scales per key (NG = 2 or 4: int8 heads of 64 or 128), gathered key by key: one row
 // pointer and one 32- or 64-bit load per key instead of one pointer and one 16-bit load per
 // key and group (7% of an in-cache int8 decode at 9/3, d 64).
@@ -244,6 +243,9 @@ inline void tile_scales_n(const uint8_t* const* rows, int d, DType dt, int ja, i
         for (int v = 0; v < NV; ++v) Ops::store(out + g * T + v * Ops::W, Ops::mul(Ops::load_f16(s16[g] + v * Ops::W), unit));
 }
 
+// The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
+// ([groups][T]): gathered as f16, converted W at a time (times kv_raw_unit: the value head_scale
+// gives). Returns the number of groups.
 inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
     const int ng = d / kv_scale_group(dt, d);
     if (ng == 2) {
