@@ -34,7 +34,7 @@ CpuFeatures probe() noexcept {
 
 Isa detect() noexcept {
     const CpuFeatures& f = cpu_features();
-    if (f.avx512) return f.avx512bf16 ? Isa::Avx512Bf16 : Isa::Avx512;
+    if (f.avx512) return f.avx512bf16 && f.avx512vnni ? Isa::Avx512Bf16 : Isa::Avx512;
     if (f.avxvnni) return Isa::AvxVnni;
     if (f.avx2) return Isa::Avx2;
     return Isa::Scalar;

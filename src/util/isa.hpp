@@ -19,7 +19,9 @@
 //               weight matmul has a path of its own, the others take their AVX2 one
 //   Avx512      AVX-512 F/BW/VL/DQ (the weight matmul's AVX-512 path also needs
 //               AVX512_VNNI; without it the matmul takes AvxVnni or AVX2)
-//   Avx512Bf16  + AVX512_BF16: attention over bf16 KV multiplies in bf16 (vdpbf16ps,
+//   Avx512Bf16  + AVX512_BF16 and AVX512_VNNI (every CPU with the first has the second):
+//               attention over int8 K takes vpdpbusd (the same integers as the other
+//               paths); attention over bf16 KV multiplies in bf16 (vdpbf16ps,
 //               f32 accumulation: the query and the softmax weights rounded to bf16);
 //               f32/f16 KV keep the Avx512 arithmetic. KVRT_ISA=avx512 keeps bf16 KV
 //               on f32 arithmetic.

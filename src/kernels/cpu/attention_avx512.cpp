@@ -5,6 +5,7 @@
 #include "kernels/cpu/attention_isa.hpp"
 #include "kernels/cpu/scratch.hpp"
 #include "util/dtype.hpp"
+#include "kernels/query_quant.hpp"
 #include "util/kv_quant.hpp"
 
 #include <immintrin.h>

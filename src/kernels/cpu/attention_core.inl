@@ -204,6 +204,16 @@ struct KeyTile {
     bool direct = false;
     DType kdt = DType::F32;
     const uint8_t* kraw[T];
+    // Int8 tiles (dense attention over int8 K, prefill and decode alike; tile_build_i8): Q.K in
+    // integers. kti (in kt's memory) holds K transposed as 32-bit words of 4 dims, kti[i][j] =
+    // word i of key j (Ops::i8_transpose: per byte + 128 where Ops::kI8Unsigned), and ksc the
+    // keys' group scales (as direct tiles). A row's query is quantised to int8 per group of 32
+    // (quantize_query_i8, RowRef::qw). The score of key j is, over the groups g in increasing
+    // order, the sum of f32(the exact int32 dot product of the group's codes) * (q's scale * k's
+    // scale): an integer sum has one value whatever order computes it, so decode and prefill, and
+    // every ISA path, agree. V is read as on direct tiles.
+    bool ints = false;
+    uint32_t* kti = nullptr;
 };
 
 inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
@@ -227,20 +237,30 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
 
 // NG scales per key (NG = 2 or 4: int8 heads of 64 or 128), gathered key by key: one row
 // pointer and one 32- or 64-bit load per key instead of one pointer and one 16-bit load per
-// key and group (7% of an in-cache int8 decode at 9/3, d 64).
+// key and group (7% of an in-cache int8 decode at 9/3, d 64); stored as 32-bit words of two
+// scales (one store per word, not per scale) and split into the groups W words at a time
+// (Ops::f16_pairs).
 template <int NG>
 inline void tile_scales_n(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
-    alignas(64) uint16_t s16[NG][T];
-    for (int g = 0; g < NG; ++g)
-        for (int j = 0; j < T; ++j) s16[g][j] = 0;
+    constexpr int NH = NG / 2;
+    alignas(64) uint32_t w32[NH][T];
+    for (int h = 0; h < NH; ++h) {
+        for (int j = 0; j < ja; ++j) w32[h][j] = 0;
+        for (int j = jb + 1; j < T; ++j) w32[h][j] = 0;
+    }
     for (int j = ja; j <= jb; ++j) {
-        uint16_t w[NG];
+        uint32_t w[NH];
         std::memcpy(w, rows[j] + d, sizeof w);
-        for (int g = 0; g < NG; ++g) s16[g][j] = w[g];
+        for (int h = 0; h < NH; ++h) w32[h][j] = w[h];
     }
     const V unit = Ops::set1(kv_raw_unit(dt));
-    for (int g = 0; g < NG; ++g)
-        for (int v = 0; v < NV; ++v) Ops::store(out + g * T + v * Ops::W, Ops::mul(Ops::load_f16(s16[g] + v * Ops::W), unit));
+    for (int h = 0; h < NH; ++h)
+        for (int v = 0; v < NV; ++v) {
+            V lo, hi;
+            Ops::f16_pairs(w32[h] + v * Ops::W, lo, hi);
+            Ops::store(out + (2 * h) * T + v * Ops::W, Ops::mul(lo, unit));
+            Ops::store(out + (2 * h + 1) * T + v * Ops::W, Ops::mul(hi, unit));
+        }
 }
 
 // The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
@@ -411,6 +431,7 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
     t.vdt = vdt;
     // Pair tiles for bf16 KV (and bf16 indexer keys) where the CPU has bf16 dot products.
     t.pairs = pair_tile(dt, vdt, need_v);
+    t.ints = false;
     const bool kq = dtype_quantized(dt);
     const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
     const uint8_t* kr[T];
@@ -477,6 +498,7 @@ inline void tile_build_direct(KeyTile& t, int d, DType dt, DType vdt, int ja, in
     t.kdt = dt;
     t.pairs = false;
     t.direct = true;
+    t.ints = false;
     t.lanes = true;
     const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);  // d floats: a zero head of any type
     for (int j = 0; j < T; ++j) {
@@ -486,6 +508,48 @@ inline void tile_build_direct(KeyTile& t, int d, DType dt, DType vdt, int ja, in
     }
     if (dtype_quantized(vdt)) tile_value_scales(t, d, vdt, ja, jb);
     if (dtype_quantized(dt)) t.kng = tile_scales(t.kraw, d, dt, ja, jb, t.ksc);
+}
+
+// An int8 tile (KeyTile::ints) of keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j
+// (K int8, V in vdt; absent keys: a zero head). K's words are transposed W keys at a time (groups
+// of W keys without any key present are left as they are: every row skips them); V is read in
+// place as on direct tiles.
+template <class KP, class VP>
+inline void tile_build_i8(KeyTile& t, int d, DType vdt, int ja, int jb, KP kp, VP vp) {
+    constexpr int W = Ops::W;
+    t.ja = ja;
+    t.jb = jb;
+    t.vdt = vdt;
+    t.kdt = DType::I8;
+    t.pairs = false;
+    t.direct = false;
+    t.ints = true;
+    t.lanes = true;
+    t.kti = reinterpret_cast<uint32_t*>(t.kt);
+    const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);  // d floats: a zero head of any type
+    for (int j = 0; j < T; ++j) {
+        const bool in = j >= ja && j <= jb;
+        t.kraw[j] = in ? kp(j) : zero;
+        t.vraw[j] = in ? vp(j) : zero;
+    }
+    if (dtype_quantized(vdt)) tile_value_scales(t, d, vdt, ja, jb);
+    t.kng = tile_scales(t.kraw, d, DType::I8, ja, jb, t.ksc);
+    const int nw = d / 4;
+    const uint32_t flip = Ops::kI8Unsigned ? 0x80808080u : 0u;
+    for (int g = 0; g < T; g += W) {
+        if (g + W - 1 < ja || g > jb) continue;
+        int c = 0;
+        for (; c + W <= nw; c += W) {
+            if (t.pf) t.pf->step();
+            Ops::i8_transpose(t.kraw + g, c, t.kti + size_t(c) * T + g, T);
+        }
+        for (; c < nw; ++c)  // d = 32 on AVX-512: 8 words
+            for (int j = 0; j < W; ++j) {
+                uint32_t w;
+                std::memcpy(&w, t.kraw[g + j] + 4 * c, 4);
+                t.kti[size_t(c) * T + g + j] = w ^ flip;
+            }
+    }
 }
 
 // One query row's view during a tile: its (pre-scaled) query, its running state, and
@@ -498,7 +562,32 @@ struct RowRef {
     int a, b;
     // Optional: q already in bf16 pairs (q_pairs; pair tiles), else converted tile by tile.
     const uint32_t* qp = nullptr;
+    // Int8 tiles: the query quantised (q_i8), q_i8_words(d) words.
+    const uint32_t* qw = nullptr;
 };
+
+// A row's query for int8 tiles, from q (f32, pre-scaled): quantize_query_i8's codes as words of
+// 4 dims (nw = d / 4 of them: raw), the same as int16 pairs of codes (0, 2) (even) and (1, 3)
+// (odd), then per group of 32 its scale (f32 bits) and the sum of its codes: out[0 .. nw) raw,
+// [nw .. 2 nw) even, [2 nw .. 3 nw) odd, [3 nw .. 3 nw + ng) scales, [3 nw + ng .. + 2 ng) sums.
+inline size_t q_i8_words(int d) { return size_t(d) / 4 * 3 + size_t(d / kQueryI8Group) * 2; }
+inline void q_i8(const float* q, int d, uint32_t* out) {
+    const int nw = d / 4, ng = d / kQueryI8Group;
+    int8_t* codes = reinterpret_cast<int8_t*>(out);  // the raw words are the codes in order
+    float* sc = reinterpret_cast<float*>(out + 3 * nw);
+    quantize_query_i8(q, d, codes, sc);
+    int32_t* sums = reinterpret_cast<int32_t*>(out + 3 * nw + ng);
+    for (int g = 0; g < ng; ++g) {
+        int32_t sum = 0;
+        for (int c = g * kQueryI8Group; c < (g + 1) * kQueryI8Group; ++c) sum += codes[c];
+        sums[g] = sum;
+    }
+    for (int i = 0; i < nw; ++i) {
+        const int8_t* b = codes + 4 * i;
+        out[nw + i] = uint32_t(uint16_t(int16_t(b[0]))) | uint32_t(uint16_t(int16_t(b[2]))) << 16;
+        out[2 * nw + i] = uint32_t(uint16_t(int16_t(b[1]))) | uint32_t(uint16_t(int16_t(b[3]))) << 16;
+    }
+}
 
 // The pairs of a pair tile's query: q (f32, pre-scaled) rounded to bf16 (nearest even),
 // out[i] = (q[2i], q[2i + 1]), zero-padded to a whole vector (tile_qbuf(d) entries).
@@ -627,6 +716,46 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
     }
 }
 
+// Integer scores of R rows against an int8 tile (KeyTile::ints): per group of 32 dims the exact
+// int32 dot products of the rows' codes (qw[r], q_i8) with the keys' words, then
+// s = ((0 + f32(dot_0) * (q's scale_0 * k's scale_0)) + ...), groups in increasing order.
+template <int R>
+inline void tile_scores_i8(const KeyTile& t, int d, const uint32_t* const* qw, V (&s)[R][NV]) {
+    constexpr int W = Ops::W;
+    constexpr int G4 = kQueryI8Group / 4;  // words per group
+    const int nw = d / 4, ng = d / kQueryI8Group;
+    const float* qsc[R];
+    const int32_t* qsum[R];
+    for (int r = 0; r < R; ++r) {
+        qsc[r] = reinterpret_cast<const float*>(qw[r] + 3 * nw);
+        qsum[r] = reinterpret_cast<const int32_t*>(qw[r] + 3 * nw + ng);
+    }
+    for (int v = 0; v < NV; ++v) {
+        const int j0 = v * W;
+        if (j0 + W - 1 < t.ja || j0 > t.jb) {  // no keys (masked out by every row)
+            for (int r = 0; r < R; ++r) s[r][v] = Ops::zero();
+            continue;
+        }
+        V sv[R];
+        for (int r = 0; r < R; ++r) sv[r] = Ops::zero();  // 0 + f = f: the first group's term exactly
+        for (int g = 0; g < ng; ++g) {
+            if (t.pf) t.pf->step();
+            typename Ops::VI acc[R];
+            for (int r = 0; r < R; ++r) acc[r] = Ops::i8_init(qsum[r][g]);
+            for (int i = g * G4; i < g * G4 + G4; ++i) {
+                const typename Ops::KI k = Ops::i8_prep(t.kti + size_t(i) * T + j0);
+                for (int r = 0; r < R; ++r) acc[r] = Ops::i8_dot(acc[r], k, qw[r] + i, nw);
+            }
+            const V ks = Ops::load(t.ksc + g * T + j0);
+            for (int r = 0; r < R; ++r) {
+                const V f = Ops::mul(Ops::i8_cvt(acc[r]), Ops::mul(Ops::set1(qsc[r][g]), ks));
+                sv[r] = Ops::add(sv[r], f);
+            }
+        }
+        for (int r = 0; r < R; ++r) s[r][v] = sv[r];
+    }
+}
+
 // Lane-wise scores of R rows against the tile: s[r][v] = sum_c q_r[c] * kt[c][v*W + lane],
 // two chains over even / odd c, added at the end (pair tiles: tile_scores_pairs).
 // qp: optional per row, its query in bf16 pairs (pair tiles; q_pairs), or null.
@@ -641,8 +770,8 @@ inline void tile_scores(const KeyTile& t, int d, const float* const* q, V (&s)[R
             case DType::F32: return tile_scores_direct<R, DType::F32>(t, d, q, s);
             case DType::BF16: return tile_scores_direct<R, DType::BF16>(t, d, q, s);
             case DType::F16: return tile_scores_direct<R, DType::F16>(t, d, q, s);
-            case DType::I8: return tile_scores_direct<R, DType::I8>(t, d, q, s);
             case DType::FP8_E4M3: return tile_scores_direct<R, DType::FP8_E4M3>(t, d, q, s);
+            case DType::I8:  // int8 K: int8 tiles (tile_scores_i8)
             case DType::FP4:
             case DType::FP4_E8: break;  // never direct: tile_build_rows decodes 4-bit rows into f32 ones
         }
@@ -989,7 +1118,13 @@ inline void tile_rows_block(const KeyTile& t, int d, const RowRef* rows) {
         qp[r] = rows[r].qp;
     }
     V s[R][NV];
-    tile_scores<R>(t, d, q, s, qp);
+    if (t.ints) {
+        const uint32_t* qw[R];
+        for (int r = 0; r < R; ++r) qw[r] = rows[r].qw;
+        tile_scores_i8<R>(t, d, qw, s);
+    } else {
+        tile_scores<R>(t, d, q, s, qp);
+    }
     int ja = T, jb = -1;
     bool uniform = true;
     for (int r = 0; r < R; ++r) {
@@ -1008,7 +1143,7 @@ inline void tile_rows_block(const KeyTile& t, int d, const RowRef* rows) {
 inline void tile_rows(const KeyTile& t, int d, const RowRef* rows, int n) {
     int i = 0;
     if constexpr (kRowsDirect > kRowsScore) {
-        if (t.direct) {  // blocks of up to kRowsDirect rows (a GQA group of 3 or 4 in one block)
+        if (t.direct || t.ints) {  // blocks of up to kRowsDirect rows (a GQA group of 3 or 4 in one block)
             for (; i + kRowsDirect <= n; i += kRowsDirect) tile_rows_block<kRowsDirect>(t, d, rows + i);
             switch (n - i) {
                 case 0: return;
@@ -1174,7 +1309,10 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
         const size_t tf = tile_floats(d);
         const bool pairs = pair_tile(kv.dtype, kv.vdt(), true);  // tile_build's pair tiles
         const size_t qps = tile_qbuf(d);
-        float* mem = scratch_floats(tf + size_t(nr) * (3 * size_t(d) + 4) + (pairs ? size_t(nr) * qps : 0));
+        const bool ints = kv.dtype == DType::I8;  // int8 tiles (KeyTile::ints)
+        const size_t qws = ints ? q_i8_words(d) : 0;
+        float* mem = scratch_floats(tf + size_t(nr) * (3 * size_t(d) + 4) + (pairs ? size_t(nr) * qps : 0) +
+                                    size_t(nr) * qws);
         KeyTile tile;
         tile_init(tile, mem, d);
         float* qs = mem + tf;
@@ -1185,6 +1323,7 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
         float* mt = lc + nr;
         float* lt = mt + nr;
         uint32_t* qpb = reinterpret_cast<uint32_t*>(lt + nr);
+        uint32_t* qwb = qpb + (pairs ? size_t(nr) * qps : 0);
         tile.lanes = true;  // dense attention's score order (KeyTile::lanes), as decode
         int64_t* lo = scratch<int64_t>(1, size_t(nr) * 2);
         int64_t* hi = lo + nr;
@@ -1204,6 +1343,10 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                 for (int c = 0; c < d; ++c) ot[size_t(r) * d + c] = 0.0f;
                 rows[r] = RowRef{qs + size_t(r) * d, mc + r, lc + r, oc + size_t(r) * d, 0, -1};
                 if (pairs) rows[r].qp = rows_q_pairs(qs + size_t(r) * d, d, qpb + size_t(r) * qps);
+                if (ints) {
+                    q_i8(qs + size_t(r) * d, d, qwb + size_t(r) * qws);
+                    rows[r].qw = qwb + size_t(r) * qws;
+                }
             }
         // The keys this item walks: all of the block's, or one chunk of them.
         int64_t ulo = lo[0], uhi = hi[nr - 1];
@@ -1226,9 +1369,14 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                 if (last < uhi) prefetch_rows(kv, last + 1, mn(uhi, last + T));
                 row_ptrs(kv, base, ja, jb, kr, vr);
                 const size_t off = size_t(g) * es, voff = size_t(g) * ves;
-                tile_build(
-                    tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
-                    [&](int j) { return vr[j] + voff; }, true);
+                if (ints)
+                    tile_build_i8(
+                        tile, d, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
+                        [&](int j) { return vr[j] + voff; });
+                else
+                    tile_build(
+                        tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
+                        [&](int j) { return vr[j] + voff; }, true);
                 for (int r = r0; r < r1; ++r) {
                     if (cur[r] != chunk) {
                         if (cur[r] >= 0) fold(mt[r], lt[r], ot + size_t(r) * d, mc[r], lc[r], oc + size_t(r) * d, d);
@@ -1360,7 +1508,10 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         const int n_kv = kv.n_kv_heads, G = H / n_kv;
         const size_t tf = tile_floats(d);
         const size_t es = kv_head_bytes(kv.dtype, d), ves = kv_head_bytes(kv.vdt(), d);
-        float* mem = scratch_floats(tf + size_t(H) * d);
+        // Int8 K: int8 tiles (KeyTile::ints), as prefill.
+        const bool ints = kv.dtype == DType::I8;
+        const size_t qws = ints ? q_i8_words(d) : 0;
+        float* mem = scratch_floats(tf + size_t(H) * d + size_t(H) * qws);
         KeyTile tile;
         tile_init(tile, mem, d);
         tile.lanes = true;  // dense attention's score order (KeyTile::lanes), as prefill
@@ -1368,12 +1519,14 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         // the same score order.
         const bool direct = direct_tile(kv.dtype, kv.vdt(), d);
         float* qs = mem + tf;
+        uint32_t* qwb = reinterpret_cast<uint32_t*>(qs + size_t(H) * d);
         float* pp = part + size_t(ci.part) * H * stride;
         RowRef* rw = scratch<RowRef>(5, size_t(G));
         const uint8_t* kr[T];
         const uint8_t* vr[T];
         for (int h = 0; h < H; ++h) {
             prescale(sq.q + size_t(h) * d, d, qscale, qs + size_t(h) * d);
+            if (ints) q_i8(qs + size_t(h) * d, d, qwb + size_t(h) * qws);
             float* st = pp + size_t(h) * stride;
             st[0] = kNegInf;
             st[1] = 0.0f;
@@ -1407,7 +1560,11 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
             if (pf <= pfe) add_rows(stream, kv, pf, pfe);
             for (int g = 0; g < n_kv; ++g) {
                 const size_t off = size_t(g) * es, voff = size_t(g) * ves;
-                if (direct)
+                if (ints)
+                    tile_build_i8(
+                        tile, d, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
+                        [&](int j) { return vr[j] + voff; });
+                else if (direct)
                     tile_build_direct(
                         tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
                         [&](int j) { return vr[j] + voff; });
@@ -1419,6 +1576,7 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
                     const int h = g * G + i;
                     float* st = pp + size_t(h) * stride;
                     rw[i] = RowRef{qs + size_t(h) * d, st, st + 1, st + 2, ja, jb};
+                    if (ints) rw[i].qw = qwb + size_t(h) * qws;
                 }
                 tile_rows(tile, d, rw, G);
             }

@@ -96,6 +96,15 @@ struct Ops {
     }
     static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
     static float h2f(uint16_t h) { return _cvtsh_ss(h); }  // one f16 -> f32 (F16C, exact)
+    // 8 words of two f16 each: lo = their low halves, hi = their high halves, in f32 (exact).
+    static void f16_pairs(const uint32_t* p, V& lo, V& hi) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        const __m256i l = _mm256_and_si256(x, _mm256_set1_epi32(0xFFFF)), h = _mm256_srli_epi32(x, 16);
+        // packus per 128-bit lane: (l0-3, h0-3, l4-7, h4-7) -> (l0-7, h0-7)
+        const __m256i pk = _mm256_permute4x64_epi64(_mm256_packus_epi32(l, h), 0xD8);
+        lo = _mm256_cvtph_ps(_mm256_castsi256_si128(pk));
+        hi = _mm256_cvtph_ps(_mm256_extracti128_si256(pk, 1));
+    }
     // 8 int8 -> f32 (exact). 8 fp8 e4m3 -> f32 value / 256 (exact; util/kv_quant.hpp).
     static V load_i8(const uint8_t* p) {
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
@@ -130,6 +139,29 @@ struct Ops {
         for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(rows[i] + c);
         transpose8x8(r);
         for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + size_t(i) * ld, r[i]);
+    }
+    // Integer Q.K over int8 keys (see simd_avx512.hpp): the key's bytes (0, 2) and (1, 3) of each
+    // word sign-extended to int16 pairs, two vpmaddwd with the query's pairs.
+    using VI = __m256i;
+    static constexpr bool kI8Unsigned = false;
+    struct KI {
+        __m256i lo, hi;
+    };
+    static KI i8_prep(const uint32_t* p) {
+        const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        return KI{_mm256_srai_epi16(_mm256_slli_epi16(k, 8), 8), _mm256_srai_epi16(k, 8)};
+    }
+    static VI i8_dot(VI acc, const KI& k, const uint32_t* w, int nw) {
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(k.lo, _mm256_set1_epi32(static_cast<int>(w[nw]))));
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(k.hi, _mm256_set1_epi32(static_cast<int>(w[2 * nw]))));
+    }
+    static VI i8_init(int32_t) { return _mm256_setzero_si256(); }
+    static V i8_cvt(VI x) { return _mm256_cvtepi32_ps(x); }
+    static void i8_transpose(const uint8_t* const* rows, int c, uint32_t* out, int ld) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[i] + 4 * c));
+        transpose8x8(r);
+        for (int i = 0; i < 8; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + size_t(i) * ld), _mm256_castps_si256(r[i]));
     }
     // 8 rows of 16-bit elements (BF16 or F16) x 16 columns from column c, converted (see the
     // AVX-512 twin): out[i * ld + j] = f32(rows[j][c + i]).

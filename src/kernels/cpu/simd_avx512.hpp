@@ -180,6 +180,12 @@ struct Ops {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
     static float h2f(uint16_t h) { return _cvtsh_ss(h); }  // one f16 -> f32 (F16C, exact)
+    // 16 words of two f16 each: lo = their low halves, hi = their high halves, in f32 (exact).
+    static void f16_pairs(const uint32_t* p, V& lo, V& hi) {
+        const __m512i x = _mm512_loadu_si512(p);
+        lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(x));
+        hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(x, 16)));
+    }
     // 16 int8 -> f32 (exact). 16 fp8 e4m3 -> f32 value / 256 (exact; util/kv_quant.hpp).
     static V load_i8(const uint8_t* p) {
         return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
@@ -220,6 +226,53 @@ struct Ops {
         for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(rows[i] + c);
         transpose16x16(r);
         for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + size_t(i) * ld, r[i]);
+    }
+    // Integer Q.K over int8 keys (attention_core.inl, "int8 tiles"). A key tile holds 32-bit
+    // words of 4 consecutive dims, transposed: word i of keys j0 .. j0 + 15 in one vector. The
+    // query's word i comes three ways (q_i8_words): its 4 codes, and its codes (0, 2) / (1, 3) as
+    // int16 pairs. The sums are exact int32, so every ISA path gives the same integers.
+    using VI = __m512i;
+#if defined(KVRT_ISA_I8_DOT)
+    // vpdpbusd (AVX512_VNNI) multiplies unsigned by signed bytes: the tile stores k + 128 (k xor
+    // 0x80) and each accumulator starts at -128 x the sum of the query's codes it meets.
+    static constexpr bool kI8Unsigned = true;
+    struct KI {
+        __m512i k;
+    };
+    static KI i8_prep(const uint32_t* p) { return KI{_mm512_loadu_si512(p)}; }
+    static VI i8_dot(VI acc, const KI& k, const uint32_t* w, int) {
+        return _mm512_dpbusd_epi32(acc, k.k, _mm512_set1_epi32(static_cast<int>(w[0])));
+    }
+    static VI i8_init(int32_t code_sum) { return _mm512_set1_epi32(-128 * code_sum); }
+#else
+    // Without VNNI: the key's bytes (0, 2) and (1, 3) of each word sign-extended to int16 pairs,
+    // two vpmaddwd with the query's pairs (products and pair sums exact in int32).
+    static constexpr bool kI8Unsigned = false;
+    struct KI {
+        __m512i lo, hi;
+    };
+    static KI i8_prep(const uint32_t* p) {
+        const __m512i k = _mm512_loadu_si512(p);
+        return KI{_mm512_srai_epi16(_mm512_slli_epi16(k, 8), 8), _mm512_srai_epi16(k, 8)};
+    }
+    static VI i8_dot(VI acc, const KI& k, const uint32_t* w, int nw) {
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(k.lo, _mm512_set1_epi32(static_cast<int>(w[nw]))));
+        return _mm512_add_epi32(acc, _mm512_madd_epi16(k.hi, _mm512_set1_epi32(static_cast<int>(w[2 * nw]))));
+    }
+    static VI i8_init(int32_t) { return _mm512_setzero_si512(); }
+#endif
+    static V i8_cvt(VI x) { return _mm512_cvtepi32_ps(x); }
+    // Words [c, c + 16) of 16 int8 heads (rows[j]: the head's bytes) -> out[i * ld + j] = word c + i
+    // of row j (xor 0x80 per byte where kI8Unsigned).
+    static void i8_transpose(const uint8_t* const* rows, int c, uint32_t* out, int ld) {
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(reinterpret_cast<const float*>(rows[i] + 4 * c));
+        transpose16x16(r);
+        for (int i = 0; i < 16; ++i) {
+            __m512i x = _mm512_castps_si512(r[i]);
+            if constexpr (kI8Unsigned) x = _mm512_xor_si512(x, _mm512_set1_epi32(int(0x80808080u)));
+            _mm512_storeu_si512(out + size_t(i) * ld, x);
+        }
     }
     // 16 rows of 16-bit elements (t: BF16 or F16) x 32 columns from column c, converted:
     // out[i * ld + j] = f32(rows[j][c + i]). Transposes 32-bit pairs (dims c + 2i, c + 2i + 1),

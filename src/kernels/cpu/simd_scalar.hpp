@@ -26,8 +26,25 @@ struct Ops {
     static V load_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
     static V load_f16(const uint16_t* p) { return f16_to_f32(*p); }
     static float h2f(uint16_t h) { return f16_to_f32(h); }
+    static void f16_pairs(const uint32_t* p, V& lo, V& hi) {
+        lo = f16_to_f32(uint16_t(*p & 0xFFFFu));
+        hi = f16_to_f32(uint16_t(*p >> 16));
+    }
     static V load_i8(const uint8_t* p) { return float(static_cast<int8_t>(*p)); }
     static V load_fp8(const uint8_t* p) { return f16_to_f32(fp8_e4m3_raw_f16(*p)); }  // value / 256
+    // Integer Q.K over int8 keys (see simd_avx512.hpp): a word's 4 products, in int32.
+    using VI = int32_t;
+    static constexpr bool kI8Unsigned = false;
+    using KI = uint32_t;
+    static KI i8_prep(const uint32_t* p) { return *p; }
+    static VI i8_dot(VI acc, KI k, const uint32_t* w, int) {
+        for (int b = 0; b < 4; ++b)
+            acc += int32_t(static_cast<int8_t>(k >> (8 * b))) * int32_t(static_cast<int8_t>(w[0] >> (8 * b)));
+        return acc;
+    }
+    static VI i8_init(int32_t) { return 0; }
+    static V i8_cvt(VI x) { return float(x); }
+    static void i8_transpose(const uint8_t* const* rows, int c, uint32_t* out, int) { std::memcpy(out, rows[0] + 4 * c, 4); }
     static void transpose_pairs(const uint16_t* const* rows, int c, DType t, float* out, int ld) {
         out[0] = cvt16(rows[0][c], t);
         out[ld] = cvt16(rows[0][c + 1], t);

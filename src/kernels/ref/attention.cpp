@@ -5,6 +5,7 @@
 // kernels are tested against; never on a hot path.
 #include "kernels/attention.hpp"
 #include "kernels/kv_checks.hpp"
+#include "kernels/query_quant.hpp"
 #include "kernels/ref/elem.hpp"
 #include "util/kv_quant.hpp"
 #include "util/error.hpp"
@@ -18,21 +19,41 @@ namespace kvrt::ref {
 
 namespace {
 
+// Dense attention over int8 K quantises the query as the fast kernels do (query_quant.hpp):
+// scaled in f32 by scale * log2(e), as they scale it, then int8 per group of 32.
+constexpr float kLog2eF = 1.4426950408889634f;
+
 // One query row against the keys given by key(i) for i in [0, n): softmax(scale q.k) . v.
+// int_k: int8 K read with the query quantised (dense attention, as the fast kernels' int8 tiles).
 template <class KeyRow, class ValRow>
 void attend(const PagedKV& kv, int32_t kv_head, const float* q, int64_t n, KeyRow key, ValRow val, double scale,
-            const float* sink, float* out, float* lse) {
+            const float* sink, float* out, float* lse, bool int_k = false) {
     const int32_t d = kv.head_dim;
     const DType kdt = kv.dtype, vdt = kv.vdt();
     const size_t off = static_cast<size_t>(kv_head) * kv_head_bytes(kdt, d);
     const size_t voff = static_cast<size_t>(kv_head) * kv_head_bytes(vdt, d);
     std::vector<double> s(static_cast<size_t>(n));
+    // The query as the scores multiply it: q (scale applied after), or the quantised codes times
+    // their group's scale (the scale and log2(e) already in).
+    std::vector<double> qd(static_cast<size_t>(d));
+    double post = scale;
+    if (int_k && kdt == DType::I8) {
+        const float qscale = static_cast<float>(scale) * kLog2eF;
+        std::vector<float> qs(static_cast<size_t>(d)), sc(static_cast<size_t>(d / kQueryI8Group));
+        std::vector<int8_t> qi(static_cast<size_t>(d));
+        for (int32_t c = 0; c < d; ++c) qs[c] = q[c] * qscale;
+        quantize_query_i8(qs.data(), d, qi.data(), sc.data());
+        for (int32_t c = 0; c < d; ++c) qd[c] = double(qi[c]) * sc[c / kQueryI8Group];
+        post = std::log(2.0);
+    } else {
+        for (int32_t c = 0; c < d; ++c) qd[c] = q[c];
+    }
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < n; ++i) {
         const uint8_t* k = key(i) + off;
         double acc = 0;
-        for (int32_t c = 0; c < d; ++c) acc += double(q[c]) * kv_load(k, kdt, d, c);
-        s[i] = acc * scale;
+        for (int32_t c = 0; c < d; ++c) acc += qd[c] * kv_load(k, kdt, d, c);
+        s[i] = acc * post;
         m = std::max(m, s[i]);
     }
     if (sink) m = std::max(m, double(*sink));
@@ -69,7 +90,7 @@ void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, i
             attend(
                 kv, h / group, q + row, std::max<int64_t>(0, pos - lo + 1), [&](int64_t i) { return kv.k_row(lo + i); },
                 [&](int64_t i) { return kv.v_row(lo + i); }, p.scale, p.sinks ? p.sinks + h : nullptr, out + row,
-                lse ? lse + size_t(t) * p.n_heads + h : nullptr);
+                lse ? lse + size_t(t) * p.n_heads + h : nullptr, true);
         }
     }
 }
@@ -93,7 +114,7 @@ void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p
             attend(
                 kv, h / group, s.q + size_t(h) * d, std::max<int64_t>(0, s.pos - lo + 1), [&](int64_t j) { return kv.k_row(lo + j); },
                 [&](int64_t j) { return kv.v_row(lo + j); }, p.scale, p.sinks ? p.sinks + h : nullptr,
-                s.out + size_t(h) * d, s.lse ? s.lse + h : nullptr);
+                s.out + size_t(h) * d, s.lse ? s.lse + h : nullptr, true);
     }
 }
 
