@@ -6,12 +6,14 @@
 #include "cache/layout.hpp"
 #include "kernel_fixtures.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/query_quant.hpp"
 #include "util/error.hpp"
 #include "util/kv_quant.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -183,4 +185,66 @@ TEST_CASE("kv_quant.layout_bytes_and_refusals") {
     CHECK_THROWS_WITH_AS(resolve_layout(bad), doctest::Contains("separate K and V rows"), Error);
     bad.layers = {layer(LayerKind::Full, static_cast<DType>(5))};
     CHECK_THROWS_AS(resolve_layout(bad), Error);
+}
+
+TEST_CASE("kv_quant.query_quantisation_for_int8_keys") {
+    // Dense attention over int8 K quantises the query per group of 32 dims (query_quant.hpp):
+    // codes in [-127, 127], the largest magnitude of a group at 127, each code within half a step.
+    const int32_t d = 128;
+    auto q = test::random_vec(d, 77, -3.0f, 3.0f);
+    for (int32_t c = 64; c < 96; ++c) q[size_t(c)] = 0.0f;  // group 2: all zero
+    std::vector<int8_t> qi(d);
+    std::vector<float> sc(d / kQueryI8Group);
+    quantize_query_i8(q.data(), d, qi.data(), sc.data());
+    for (int32_t g = 0; g < d / kQueryI8Group; ++g) {
+        CAPTURE(g);
+        int max_code = 0;
+        for (int32_t c = g * 32; c < g * 32 + 32; ++c) {
+            CHECK(qi[size_t(c)] >= -127);
+            CHECK(std::fabs(q[size_t(c)] - sc[size_t(g)] * qi[size_t(c)]) <= 0.5001f * sc[size_t(g)] + 1e-7f);
+            max_code = std::max(max_code, std::abs(int(qi[size_t(c)])));
+        }
+        if (g == 2) {
+            CHECK(sc[size_t(g)] == 0.0f);
+            CHECK(max_code == 0);
+        } else {
+            CHECK(sc[size_t(g)] > 0.0f);
+            CHECK(max_code == 127);
+        }
+    }
+    // A group holding NaN or inf: scale NaN (its scores turn NaN, as f32 arithmetic would), codes 0.
+    q[3] = std::numeric_limits<float>::quiet_NaN();
+    q[40] = std::numeric_limits<float>::infinity();
+    quantize_query_i8(q.data(), d, qi.data(), sc.data());
+    CHECK(std::isnan(sc[0]));
+    CHECK(std::isnan(sc[1]));
+    CHECK(sc[3] > 0.0f);
+    CHECK(qi[3] == 0);
+}
+
+TEST_CASE("kv_quant.int8_keys_give_the_same_bits_with_and_without_vnni") {
+    // Q.K over int8 K is an exact integer sum: vpdpbusd (avx512bf16 level, which includes
+    // AVX512_VNNI) and vpmaddwd (avx512) give the same integers, so the same attention bits.
+    if (isa_detected() != Isa::Avx512Bf16) return;
+    const int32_t h = 9, hkv = 3, d = 64, n_tok = 300, n_q = 40, q0 = n_tok - n_q;
+    for (DType vt : {DType::I8, DType::F16}) {
+        test::TestKV kv(n_tok, hkv, d, test::KvTypes(DType::I8, vt), 16, 78);
+        AttnParams p;
+        p.n_heads = h;
+        p.head_dim = d;
+        p.scale = 0.125f;
+        auto q = test::random_vec(size_t(n_q) * h * d, 79, -3.0f, 3.0f);
+        auto run = [&](Isa isa) {
+            test::IsaScope scope(isa);
+            std::vector<float> o(q.size() + size_t(h) * d);
+            cpu::attention_prefill(kv.kv, p, q.data(), n_q, q0, o.data());
+            DecodeSeq s{&kv.kv, q.data() + size_t(n_q - 1) * h * d, o.data() + q.size(), nullptr, n_tok - 1};
+            cpu::attention_decode(&s, 1, p);
+            return o;
+        };
+        const auto a = run(Isa::Avx512), b = run(Isa::Avx512Bf16);
+        CHECK(test::bit_equal(a, b));
+        // and the decode row equals the prefill's last row
+        CHECK(std::equal(b.begin() + ptrdiff_t(q.size()) - h * d, b.begin() + ptrdiff_t(q.size()), b.begin() + ptrdiff_t(q.size())));
+    }
 }
