@@ -32,6 +32,9 @@
 //     (split-K), prefill walks them in order: both perform the same operations
 //     on the same values, so decode of position p is bit-identical to row p of
 //     a prefill over the same cache (on the same ISA path).
+//   - int8 K: the query is quantised to int8 per 32 dims (query_quant.hpp) and
+//     Q.K runs in exact integer sums, in prefill and decode alike; ref:: quantises
+//     the query the same way.
 #pragma once
 
 #include "kernels/paged_kv.hpp"

@@ -17,7 +17,9 @@
 //     masked to the row's own key range, and its running (m, l, o) updated by
 //     online softmax; o accumulates p_j * v_j in increasing j, one FMA per
 //     element (masked FMAs for keys outside the row's range; quantised V:
-//     (p_j * scale) * raw). Pair tiles (bf16
+//     (p_j * scale) * raw). Int8 K (dense attention): the query is quantised per 32 dims
+//     and each group's exact int32 dot product is scaled and added in group order (KeyTile::ints,
+//     int8 tiles). Pair tiles (bf16
 //     KV where Ops::kBf16Dot, see KeyTile): bf16 dot products instead, over
 //     pairs of dims (scores, two chains) and pairs of keys (o, increasing).
 //   - Tiles belong to chunks of C = kKeyChunk positions; a chunk's partial
