@@ -237,14 +237,13 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.ksc = t.vsc + size_t(d / 32 + 1) * T;
 }
 
-// NG scales per key (NG = 2 or 4: int8 heads of 64 or 128), gathered key by key: one row
-// pointer and one 32- or 64-bit load per key instead of one pointer and one 16-bit load per
-// key and group (7% of an in-cache int8 decode at 9/3, d 64); stored as 32-bit words of two
-// scales (one store per word, not per scale) and split into the groups W words at a time
-// (Ops::f16_pairs).
-template <int NG>
-inline void tile_scales_n(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
-    constexpr int NH = NG / 2;
+// NH words of two f16 scales per key (int8 heads of 64, 128, 256, 512: NH = 1, 2, 4, 8), gathered
+// key by key: one row pointer and one load per key (a pointer and a 16-bit load per key and group
+// had been 7% of an in-cache int8 decode, 9/3 d 64), stored as whole words (one store per word,
+// not per scale) and split W keys at a time (Ops::f16_pairs). NH is a template parameter: with a
+// run-time count the per-key loop measured 6% slower at 9/3 (d 64).
+template <int NH>
+inline void tile_scale_words(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
     alignas(64) uint32_t w32[NH][T];
     for (int h = 0; h < NH; ++h) {
         for (int j = 0; j < ja; ++j) w32[h][j] = 0;
@@ -266,20 +265,20 @@ inline void tile_scales_n(const uint8_t* const* rows, int d, DType dt, int ja, i
 }
 
 // The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
-// ([groups][T]): gathered as f16, converted W at a time (times kv_raw_unit: the value head_scale
-// gives). Returns the number of groups.
+// ([groups][T]), times kv_raw_unit (the value head_scale gives). Returns the number of groups.
+// 2, 4, 8 or 16 groups: tile_scale_words; otherwise (fp8's one scale per head, other widths) the
+// scales one group at a time.
 inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
     const int ng = d / kv_scale_group(dt, d);
-    if (ng == 2) {
-        tile_scales_n<2>(rows, d, dt, ja, jb, out);
-        return ng;
+    switch (ng) {
+        case 2: tile_scale_words<1>(rows, d, dt, ja, jb, out); return ng;
+        case 4: tile_scale_words<2>(rows, d, dt, ja, jb, out); return ng;
+        case 8: tile_scale_words<4>(rows, d, dt, ja, jb, out); return ng;
+        case 16: tile_scale_words<8>(rows, d, dt, ja, jb, out); return ng;
+        default: break;
     }
-    if (ng == 4) {
-        tile_scales_n<4>(rows, d, dt, ja, jb, out);
-        return ng;
-    }
-    alignas(64) uint16_t s16[T];
     const V unit = Ops::set1(kv_raw_unit(dt));
+    alignas(64) uint16_t s16[T];
     for (int g = 0; g < ng; ++g) {
         for (int j = 0; j < T; ++j) s16[j] = 0;
         for (int j = ja; j <= jb; ++j) std::memcpy(s16 + j, rows[j] + d + 2 * g, 2);
