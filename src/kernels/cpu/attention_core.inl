@@ -569,7 +569,8 @@ struct RowRef {
 
 // A row's query for int8 tiles, from q (f32, pre-scaled): quantize_query_i8's codes as words of
 // 4 dims (nw = d / 4 of them: raw), the same as int16 pairs of codes (0, 2) (even) and (1, 3)
-// (odd), then per group of 32 its scale (f32 bits) and the sum of its codes: out[0 .. nw) raw,
+// (odd; vpmaddwd paths), then per group of 32 its scale (f32 bits) and the sum of its codes
+// (vpdpbusd path): out[0 .. nw) raw,
 // [nw .. 2 nw) even, [2 nw .. 3 nw) odd, [3 nw .. 3 nw + ng) scales, [3 nw + ng .. + 2 ng) sums.
 inline size_t q_i8_words(int d) { return size_t(d) / 4 * 3 + size_t(d / kQueryI8Group) * 2; }
 inline void q_i8(const float* q, int d, uint32_t* out) {
@@ -577,16 +578,21 @@ inline void q_i8(const float* q, int d, uint32_t* out) {
     int8_t* codes = reinterpret_cast<int8_t*>(out);  // the raw words are the codes in order
     float* sc = reinterpret_cast<float*>(out + 3 * nw);
     quantize_query_i8(q, d, codes, sc);
-    int32_t* sums = reinterpret_cast<int32_t*>(out + 3 * nw + ng);
-    for (int g = 0; g < ng; ++g) {
-        int32_t sum = 0;
-        for (int c = g * kQueryI8Group; c < (g + 1) * kQueryI8Group; ++c) sum += codes[c];
-        sums[g] = sum;
-    }
-    for (int i = 0; i < nw; ++i) {
-        const int8_t* b = codes + 4 * i;
-        out[nw + i] = uint32_t(uint16_t(int16_t(b[0]))) | uint32_t(uint16_t(int16_t(b[2]))) << 16;
-        out[2 * nw + i] = uint32_t(uint16_t(int16_t(b[1]))) | uint32_t(uint16_t(int16_t(b[3]))) << 16;
+    // Only what this path's Ops::i8_dot / i8_init read: the code sums (vpdpbusd's correction) or
+    // the int16 pairs (vpmaddwd).
+    if constexpr (Ops::kI8Unsigned) {
+        int32_t* sums = reinterpret_cast<int32_t*>(out + 3 * nw + ng);
+        for (int g = 0; g < ng; ++g) {
+            int32_t sum = 0;
+            for (int c = g * kQueryI8Group; c < (g + 1) * kQueryI8Group; ++c) sum += codes[c];
+            sums[g] = sum;
+        }
+    } else {
+        for (int i = 0; i < nw; ++i) {
+            const int8_t* b = codes + 4 * i;
+            out[nw + i] = uint32_t(uint16_t(int16_t(b[0]))) | uint32_t(uint16_t(int16_t(b[2]))) << 16;
+            out[2 * nw + i] = uint32_t(uint16_t(int16_t(b[1]))) | uint32_t(uint16_t(int16_t(b[3]))) << 16;
+        }
     }
 }
 
@@ -742,7 +748,7 @@ inline void tile_scores_i8(const KeyTile& t, int d, const uint32_t* const* qw, V
         for (int g = 0; g < ng; ++g) {
             if (t.pf) t.pf->step();
             typename Ops::VI acc[R];
-            for (int r = 0; r < R; ++r) acc[r] = Ops::i8_init(qsum[r][g]);
+            for (int r = 0; r < R; ++r) acc[r] = Ops::i8_init(Ops::kI8Unsigned ? qsum[r][g] : 0);  // (sums: q_i8)
             for (int i = g * G4; i < g * G4 + G4; ++i) {
                 const typename Ops::KI k = Ops::i8_prep(t.kti + size_t(i) * T + j0);
                 for (int r = 0; r < R; ++r) acc[r] = Ops::i8_dot(acc[r], k, qw[r] + i, nw);
