@@ -38,6 +38,7 @@
 #pragma once
 
 #include "kernels/paged_kv.hpp"
+#include "util/team_barrier.hpp"
 
 #include <cstdint>
 
@@ -108,13 +109,16 @@ void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, i
 void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p);
 // Decode in team mode, for a caller that runs a whole decode step in one parallel region: EVERY
 // thread of the region makes this same call (same arguments). The chunk items are shared out by
-// an orphaned work-sharing loop of the caller's region (no region of its own), their partials
+// thread number in the caller's region (no region of its own), their partials
 // go to `part` (one buffer for the team, attention_decode_part_floats floats, not touched by
 // the caller until every thread has returned), and each thread then folds every (sequence,
 // head) into its OWN `out` (sequence s's heads at out + s * n_heads * head_dim; DecodeSeq::out
 // and ::lse are not used), so the call ends without a barrier. Bit-identical to
-// attention_decode. Outside a parallel region it runs on the calling thread.
-void attention_decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out);
+// attention_decode. Outside a parallel region it runs on the calling thread. The threads meet
+// once, between the items and the folds: at `barrier` when given (the caller's TeamBarrier,
+// the same object on every thread), else at an OpenMP barrier.
+void attention_decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out,
+                           TeamBarrier* barrier = nullptr);
 size_t attention_decode_part_floats(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p);
 void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries);
 }  // namespace cpu

@@ -231,7 +231,8 @@ TEST_CASE("kernels.attention.decode_direct_tiles_equal_prefill_on_model_shapes")
 TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
     // attention_decode_team: every thread of a region makes the call, each gets every output in
     // its own buffer; bit-identical to attention_decode (and so to the prefill row), with 1, 2
-    // and 3 threads in the region and outside any region, for sequences of 1 to 3 chunks.
+    // and 3 threads in the region (meeting at an OpenMP barrier or at a TeamBarrier) and outside
+    // any region, for sequences of 1 to 3 chunks.
     const Shape shapes[] = {{9, 3, 64}, {4, 1, 128}};
     uint32_t seed = 700;
     for (Isa isa : test::available_isas()) {
@@ -263,22 +264,26 @@ TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
                     std::vector<float> alone(want.size(), -1.0f);
                     cpu::attention_decode_team(seqs.data(), n, p, part.data(), alone.data());
                     CHECK(test::bit_equal(want, alone));
-                    for (int nt : {1, 2, 3}) {
-                        CAPTURE(nt);
-                        std::vector<std::vector<float>> outs(size_t(nt), std::vector<float>(want.size(), -1.0f));
-                        int failed = 0;
+                    for (int nt : {1, 2, 3})
+                        for (bool own_barrier : {false, true}) {  // an OpenMP barrier, or a TeamBarrier
+                            CAPTURE(nt);
+                            CAPTURE(own_barrier);
+                            std::vector<std::vector<float>> outs(size_t(nt), std::vector<float>(want.size(), -1.0f));
+                            TeamBarrier bar;
+                            int failed = 0;
 #pragma omp parallel num_threads(nt) reduction(+ : failed)
-                        {
-                            const int tid = omp_get_thread_num();
-                            try {
-                                cpu::attention_decode_team(seqs.data(), n, p, part.data(), outs[size_t(tid)].data());
-                            } catch (...) {
-                                failed = 1;
+                            {
+                                const int tid = omp_get_thread_num();
+                                try {
+                                    cpu::attention_decode_team(seqs.data(), n, p, part.data(), outs[size_t(tid)].data(),
+                                                               own_barrier ? &bar : nullptr);
+                                } catch (...) {
+                                    failed = 1;
+                                }
                             }
+                            CHECK(failed == 0);
+                            for (const auto& o : outs) CHECK(test::bit_equal(want, o));
                         }
-                        CHECK(failed == 0);
-                        for (const auto& o : outs) CHECK(test::bit_equal(want, o));
-                    }
                 }
             }
     }

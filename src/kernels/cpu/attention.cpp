@@ -55,11 +55,12 @@ void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p
     attention_impl().decode(seqs, n_seqs, p);
 }
 
-void attention_decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out) {
+void attention_decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out,
+                           TeamBarrier* barrier) {
     check_decode(seqs, n_seqs, p, true);
     if (n_seqs == 0) return;
     KVRT_CHECK(part && out, KVRT_ERR_INVALID_ARGUMENT, "attention_decode_team: null part or out");
-    attention_impl().decode_team(seqs, n_seqs, p, part, out);
+    attention_impl().decode_team(seqs, n_seqs, p, part, out, barrier);
 }
 
 size_t attention_decode_part_floats(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {

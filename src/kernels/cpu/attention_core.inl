@@ -1484,7 +1484,7 @@ inline size_t decode_part_floats(const DecodeSeq* seqs, int32_t n_seqs, const At
 // into team_out (its own buffer; sequence s at team_out + s * H * d; lse not written), so the
 // call ends without a barrier. Same items, same arithmetic, same bits either way.
 inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* team_part,
-                        float* team_out) {
+                        float* team_out, TeamBarrier* barrier) {
     const int d = p.head_dim, H = p.n_heads;
     const size_t stride = size_t(d) + 2;  // per head: m, l, o[d]
     ChunkItem* items;
@@ -1607,9 +1607,15 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
             finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, sq.out + size_t(h) * d, sq.lse ? sq.lse + h : nullptr);
     };
     if (team) {
-        // The loop's implicit barrier: every partial is written before any thread folds.
-#pragma omp for schedule(static, span)
-        for (int it = 0; it < n_items; ++it) run_item(it);
+        // Thread i takes items [i * span, (i + 1) * span) (OpenMP's schedule(static, span)); the
+        // barrier: every partial is written before any thread folds.
+        const int tid = team_threads() > 0 ? team_thread() : 0;
+        for (int it = tid * span; it < n_items && it < (tid + 1) * span; ++it) run_item(it);
+        if (barrier) {
+            barrier->wait(team_threads());
+        } else {
+#pragma omp barrier
+        }
         for (int rh = 0; rh < n_rows; ++rh) fold_row(rh);
         return;
     }
@@ -1620,10 +1626,11 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
 }
 
 inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
-    decode_impl(seqs, n_seqs, p, nullptr, nullptr);
+    decode_impl(seqs, n_seqs, p, nullptr, nullptr, nullptr);
 }
-inline void decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out) {
-    decode_impl(seqs, n_seqs, p, part, out);
+inline void decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out,
+                        TeamBarrier* barrier) {
+    decode_impl(seqs, n_seqs, p, part, out, barrier);
 }
 
 #include "kernels/cpu/fp4_core.inl"

@@ -9,6 +9,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/indexer.hpp"
 #include "util/isa.hpp"
+#include "util/team_barrier.hpp"
 
 namespace kvrt::cpu {
 
@@ -23,7 +24,8 @@ struct AttentionImpl {
     void (*indexer_batch)(const PagedKV& keys, const IndexerQuery* qs, const int32_t* n_visible, int32_t n_queries,
                           float* scores, size_t stride);
     // Decode in team mode (attention.hpp attention_decode_team) and the size of its shared buffer.
-    void (*decode_team)(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out);
+    void (*decode_team)(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out,
+                        TeamBarrier* barrier);
     size_t (*decode_part_floats)(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p);
 };
 

@@ -42,4 +42,6 @@ int team_threads() {
     return n > 1 ? n : 0;
 }
 
+int team_thread() { return omp_get_thread_num(); }
+
 }  // namespace kvrt::cpu

@@ -20,8 +20,10 @@ int region_threads();
 
 // Team mode: when called from inside an active parallel region of more than one thread, the
 // number of threads in that team (every one of them must make the same kernel call, which then
-// shares its work out with orphaned work-sharing constructs instead of opening a region of its
+// shares its work out by thread number (team_thread) instead of opening a region of its
 // own); 0 outside such a region.
 int team_threads();
+// The calling thread's number in its team (0 outside a parallel region).
+int team_thread();
 
 }  // namespace kvrt::cpu

@@ -12,6 +12,7 @@
 #include "kernels/weight_matmul.hpp"
 #include "model/model.hpp"
 #include "util/error.hpp"
+#include "util/team_barrier.hpp"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -178,9 +179,11 @@ constexpr int64_t kTeamRows = 16;
 
 // Task counters of one team region: a thread takes the next index of a phase until
 // none is left (cheaper than a dynamic OpenMP loop's work-share). Between phases the
-// threads meet at OpenMP barriers, which honour OMP_WAIT_POLICY. (A barrier of our own
-// that spins before it sleeps was tried and rejected: on a loaded machine or under a
-// passive policy, a woken thread often lands on the CPU of the thread spinning for it.)
+// threads meet at a TeamBarrier (util/team_barrier.hpp): it spins a little, then yields,
+// then sleeps, whatever OMP_WAIT_POLICY says, so that the five waits per layer are not
+// five futex sleeps and wake-ups under `passive`. (An earlier barrier of ours that only
+// spun was dropped: on a loaded machine the thread it waited for could be queued on its
+// own CPU; the yield stage is for that.)
 class TeamTasks {
 public:
     static constexpr int kPhases = 4;
@@ -357,16 +360,19 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
         for (int64_t i = 0; i < M * E; ++i) x[i] += out[i];
     };
 
+    // Where the team's threads meet between phases (util/team_barrier.hpp).
+    TeamBarrier bar;
+
     // Step l: the FFN half of layer l-1 (l > 0), then the attention input of layer l
     // (l < NL), or the output head (l == NL). Run by every thread of a region on its own
     // residual copy xp (and xnp, its normalised form); `sync` hands out the column tasks.
-    auto step = [&](int64_t l, TeamTasks& sync, int tid, float* xp, float* xnp, const float* att) {
+    auto step = [&](int64_t l, TeamTasks& sync, int tid, int team, float* xp, float* xnp, const float* att) {
             if (l > 0) {
                 const DecoderLayerWeights& P = model.layer(static_cast<uint32_t>(l - 1));
                 sync.run(0, static_cast<int64_t>(wo_parts.size()), [&](int64_t t) {
                     guard([&] { matmul_part(*P.wo, att, M, QD, S.xn.data(), E, wo_parts[t].first, wo_parts[t].second, KernelIsa::Auto, S.act.other); });
                 });
-#pragma omp barrier
+                bar.wait(team);
                 add_residual(xp, S.xn.data(), P.post_attn_norm, xnp);
                 guard([&] { cpu::rms_norm(xp, P.ffn_norm.data(), c.rms_eps, static_cast<int32_t>(M), static_cast<int32_t>(E), xnp); });
                 sync.run(1, static_cast<int64_t>(ff_parts.size()), [&](int64_t t) {
@@ -378,12 +384,12 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                         for (int64_t m = 0; m < M; ++m) gated_act(&S.gate[m * F + c0], &S.up[m * F + c0], c1 - c0, c.ffn_act, false);
                     });
                 });
-#pragma omp barrier
+                bar.wait(team);
                 // (also: every thread has read S.xn before down overwrites it)
                 sync.run(2, static_cast<int64_t>(down_parts.size()), [&](int64_t t) {
                     guard([&] { matmul_part(*P.w_down, S.gate.data(), M, F, S.xn.data(), E, down_parts[t].first, down_parts[t].second, KernelIsa::Auto, S.act.other); });
                 });
-#pragma omp barrier
+                bar.wait(team);
                 add_residual(xp, S.xn.data(), P.post_ffn_norm, xnp);
                 if (tid == 0) std::copy_n(xp, M * E, S.x.data());  // read again only by the next region
             }
@@ -442,10 +448,11 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
     for (const SeqStep& s : batch) all_decode = all_decode && s.n_tokens == 1;
     if (all_decode) {
         // Decode batches: ONE parallel region for the whole token. The attention kernel runs
-        // in team mode inside it (cpu::attention_decode_team: orphaned work-sharing, each
-        // thread folds the chunk partials into its own copy of the attention output), so a
-        // layer costs five barriers and no fork/join: after Q/K/V, after the attention's chunk
-        // items, after the output projection, after gate/up and after down.
+        // in team mode inside it (cpu::attention_decode_team: the chunk items shared out by
+        // thread number, each thread folds the chunk partials into its own copy of the
+        // attention output), so a layer costs five waits at the TeamBarrier and no fork/join:
+        // after Q/K/V, after the attention's chunk items, after the output projection, after
+        // gate/up and after down.
         const size_t nb = batch.size();
         S.views.resize(static_cast<size_t>(NL) * nb);
         S.decode.resize(static_cast<size_t>(NL) * nb);
@@ -470,20 +477,20 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
         std::unique_ptr<TeamTasks[]> syncs(new TeamTasks[static_cast<size_t>(NL) + 1]);
 #pragma omp parallel num_threads(nt)
         {
-            const int tid = omp_get_thread_num();
+            const int tid = omp_get_thread_num(), team = omp_get_num_threads();
             float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
             float* xnp = xp + M * E;
             float* my_att = &att[static_cast<size_t>(tid) * static_cast<size_t>(M * QD)];
             std::copy_n(S.x.data(), M * E, xp);
             for (int64_t l = 0; l <= NL; ++l) {
-                step(l, syncs[static_cast<size_t>(l)], tid, xp, xnp, my_att);
+                step(l, syncs[static_cast<size_t>(l)], tid, team, xp, xnp, my_att);
                 if (l < NL) {
-#pragma omp barrier
+                    bar.wait(team);
                     // Every thread makes the same call (the kernel's checks throw alike on all).
                     const AttnParams a = layer_params(l);
                     guard([&] {
                         cpu::attention_decode_team(&S.decode[static_cast<size_t>(l) * nb], static_cast<int32_t>(nb), a,
-                                                   part.data(), my_att);
+                                                   part.data(), my_att, &bar);
                     });
                 }
             }
@@ -495,11 +502,11 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
             sync.reset();
 #pragma omp parallel num_threads(nt) if (nt > 1)
             {
-                const int tid = omp_get_thread_num();
+                const int tid = omp_get_thread_num(), team = omp_get_num_threads();
                 float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
                 float* xnp = xp + M * E;
                 std::copy_n(S.x.data(), M * E, xp);
-                step(l, sync, tid, xp, xnp, S.att.data());
+                step(l, sync, tid, team, xp, xnp, S.att.data());
             }
             if (error) std::rethrow_exception(error);
             if (l < NL) attend(batch, S, layer_params(l), QD, static_cast<uint32_t>(l), false);
