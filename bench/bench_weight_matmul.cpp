@@ -27,6 +27,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -183,15 +184,18 @@ void bench_kquants(const std::string& path, bool quick, int reps, double min_s) 
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    use_passive_omp_wait(argv);
+int run(int argc, char** argv) {
     bool quick = false, kquant_only = false;
     std::string path = default_model(), kpath = kquant_model();
     for (int i = 1; i < argc; i++) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         else if (std::strcmp(argv[i], "--kquant-only") == 0) kquant_only = true;
         else if (std::strcmp(argv[i], "--kquant") == 0 && i + 1 < argc) kpath = argv[++i];
-        else path = argv[i];
+        else if (argv[i][0] != '-') path = argv[i];
+        else {
+            std::fprintf(stderr, "usage: bench_weight_matmul [--quick] [--kquant-only] [--kquant FILE] [model.gguf]\n");
+            return 2;
+        }
     }
     const int reps = quick ? 2 : 5;
     const double min_s = quick ? 0.05 : 0.2;
@@ -316,4 +320,14 @@ int main(int argc, char** argv) {
         }
     }
     return 0;
+}
+
+int main(int argc, char** argv) {
+    use_passive_omp_wait(argv);
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {  // a missing or unreadable model file
+        std::fprintf(stderr, "bench_weight_matmul: %s\n", e.what());
+        return 1;
+    }
 }
