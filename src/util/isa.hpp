@@ -15,8 +15,9 @@
 // Levels, each including the ones below:
 //   Scalar      portable C++
 //   Avx2        AVX2 + FMA + F16C
-//   AvxVnni     + AVX-VNNI (vpdpbusd on ymm: Intel client CPUs since Alder Lake); only the
-//               weight matmul has a path of its own, the others take their AVX2 one
+//   AvxVnni     + AVX-VNNI (vpdpbusd on ymm: Intel client CPUs since Alder Lake); the weight
+//               matmul and attention have paths of their own (attention: the AVX2 one with
+//               vpdpbusd for Q.K over int8 K, the same integers), the others take their AVX2 one
 //   Avx512      AVX-512 F/BW/VL/DQ (the weight matmul's AVX-512 path also needs
 //               AVX512_VNNI; without it the matmul takes AvxVnni or AVX2)
 //   Avx512Bf16  + AVX512_BF16 and AVX512_VNNI (every CPU with the first has the second):

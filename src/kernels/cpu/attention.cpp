@@ -16,7 +16,8 @@ const AttentionImpl& attention_impl() {
     switch (isa_active()) {
         case Isa::Avx512Bf16: return attention_impl_avx512bf16();
         case Isa::Avx512: return attention_impl_avx512();
-        case Isa::AvxVnni:  // no attention path of its own
+        // (The level may be asked for, by KVRT_ISA, on a CPU with AVX-512 but not AVX-VNNI.)
+        case Isa::AvxVnni: return cpu_features().avxvnni ? attention_impl_avxvnni() : attention_impl_avx2();
         case Isa::Avx2: return attention_impl_avx2();
         case Isa::Scalar: break;
     }

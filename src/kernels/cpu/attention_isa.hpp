@@ -31,6 +31,7 @@ struct AttentionImpl {
 
 const AttentionImpl& attention_impl_scalar();
 const AttentionImpl& attention_impl_avx2();
+const AttentionImpl& attention_impl_avxvnni();
 const AttentionImpl& attention_impl_avx512();
 const AttentionImpl& attention_impl_avx512bf16();
 // The implementation for isa_active().

@@ -140,9 +140,23 @@ struct Ops {
         transpose8x8(r);
         for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + size_t(i) * ld, r[i]);
     }
-    // Integer Q.K over int8 keys (see simd_avx512.hpp): the key's bytes (0, 2) and (1, 3) of each
-    // word sign-extended to int16 pairs, two vpmaddwd with the query's pairs.
+    // Integer Q.K over int8 keys (see simd_avx512.hpp).
     using VI = __m256i;
+#if defined(KVRT_ISA_I8_DOT)
+    // AVX-VNNI (vpdpbusd on ymm) multiplies unsigned by signed bytes: the tile stores k + 128
+    // (k xor 0x80) and each accumulator starts at -128 x the sum of the query's codes it meets.
+    static constexpr bool kI8Unsigned = true;
+    struct KI {
+        __m256i k;
+    };
+    static KI i8_prep(const uint32_t* p) { return KI{_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+    static VI i8_dot(VI acc, const KI& k, const uint32_t* w, int) {
+        return _mm256_dpbusd_avx_epi32(acc, k.k, _mm256_set1_epi32(static_cast<int>(w[0])));
+    }
+    static VI i8_init(int32_t code_sum) { return _mm256_set1_epi32(-128 * code_sum); }
+#else
+    // The key's bytes (0, 2) and (1, 3) of each word sign-extended to int16 pairs, two vpmaddwd
+    // with the query's pairs.
     static constexpr bool kI8Unsigned = false;
     struct KI {
         __m256i lo, hi;
@@ -156,12 +170,17 @@ struct Ops {
         return _mm256_add_epi32(acc, _mm256_madd_epi16(k.hi, _mm256_set1_epi32(static_cast<int>(w[2 * nw]))));
     }
     static VI i8_init(int32_t) { return _mm256_setzero_si256(); }
+#endif
     static V i8_cvt(VI x) { return _mm256_cvtepi32_ps(x); }
     static void i8_transpose(const uint8_t* const* rows, int c, uint32_t* out, int ld) {
         __m256 r[8];
         for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[i] + 4 * c));
         transpose8x8(r);
-        for (int i = 0; i < 8; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + size_t(i) * ld), _mm256_castps_si256(r[i]));
+        for (int i = 0; i < 8; ++i) {
+            __m256i x = _mm256_castps_si256(r[i]);
+            if constexpr (kI8Unsigned) x = _mm256_xor_si256(x, _mm256_set1_epi32(int(0x80808080u)));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + size_t(i) * ld), x);
+        }
     }
     // 8 rows of 16-bit elements (BF16 or F16) x 16 columns from column c, converted (see the
     // AVX-512 twin): out[i * ld + j] = f32(rows[j][c + i]).
