@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <exception>
 #include <cstdint>
 #include <cstring>
 #include <limits>

@@ -1609,13 +1609,21 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
     if (team) {
         // Thread i takes items [i * span, (i + 1) * span) (OpenMP's schedule(static, span)); the
         // barrier: every partial is written before any thread folds.
+        // A thread whose items throw (scratch memory refused) still meets the others, then
+        // rethrows: every thread of the team passes every barrier of the step.
         const int tid = team_threads() > 0 ? team_thread() : 0;
-        for (int it = tid * span; it < n_items && it < (tid + 1) * span; ++it) run_item(it);
+        std::exception_ptr error;
+        try {
+            for (int it = tid * span; it < n_items && it < (tid + 1) * span; ++it) run_item(it);
+        } catch (...) {
+            error = std::current_exception();
+        }
         if (barrier) {
             barrier->wait(team_threads());
         } else {
 #pragma omp barrier
         }
+        if (error) std::rethrow_exception(error);
         for (int rh = 0; rh < n_rows; ++rh) fold_row(rh);
         return;
     }

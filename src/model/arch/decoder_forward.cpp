@@ -179,11 +179,12 @@ constexpr int64_t kTeamRows = 16;
 
 // Task counters of one team region: a thread takes the next index of a phase until
 // none is left (cheaper than a dynamic OpenMP loop's work-share). Between phases the
-// threads meet at a TeamBarrier (util/team_barrier.hpp): it spins a little, then yields,
-// then sleeps, whatever OMP_WAIT_POLICY says, so that the five waits per layer are not
-// five futex sleeps and wake-ups under `passive`. (An earlier barrier of ours that only
-// spun was dropped: on a loaded machine the thread it waited for could be queued on its
-// own CPU; the yield stage is for that.)
+// threads meet at a TeamBarrier (util/team_barrier.hpp): it spins for a budget that
+// shrinks when waits run long, then sleeps, whatever OMP_WAIT_POLICY says, so that the
+// five waits per layer are not five futex sleeps and wake-ups under `passive`. (An
+// earlier barrier of ours that only spun was dropped: on a loaded machine the thread it
+// waited for could be queued on its own CPU; the shrinking budget is for that.) Every
+// thread passes every wait, errors included (guard, attention_decode_team).
 class TeamTasks {
 public:
     static constexpr int kPhases = 4;
