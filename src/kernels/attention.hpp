@@ -40,6 +40,7 @@
 #include "kernels/paged_kv.hpp"
 #include "util/team_barrier.hpp"
 
+#include <atomic>
 #include <cstdint>
 
 namespace kvrt {
@@ -120,6 +121,20 @@ void attention_decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p
 void attention_decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out,
                            TeamBarrier* barrier = nullptr);
 size_t attention_decode_part_floats(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p);
+// Prefill in team mode, for a caller that runs a whole forward in one parallel region: EVERY
+// thread of the region makes this same call. The work items of attention_prefill (the same
+// plan) are taken from `next` (zero before the call, one counter per call); when the plan
+// splits items along key chunks, thread 0's partial buffer is handed to the team through
+// `part` and the rows' partials are folded by thread number after a wait at `barrier`. The team
+// meets at `barrier` before returning: `out` is complete when any thread returns. Bit-identical
+// to attention_prefill (no lse). Outside a parallel region it runs on the calling thread.
+struct PrefillTeam {
+    TeamBarrier* barrier = nullptr;
+    std::atomic<int>* next = nullptr;
+    float** part = nullptr;
+};
+void attention_prefill_team(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,
+                            float* out, const PrefillTeam& team);
 void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries);
 }  // namespace cpu
 

@@ -50,7 +50,9 @@
 #pragma once
 
 #include "formats/tensor_type.hpp"
+#include "util/team_barrier.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -186,6 +188,37 @@ inline int64_t matmul_pairs(const PackedWeight& w) noexcept { return w.panels() 
 // Throws as matmul(), and KVRT_ERR_INVALID_ARGUMENT for a bad pair range.
 void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
                  int64_t pair0, int64_t pair1, KernelIsa isa = KernelIsa::Auto, ActBits act = ActBits::Q8);
+
+// Team mode, for a caller that runs a whole forward (many rows: prefill) in one OpenMP
+// parallel region: EVERY thread of the region calls matmul_team with the same arguments.
+// Thread i of n quantises rows [M*i/n, M*(i+1)/n) of X into `buf` (shared by the team, sized by
+// reserve() before the region; float weights read X itself), the team meets at `barrier`, the
+// threads take the tasks of
+// matmul() (the same split, the same kernels: the bits of one matmul()) from `next` (zero
+// before the call, one counter per call), and meet again: Y is complete when any thread
+// returns. So a thread that wrote rows [M*i/n, M*(i+1)/n) of X needs no barrier before the
+// call. Throws as matmul(), on every thread alike (the checks come first).
+class MatmulTeamBuffer {
+public:
+    MatmulTeamBuffer();
+    ~MatmulTeamBuffer();
+    MatmulTeamBuffer(const MatmulTeamBuffer&) = delete;
+    MatmulTeamBuffer& operator=(const MatmulTeamBuffer&) = delete;
+    MatmulTeamBuffer(MatmulTeamBuffer&&) noexcept;
+    MatmulTeamBuffer& operator=(MatmulTeamBuffer&&) noexcept;
+    // Room for the quantised activations of M rows of K elements, 16-bit codes (call before
+    // the region: matmul_team never grows it).
+    void reserve(int64_t M, int64_t K);
+    size_t bytes() const noexcept;
+
+private:
+    friend void matmul_team(const PackedWeight&, const float*, int64_t, int64_t, float*, int64_t, ActBits,
+                            MatmulTeamBuffer&, std::atomic<int64_t>&, TeamBarrier&);
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+void matmul_team(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy, ActBits act,
+                 MatmulTeamBuffer& buf, std::atomic<int64_t>& next, TeamBarrier& barrier);
 
 // The reference twin (src/kernels/ref/): the same math with naive loops over
 // the original GGUF layout — the same activation quantisation, exact integer

@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -295,6 +296,70 @@ TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
     DecodeSeq sq{&v, q.data(), nullptr, nullptr, 7};
     CHECK_THROWS_AS(cpu::attention_decode_team(&sq, 1, params({1, 1, 64}), nullptr, buf.data()), Error);
     CHECK_THROWS_AS(cpu::attention_decode_team(&sq, 1, params({1, 1, 64}), buf.data(), nullptr), Error);
+}
+
+TEST_CASE("kernels.attention.prefill_team_mode_equals_prefill_bitwise") {
+    // attention_prefill_team: every thread of a region makes the call; the items come from a
+    // shared counter and the split plan's partials from thread 0's buffer. Bit-identical to
+    // attention_prefill with 1, 2 and 3 threads and outside any region, for a prompt from the
+    // start (whole items) and a few queries after a long prefix (items split into key chunks).
+    const Shape shapes[] = {{9, 3, 64}, {4, 1, 128}};
+    uint32_t seed = 900;
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (const Shape& s : shapes)
+            for (KvTypes dt : {KvTypes(DType::F16), KvTypes(DType::F32), KvTypes(DType::I8, DType::F16)}) {
+                CAPTURE(std::string(isa_name(isa)));
+                CAPTURE(s.d);
+                CAPTURE(test::kv_types_name(dt));
+                const int32_t n_tok = 1500;
+                TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
+                for (int32_t window : {0, 700})
+                    for (auto [n_q, q0] : {std::pair<int32_t, int32_t>{200, 0}, std::pair<int32_t, int32_t>{7, 1493}}) {
+                        CAPTURE(window);
+                        CAPTURE(n_q);
+                        const AttnParams p = params(s, window);
+                        const size_t row = size_t(s.h) * s.d;
+                        auto q = test::random_vec(size_t(n_q) * row, seed++);
+                        std::vector<float> want(size_t(n_q) * row);
+                        cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, want.data());
+                        TeamBarrier bar;
+                        std::atomic<int> next{0};
+                        float* slot = nullptr;
+                        const cpu::PrefillTeam team{&bar, &next, &slot};
+                        std::vector<float> got(want.size(), -1.0f);
+                        cpu::attention_prefill_team(t.kv, p, q.data(), n_q, q0, got.data(), team);  // outside a region
+                        CHECK(test::bit_equal(want, got));
+                        for (int nt : {1, 2, 3}) {
+                            CAPTURE(nt);
+                            std::fill(got.begin(), got.end(), -1.0f);
+                            next = 0;
+                            int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : failed)
+                            {
+                                try {
+                                    cpu::attention_prefill_team(t.kv, p, q.data(), n_q, q0, got.data(), team);
+                                } catch (...) {
+                                    failed = 1;
+                                }
+                            }
+                            CHECK(failed == 0);
+                            CHECK(test::bit_equal(want, got));
+                        }
+                    }
+            }
+    }
+    // Bad arguments are refused before any work (on every thread alike).
+    std::vector<float> buf(64);
+    TestKV t(8, 1, 64, KvTypes(DType::F16), 16, 1);
+    auto q = test::random_vec(64, 2);
+    TeamBarrier bar;
+    std::atomic<int> next{0};
+    float* slot = nullptr;
+    CHECK_THROWS_AS(cpu::attention_prefill_team(t.kv, params({1, 1, 64}), q.data(), 1, 7, buf.data(), cpu::PrefillTeam{}), Error);
+    CHECK_THROWS_AS(cpu::attention_prefill_team(t.kv, params({1, 1, 64}), nullptr, 1, 7, buf.data(), cpu::PrefillTeam{&bar, &next, &slot}), Error);
+    CHECK_THROWS_AS(cpu::attention_prefill_team(t.kv, params({1, 1, 64}), q.data(), 1, 8, buf.data(), cpu::PrefillTeam{&bar, &next, &slot}), Error);
+    cpu::attention_prefill_team(t.kv, params({1, 1, 64}), q.data(), 1, 7, buf.data(), cpu::PrefillTeam{&bar, &next, &slot});
 }
 
 TEST_CASE("kernels.attention.prefill_chunking_is_bit_exact") {

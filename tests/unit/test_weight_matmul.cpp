@@ -5,6 +5,7 @@
 // quantisation, fast kernels of every ISA path against the ref/ twin, the
 // determinism contract bit for bit, and the quantisation error of the chain.
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include "formats/tensor_type_dequant.hpp"
 #include "kernels/cpu/activation_quant.hpp"
@@ -16,6 +17,7 @@
 #include "util/error.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -466,6 +468,66 @@ TEST_CASE("weight_matmul: matmul_part over disjoint column pairs gives the bits 
     CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 63, 0, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { matmul_part(w.packed, nullptr, 1, 64, y.data(), 64, 0, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
     CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 64, 0, 2); }) == KVRT_OK);
+}
+
+TEST_CASE("weight_matmul: matmul_team (every thread of a region calls it) gives the bits of one matmul") {
+    // Teams of 1, 2 and 3 threads and a call outside any region; few rows and many (row
+    // chunks: N = 150 is 5 pairs, fewer than 4 per thread); 8- and 16-bit codes; every type.
+    const int64_t N = 150, K = 256;
+    MatmulTeamBuffer buf;
+    buf.reserve(70, K);
+    uint32_t seed = 60;
+    std::vector<TensorType> types(std::begin(kTypes), std::end(kTypes));
+    types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
+    for (TensorType t : types) {
+        CAPTURE(tensor_type_name(t));
+        Weight w = make_weight(t, N, K, seed++);
+        for (int64_t M : {int64_t(1), int64_t(20), int64_t(70)})
+            for (ActBits act : {ActBits::Q8, ActBits::Q16}) {
+                CAPTURE(M);
+                CAPTURE(static_cast<int>(act));
+                auto X = randn(static_cast<size_t>(M * K), seed++);
+                std::vector<float> want(static_cast<size_t>(M * N));
+                matmul(w.packed, X.data(), M, K, want.data(), N, 2, KernelIsa::Auto, act);
+                std::vector<float> got(static_cast<size_t>(M * (N + 3)), -1.0f);
+                TeamBarrier bar;
+                std::atomic<int64_t> next{0};
+                matmul_team(w.packed, X.data(), M, K, got.data(), N + 3, act, buf, next, bar);  // outside a region
+                for (int64_t m = 0; m < M; ++m) CHECK(same_bits(&got[static_cast<size_t>(m * (N + 3))], &want[static_cast<size_t>(m * N)], N));
+                for (int nt : {1, 2, 3}) {
+                    CAPTURE(nt);
+                    std::fill(got.begin(), got.end(), -1.0f);
+                    next = 0;
+                    int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : failed)
+                    {
+                        try {
+                            matmul_team(w.packed, X.data(), M, K, got.data(), N + 3, act, buf, next, bar);
+                        } catch (...) {
+                            failed = 1;
+                        }
+                    }
+                    CHECK(failed == 0);
+                    for (int64_t m = 0; m < M; ++m) {
+                        CHECK(same_bits(&got[static_cast<size_t>(m * (N + 3))], &want[static_cast<size_t>(m * N)], N));
+                        for (int64_t n = N; n < N + 3; ++n) CHECK(got[static_cast<size_t>(m * (N + 3) + n)] == -1.0f);
+                    }
+                }
+            }
+    }
+    // Bad input, refused on every thread alike before any wait: a buffer not reserved for the
+    // rows, a short output stride, a null input.
+    Weight w = make_weight(TensorType::Q4_1, 64, 64, 61);
+    std::vector<float> x(static_cast<size_t>(100 * 64)), y(static_cast<size_t>(100 * 64));
+    MatmulTeamBuffer small;
+    small.reserve(4, 64);
+    TeamBarrier bar;
+    std::atomic<int64_t> next{0};
+    CHECK(status_of([&] { matmul_team(w.packed, x.data(), 100, 64, y.data(), 64, ActBits::Q8, small, next, bar); }) == KVRT_ERR_INTERNAL);
+    CHECK(status_of([&] { matmul_team(w.packed, x.data(), 4, 64, y.data(), 63, ActBits::Q8, small, next, bar); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_team(w.packed, nullptr, 4, 64, y.data(), 64, ActBits::Q8, small, next, bar); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { small.reserve(-1, 64); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_team(w.packed, x.data(), 4, 64, y.data(), 64, ActBits::Q8, small, next, bar); }) == KVRT_OK);
 }
 
 TEST_CASE("weight_matmul: bad input is rejected with a status") {

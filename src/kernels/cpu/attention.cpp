@@ -64,6 +64,19 @@ void attention_decode_team(const DecodeSeq* seqs, int32_t n_seqs, const AttnPara
     attention_impl().decode_team(seqs, n_seqs, p, part, out, barrier);
 }
 
+void attention_prefill_team(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,
+                            float* out, const PrefillTeam& team) {
+    const char* what = "attention_prefill_team";
+    kernels::check_attn_params(kv, p, what);
+    KVRT_CHECK(n_q >= 0 && q_pos0 >= 0, KVRT_ERR_INVALID_ARGUMENT, "attention_prefill_team: negative n_q or q_pos0");
+    KVRT_CHECK(team.barrier && team.next && team.part, KVRT_ERR_INVALID_ARGUMENT,
+               "attention_prefill_team: null barrier, counter or partial slot");
+    if (n_q == 0) return;
+    KVRT_CHECK(q && out, KVRT_ERR_INVALID_ARGUMENT, "attention_prefill_team: null q or out");
+    kernels::check_rows_present(kv, attn_first_key(p, q_pos0), int64_t(q_pos0) + n_q - 1, what);
+    attention_impl().prefill_team(kv, p, q, n_q, q_pos0, out, team);
+}
+
 size_t attention_decode_part_floats(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
     return attention_impl().decode_part_floats(seqs, n_seqs, p);
 }

@@ -36,7 +36,7 @@ namespace kvrt::cpu::avx512 {
 namespace kvrt::cpu {
 const AttentionImpl& attention_impl_avx512() {
     static const AttentionImpl impl{&avx512::prefill, &avx512::decode, &avx512::sparse, &avx512::indexer, &avx512::indexer_batch,
-                                     &avx512::decode_team, &avx512::decode_part_floats};
+                                     &avx512::decode_team, &avx512::decode_part_floats, &avx512::prefill_team};
     return impl;
 }
 }  // namespace kvrt::cpu

@@ -37,7 +37,7 @@ namespace kvrt::cpu {
 const AttentionImpl& attention_impl_avxvnni() {
     static const AttentionImpl impl{&avxvnni::prefill,       &avxvnni::decode,    &avxvnni::sparse,
                                     &avxvnni::indexer,       &avxvnni::indexer_batch,
-                                    &avxvnni::decode_team,   &avxvnni::decode_part_floats};
+                                    &avxvnni::decode_team,   &avxvnni::decode_part_floats, &avxvnni::prefill_team};
     return impl;
 }
 }  // namespace kvrt::cpu

@@ -1260,8 +1260,8 @@ struct PrefillItem {
     size_t off;
 };
 
-inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0, float* out,
-                    float* lse) {
+inline void prefill_impl(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,
+                         float* out, float* lse, const PrefillTeam* team) {
     const int d = p.head_dim, H = p.n_heads, n_kv = kv.n_kv_heads, G = H / n_kv;
     const size_t es = kv_head_bytes(kv.dtype, d), ves = kv_head_bytes(kv.vdt(), d);  // bytes per head
     const size_t stride = size_t(d) + 2;  // a partial per row: m, l, o[d]
@@ -1306,9 +1306,16 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                     part_floats += nr * stride;
                 }
         }
-    float* part = split ? scratch<float>(6, part_floats) : nullptr;
-#pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
-    for (int item = 0; item < n_items; ++item) {
+    // Team mode (attention.hpp attention_prefill_team): thread 0's partial buffer serves the team.
+    const int nth = team ? mx(1, team_threads()) : 1, tid = nth > 1 ? team_thread() : 0;
+    float* part = nullptr;
+    if (split && (!team || tid == 0)) part = scratch<float>(6, part_floats);
+    if (team && split) {
+        if (tid == 0) *team->part = part;
+        team->barrier->wait(nth);
+        part = *team->part;
+    }
+    auto run_item = [&](int item) {
         const PrefillItem& pi = items[item];
         const int qb = pi.qb, g = pi.g;
         const int t0 = qb * QB, t1 = static_cast<int>(mn(n_q, t0 + QB)), nr = (t1 - t0) * G;
@@ -1412,12 +1419,10 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
                              out + (size_t(t) * H + h) * d, lse ? lse + size_t(t) * H + h : nullptr);
                 }
             }
-    }
-    if (!split) return;
+    };
     // Fold each row's chunk partials in chunk order (items of one (qb, g) are in chunk order).
     const int n_rows = n_q * H;
-#pragma omp parallel for schedule(static) if (n_rows >= 256)
-    for (int th = 0; th < n_rows; ++th) {
+    auto merge_row = [&](int th) {
         const int t = th / H, h = th % H, qb = t / QB, g = h / G;
         const int r = (t - qb * QB) * G + h % G;
         const int32_t i0 = first[qb * n_kv + g];
@@ -1430,7 +1435,39 @@ inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int3
         }
         finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, out + (size_t(t) * H + h) * d,
                  lse ? lse + size_t(t) * H + h : nullptr);
+    };
+    if (team) {
+        // Items from the team's counter; a thread whose items throw (scratch memory refused)
+        // still passes every wait, then rethrows. The last wait: the outputs are complete (and
+        // thread 0's partial buffer is free) when any thread returns.
+        std::exception_ptr error;
+        try {
+            for (int it; (it = team->next->fetch_add(1, std::memory_order_relaxed)) < n_items;) run_item(it);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        team->barrier->wait(nth);
+        if (split && !error) {
+            for (int th = n_rows * tid / nth; th < n_rows * (tid + 1) / nth; ++th) merge_row(th);
+        }
+        if (split) team->barrier->wait(nth);
+        if (error) std::rethrow_exception(error);
+        return;
     }
+#pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
+    for (int item = 0; item < n_items; ++item) run_item(item);
+    if (!split) return;
+#pragma omp parallel for schedule(static) if (n_rows >= 256)
+    for (int th = 0; th < n_rows; ++th) merge_row(th);
+}
+
+inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0, float* out,
+                    float* lse) {
+    prefill_impl(kv, p, q, n_q, q_pos0, out, lse, nullptr);
+}
+inline void prefill_team(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0, float* out,
+                         const PrefillTeam& team) {
+    prefill_impl(kv, p, q, n_q, q_pos0, out, nullptr, &team);
 }
 
 // ---------------------------------------------------------------------------------------------

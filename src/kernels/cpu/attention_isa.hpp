@@ -27,6 +27,9 @@ struct AttentionImpl {
     void (*decode_team)(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p, float* part, float* out,
                         TeamBarrier* barrier);
     size_t (*decode_part_floats)(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p);
+    // Prefill in team mode (attention.hpp attention_prefill_team).
+    void (*prefill_team)(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,
+                         float* out, const PrefillTeam& team);
 };
 
 const AttentionImpl& attention_impl_scalar();

@@ -33,7 +33,7 @@ namespace kvrt::cpu::scalar {
 namespace kvrt::cpu {
 const AttentionImpl& attention_impl_scalar() {
     static const AttentionImpl impl{&scalar::prefill, &scalar::decode, &scalar::sparse, &scalar::indexer, &scalar::indexer_batch,
-                                     &scalar::decode_team, &scalar::decode_part_floats};
+                                     &scalar::decode_team, &scalar::decode_part_floats, &scalar::prefill_team};
     return impl;
 }
 }  // namespace kvrt::cpu

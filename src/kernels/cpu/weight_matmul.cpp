@@ -105,6 +105,42 @@ MatmulArgs checked_args(const PackedWeight& w, const float* X, int64_t M, int64_
     args.M = M;
     return args;
 }
+// The task split of a matmul: tasks are (panel pair, row chunk); rows are cut into chunks only
+// when there are too few pairs to keep nt threads busy (small N, large M). Tasks run in
+// contiguous ranges, pair-major, so a weight stream is read once. The split never changes a
+// result: each output element is computed by one thread with the same operations.
+struct TaskPlan {
+    int64_t M = 0, pairs = 0, row_chunks = 1, tasks = 0;
+};
+TaskPlan plan_tasks(const PackedWeight& w, int64_t M, int nt) {
+    TaskPlan p;
+    p.M = M;
+    p.pairs = w.panels() / 2;
+    if (p.pairs < 4 * nt) p.row_chunks = std::max<int64_t>(1, std::min<int64_t>((4 * nt + p.pairs - 1) / p.pairs, M / 16));
+    p.tasks = p.pairs * p.row_chunks;
+    return p;
+}
+// Tasks [t0, t1) of the plan (args.a: all M rows quantised, for the quantised types).
+void run_tasks(const MatmulArgs& args, PanelKernel kernel, const TaskPlan& p, int64_t t0, int64_t t1) {
+    if (p.row_chunks == 1) {
+        kernel(args, 2 * t0, 2 * t1);
+        return;
+    }
+    for (int64_t task = t0; task < t1; task++) {
+        const int64_t pair = task / p.row_chunks, rc = task % p.row_chunks;
+        const int64_t m0 = p.M * rc / p.row_chunks, m1 = p.M * (rc + 1) / p.row_chunks;
+        MatmulArgs sub = args;
+        QuantizedRows rows;
+        if (args.a) {
+            rows = args.a->from_row(m0);
+            sub.a = &rows;
+        }
+        sub.X = args.X + m0 * args.ldx;
+        sub.Y = args.Y + m0 * args.ldy;
+        sub.M = m1 - m0;
+        kernel(sub, 2 * pair, 2 * pair + 2);
+    }
+}
 }  // namespace
 
 void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
@@ -136,19 +172,11 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
     const int64_t nb = w.cols() / 32;
 
     int nt = n_threads > 0 ? n_threads : omp_get_max_threads();
-    const int64_t pairs = w.panels() / 2;
     const double work = static_cast<double>(M) * static_cast<double>(w.rows()) * static_cast<double>(w.cols());
     if (work < 65536.0 || nt < 1) nt = 1;
 
-    // Work split: tasks are (panel pair, row chunk); rows are cut into chunks
-    // only when there are too few pairs to keep every thread busy (small N,
-    // large M). A thread takes a contiguous range of tasks, pair-major, so its
-    // weights stream once. The split never changes a result: each output
-    // element is computed by one thread with the same operations.
-    int64_t row_chunks = 1;
-    if (pairs < 4 * nt) row_chunks = std::max<int64_t>(1, std::min<int64_t>((4 * nt + pairs - 1) / pairs, M / 16));
-    const int64_t tasks = pairs * row_chunks;
-    nt = static_cast<int>(std::min<int64_t>(nt, tasks));
+    const TaskPlan plan = plan_tasks(w, M, nt);
+    nt = static_cast<int>(std::min<int64_t>(nt, plan.tasks));
 
     // Few rows (decode): every thread quantises all of them into its own
     // scratch (a few KB) and no barrier is needed. Many rows (prefill): the
@@ -177,31 +205,55 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
         // Tasks are handed out in contiguous chunks, dynamically: a thread that
         // is descheduled (a shared machine) or slower (hybrid P/E cores) holds
         // up the call less. ~4 chunks per thread keep each weight stream long.
-        const int64_t chunk = std::max<int64_t>(1, tasks / (4 * nth));
-        const int64_t n_chunks = (tasks + chunk - 1) / chunk;
+        const int64_t chunk = std::max<int64_t>(1, plan.tasks / (4 * nth));
+        const int64_t n_chunks = (plan.tasks + chunk - 1) / chunk;
 #pragma omp for schedule(dynamic, 1) nowait
-        for (int64_t c = 0; c < n_chunks; c++) {
-            const int64_t t0 = c * chunk, t1 = std::min(tasks, t0 + chunk);
-            if (row_chunks == 1) {
-                kernel(targs, 2 * t0, 2 * t1);
-                continue;
-            }
-            for (int64_t task = t0; task < t1; task++) {
-                const int64_t pair = task / row_chunks, rc = task % row_chunks;
-                const int64_t m0 = M * rc / row_chunks, m1 = M * (rc + 1) / row_chunks;
-                MatmulArgs sub = targs;
-                QuantizedRows rows;
-                if (quant) {
-                    rows = targs.a->from_row(m0);
-                    sub.a = &rows;
-                }
-                sub.X = X + m0 * ldx;
-                sub.Y = Y + m0 * ldy;
-                sub.M = m1 - m0;
-                kernel(sub, 2 * pair, 2 * pair + 2);
-            }
-        }
+        for (int64_t c = 0; c < n_chunks; c++) run_tasks(targs, kernel, plan, c * chunk, std::min(plan.tasks, c * chunk + chunk));
     }
+}
+
+struct MatmulTeamBuffer::Impl {
+    QuantizedRowsBuffer rows;
+    size_t bytes = 0;
+};
+MatmulTeamBuffer::MatmulTeamBuffer() : impl_(std::make_unique<Impl>()) {}
+MatmulTeamBuffer::~MatmulTeamBuffer() = default;
+MatmulTeamBuffer::MatmulTeamBuffer(MatmulTeamBuffer&&) noexcept = default;
+MatmulTeamBuffer& MatmulTeamBuffer::operator=(MatmulTeamBuffer&&) noexcept = default;
+void MatmulTeamBuffer::reserve(int64_t M, int64_t K) {
+    KVRT_CHECK(M >= 0 && K >= 0, KVRT_ERR_INVALID_ARGUMENT, "MatmulTeamBuffer::reserve: negative size");
+    (void)impl_->rows.view(M, (K + 31) / 32, ActBits::Q16);  // the larger of the two code widths
+    impl_->bytes = std::max(impl_->bytes, static_cast<size_t>(M) * static_cast<size_t>((K + 31) / 32) * (64 + 16));
+}
+size_t MatmulTeamBuffer::bytes() const noexcept { return impl_->bytes; }
+
+void matmul_team(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy, ActBits act,
+                 MatmulTeamBuffer& buf, std::atomic<int64_t>& next, TeamBarrier& barrier) {
+    KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
+    if (M == 0) return;
+    MatmulArgs args = checked_args(w, X, M, ldx, Y, ldy);
+    KernelIsa isa = KernelIsa::Auto;
+    const PanelKernel kernel = panel_kernel(isa, act);
+    const bool quant = is_quantized_weight(w.type());
+    const int64_t nb = w.cols() / 32;
+    KVRT_CHECK(!quant || static_cast<size_t>(M) * static_cast<size_t>(nb) * (64 + 16) <= buf.bytes(),
+               KVRT_ERR_INTERNAL, "matmul_team: the team buffer was not reserved for these rows");
+    const int tid = omp_in_parallel() ? omp_get_thread_num() : 0;
+    const int nth = omp_in_parallel() ? omp_get_num_threads() : 1;
+    MatmulArgs targs = args;
+    QuantizedRows shared;
+    if (quant) {
+        shared = buf.impl_->rows.view(M, nb, act);  // reserved: no allocation, the same view on every thread
+        quantize_rows(X, ldx, M * tid / nth, M * (tid + 1) / nth, shared, isa);
+        targs.a = &shared;
+    }
+    barrier.wait(nth);  // every row quantised (float weights: every row of X written)
+    const TaskPlan plan = plan_tasks(w, M, nth);
+    const int64_t chunk = std::max<int64_t>(1, plan.tasks / (4 * nth));
+    const int64_t n_chunks = (plan.tasks + chunk - 1) / chunk;
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
+        run_tasks(targs, kernel, plan, c * chunk, std::min(plan.tasks, c * chunk + chunk));
+    barrier.wait(nth);
 }
 
 }  // namespace kvrt

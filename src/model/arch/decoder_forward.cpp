@@ -517,6 +517,165 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
         for (int64_t i = 0; i < R; ++i) std::memcpy(dsts[i], &S.logits_rows[i * V], static_cast<size_t>(V) * 4);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The team prefill: batches of prefill chunks (more than kTeamRows rows, no single-token step)
+// run the whole forward in ONE OpenMP parallel region, as decode does, instead of a region per
+// weight matmul and per attention call with the norms, RoPE, cache writes and activations on one
+// thread between them. Thread i of n owns rows [M*i/n, M*(i+1)/n) for the row-wise work (norms,
+// biases, RoPE, cache writes, residual adds, the gated activation), and the matmuls
+// (matmul_team) and attention (attention_prefill_team) share their tasks as matmul() and
+// attention_prefill() do; matmul_team quantises its input by the same row split, so a thread's
+// own rows need no wait before it. The team meets at a TeamBarrier (util/team_barrier.hpp), not
+// at OpenMP barriers, so OMP_WAIT_POLICY=passive does not turn each wait into a sleep. Same
+// functions, same per-row and per-element operations as the chunked path: the same bits
+// (tests/unit/test_runtime_exactness.cpp).
+void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& S, int nt, int64_t M,
+                          const RopeParams& rq, const RopeParams& rk, AttnParams ap) {
+    const DecoderConfig& c = model.config();
+    const int64_t E = c.n_embd, QD = c.q_dim(), KD = c.kv_dim(), F = c.n_ff, V = c.n_vocab, D = c.head_dim;
+    const int64_t NL = c.n_layers, RD = rq.rope_dims;
+    const size_t nb = batch.size();
+    // Cache rows and types per (layer, row), and where each sequence's rows start.
+    S.krow.resize(static_cast<size_t>(NL * M));
+    S.vrow.resize(static_cast<size_t>(NL * M));
+    std::vector<DType> row_dt(static_cast<size_t>(NL * M)), row_vdt(static_cast<size_t>(NL * M));
+    std::vector<int64_t> first_row(nb);
+    {
+        int64_t r = 0;
+        for (size_t i = 0; i < nb; ++i) {
+            SeqStep& s = batch[i];
+            first_row[i] = r;
+            for (int32_t t = 0; t < s.n_tokens; ++t, ++r)
+                for (int64_t l = 0; l < NL; ++l) {
+                    const int32_t l32 = static_cast<int32_t>(l);
+                    S.krow[l * M + r] = s.kv->k_row_mut(l32, s.pos0 + t);
+                    S.vrow[l * M + r] = s.kv->v_row_mut(l32, s.pos0 + t);
+                    row_dt[l * M + r] = s.kv->dtype(l32);
+                    row_vdt[l * M + r] = s.kv->v_dtype(l32);
+                }
+        }
+    }
+    // The sequences' cache views per (layer, sequence), taken before the region (the cache is
+    // not read concurrently from inside it).
+    S.views.resize(static_cast<size_t>(NL) * nb);
+    for (int64_t l = 0; l < NL; ++l)
+        for (size_t i = 0; i < nb; ++i)
+            S.views[static_cast<size_t>(l) * nb + i] = batch[i].kv->view(static_cast<int32_t>(l), batch[i].pos0 + batch[i].n_tokens);
+    const std::vector<size_t> rope_at = rope_tables(c, rq, S, M);
+    std::vector<int64_t> rows;
+    std::vector<float*> dsts;
+    logit_rows(batch, V, rows, dsts);
+    const int64_t R = static_cast<int64_t>(rows.size());
+    std::vector<float> head_in(static_cast<size_t>(std::max<int64_t>(R, 1) * E));
+    if (R > 1) S.logits_rows.resize(static_cast<size_t>(R * V));
+    S.team_act.reserve(M, std::max({E, QD, F}));
+
+    constexpr int64_t kMatmuls = 7;  // per layer: q, k, v, o, gate, up, down
+    std::unique_ptr<std::atomic<int64_t>[]> mm_next(new std::atomic<int64_t>[static_cast<size_t>(NL * kMatmuls + 1)]());
+    std::unique_ptr<std::atomic<int>[]> att_next(new std::atomic<int>[static_cast<size_t>(NL) * nb]());
+    std::vector<uint8_t> stop(static_cast<size_t>(NL), 0);
+    float* part_slot = nullptr;
+    TeamBarrier bar;
+    std::exception_ptr error;
+    auto guard = [&](auto&& fn) {
+        try {
+            fn();
+        } catch (...) {
+#pragma omp critical(kvrt_llama_team_error)
+            if (!error) error = std::current_exception();
+        }
+    };
+    auto layer_params = [&](int64_t l) {
+        AttnParams a = ap;
+        a.window = c.layer_is_window(static_cast<uint32_t>(l)) ? static_cast<int32_t>(c.sliding_window) : 0;
+        return a;
+    };
+
+#pragma omp parallel num_threads(nt)
+    {
+        const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+        const int64_t r0 = M * tid / team, r1 = M * (tid + 1) / team, n = r1 - r0;
+        const int32_t n32 = static_cast<int32_t>(n), E32 = static_cast<int32_t>(E);
+        auto mm = [&](const PackedWeight& w, const float* X, int64_t ldx, float* Y, int64_t ldy, ActBits ab, int64_t k) {
+            guard([&] { matmul_team(w, X, M, ldx, Y, ldy, ab, S.team_act, mm_next[static_cast<size_t>(k)], bar); });
+        };
+        bool cancelled = false;
+        for (int64_t l = 0; l < NL; ++l) {
+            if (tid == 0) stop[static_cast<size_t>(l)] = S.cancel && S.cancel->load(std::memory_order_relaxed);
+            bar.wait(team);  // (the flag, read once for the team)
+            if (stop[static_cast<size_t>(l)]) {
+                cancelled = true;
+                break;
+            }
+            const DecoderLayerWeights& L = model.layer(static_cast<uint32_t>(l));
+            const int64_t k0 = l * kMatmuls;
+            guard([&] { cpu::rms_norm(&S.x[r0 * E], L.attn_norm.data(), c.rms_eps, n32, E32, &S.xn[r0 * E]); });
+            mm(*L.wq, S.xn.data(), E, S.q.data(), QD, S.act.other, k0 + 0);
+            mm(*L.wk, S.xn.data(), E, S.k.data(), KD, S.act.k, k0 + 1);
+            mm(*L.wv, S.xn.data(), E, S.v.data(), KD, S.act.v, k0 + 2);
+            guard([&] {
+                add_bias(&S.q[r0 * QD], L.bq, n, QD, 0, QD);
+                add_bias(&S.k[r0 * KD], L.bk, n, KD, 0, KD);
+                add_bias(&S.v[r0 * KD], L.bv, n, KD, 0, KD);
+                head_norm(&S.q[r0 * QD], L.q_norm, c.rms_eps, n, QD, 0, c.n_heads, D, false);
+                head_norm(&S.k[r0 * KD], L.k_norm, c.rms_eps, n, KD, 0, c.n_kv_heads, D, false);
+                const float* cs = S.rope_cs.data() + rope_at[static_cast<size_t>(l)] + r0 * RD;
+                cpu::rope_apply(&S.q[r0 * QD], n32, cs, rq);
+                cpu::rope_apply(&S.k[r0 * KD], n32, cs, rk);
+                for (int64_t m = r0; m < r1; ++m) {
+                    store_cols(S.krow[l * M + m], &S.k[m * KD], 0, KD, row_dt[l * M + m], D);
+                    store_cols(S.vrow[l * M + m], &S.v[m * KD], 0, KD, row_vdt[l * M + m], D);
+                }
+            });
+            bar.wait(team);  // every new K/V row stored and every Q row ready
+            const AttnParams a = layer_params(l);
+            for (size_t i = 0; i < nb; ++i) {
+                const SeqStep& s = batch[i];
+                const PagedKV& view = S.views[static_cast<size_t>(l) * nb + i];
+                const cpu::PrefillTeam pt{&bar, &att_next[static_cast<size_t>(l) * nb + i], &part_slot};
+                guard([&] {
+                    cpu::attention_prefill_team(view, a, &S.q[first_row[i] * QD], s.n_tokens, static_cast<int32_t>(s.pos0),
+                                                &S.att[first_row[i] * QD], pt);
+                });
+            }
+            mm(*L.wo, S.att.data(), QD, S.xn.data(), E, S.act.other, k0 + 3);
+            guard([&] {
+                if (!L.post_attn_norm.empty())
+                    cpu::rms_norm(&S.xn[r0 * E], L.post_attn_norm.data(), c.rms_eps, n32, E32, &S.xn[r0 * E]);
+                for (int64_t i = r0 * E; i < r1 * E; ++i) S.x[i] += S.xn[i];
+                cpu::rms_norm(&S.x[r0 * E], L.ffn_norm.data(), c.rms_eps, n32, E32, &S.xn[r0 * E]);
+            });
+            mm(*L.w_gate, S.xn.data(), E, S.gate.data(), F, S.act.other, k0 + 4);
+            mm(*L.w_up, S.xn.data(), E, S.up.data(), F, S.act.other, k0 + 5);
+            guard([&] { gated_act(&S.gate[r0 * F], &S.up[r0 * F], n * F, c.ffn_act, false); });
+            mm(*L.w_down, S.gate.data(), F, S.xn.data(), E, S.act.other, k0 + 6);
+            guard([&] {
+                if (!L.post_ffn_norm.empty())
+                    cpu::rms_norm(&S.xn[r0 * E], L.post_ffn_norm.data(), c.rms_eps, n32, E32, &S.xn[r0 * E]);
+                for (int64_t i = r0 * E; i < r1 * E; ++i) S.x[i] += S.xn[i];
+            });
+        }
+        // The head, for the rows that want logits (unless cancelled).
+        if (R > 0 && !cancelled) {
+            bar.wait(team);  // every row's residual stream final
+            const int64_t h0 = R * tid / team, h1 = R * (tid + 1) / team;
+            guard([&] {
+                for (int64_t i = h0; i < h1; ++i) std::copy_n(&S.x[rows[static_cast<size_t>(i)] * E], E, &head_in[i * E]);
+                cpu::rms_norm(&head_in[h0 * E], model.output_norm().data(), c.rms_eps, static_cast<int32_t>(h1 - h0), E32,
+                              &head_in[h0 * E]);
+            });
+            float* Y = R == 1 ? dsts[0] : S.logits_rows.data();
+            guard([&] { matmul_team(model.output(), head_in.data(), R, E, Y, V, S.act.other, S.team_act, mm_next[static_cast<size_t>(NL * kMatmuls)], bar); });
+        }
+    }
+    if (error) std::rethrow_exception(error);
+    for (int64_t l = 0; l < NL; ++l)
+        if (stop[static_cast<size_t>(l)])
+            fail(KVRT_ERR_CANCELLED, "cancelled by kvrt_context_cancel before layer " + std::to_string(l));
+    if (R > 1)
+        for (int64_t i = 0; i < R; ++i) std::memcpy(dsts[static_cast<size_t>(i)], &S.logits_rows[i * V], static_cast<size_t>(V) * 4);
+}
+
 }  // namespace
 
 void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratch& S, KernelSet ks, int n_threads) {
@@ -585,6 +744,18 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
     if (!ref && M <= kTeamRows && c.head_dim % 32 == 0) {
         forward_team(model, batch, S, n_threads, M, rq, rk, ap);
         return;
+    }
+    // More rows: prefill chunks in one parallel region (forward_prefill_team); the layer by layer
+    // path below serves the reference kernels, one thread, and batches that mix prefill chunks
+    // with single-token steps.
+    {
+        const int nt = std::max(1, n_threads > 0 ? n_threads : omp_get_max_threads());
+        bool prefill_only = true;
+        for (const SeqStep& s : batch) prefill_only = prefill_only && s.n_tokens > 1;
+        if (!ref && nt > 1 && prefill_only) {
+            forward_prefill_team(model, batch, S, nt, M, rq, rk, ap);
+            return;
+        }
     }
     if (!ref) rope_at = rope_tables(c, rq, S, M);
 

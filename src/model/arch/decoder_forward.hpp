@@ -120,6 +120,7 @@ struct ForwardScratch {
     std::vector<float> team;             // decode path: per-thread residual copies
     std::vector<uint8_t*> krow, vrow;    // decode path: cache rows per (layer, row)
     std::vector<float> rope_cs;          // team path: RoPE (cos, sin) pairs per (base, row)
+    MatmulTeamBuffer team_act;           // team prefill: the matmuls' quantised activations
     // Set by the owner (a Context): checked before each layer of a batch of more than
     // kTeamRows rows; when true the forward throws KVRT_ERR_CANCELLED (rows it wrote are
     // the caller's to roll back, as for any failure).
