@@ -164,9 +164,12 @@ void head_norm(float* x, const std::vector<float>& w, float eps, int64_t M, int6
 }
 
 // ---------------------------------------------------------------------------
-// The team forward: decode-sized batches (M <= kTeamRows rows) run everything of a
-// layer except attention in ONE OpenMP parallel region (per token: n_layers + 1
-// regions of ours + the attention kernel's, instead of ~8 per layer). Inside, weight
+// The team forward: decode-sized batches (M <= kTeamRows rows) run in ONE OpenMP parallel
+// region when every step is a single token (decode) or every step is a chunk of several
+// (a short prefill, e.g. the suffix after a prefix hit), with the attention in team mode;
+// a batch that mixes the two runs a region per layer and the attention between them
+// (the description below is of that form; the one-region forms put the attention call
+// where the region would end, after a wait). Inside, weight
 // matmuls are cut into column tasks (matmul_part) handed out dynamically; RoPE and
 // the K/V cache write are fused into the Q/K/V tasks, SiLU into the gate/up tasks;
 // norms and residual adds are recomputed by every thread on its own copy of the
@@ -445,8 +448,11 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
         return a;
     };
 
-    bool all_decode = nt > 1;
-    for (const SeqStep& s : batch) all_decode = all_decode && s.n_tokens == 1;
+    bool all_decode = nt > 1, all_prefill = nt > 1;
+    for (const SeqStep& s : batch) {
+        all_decode = all_decode && s.n_tokens == 1;
+        all_prefill = all_prefill && s.n_tokens > 1;
+    }
     if (all_decode) {
         // Decode batches: ONE parallel region for the whole token. The attention kernel runs
         // in team mode inside it (cpu::attention_decode_team: the chunk items shared out by
@@ -492,6 +498,44 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                     guard([&] {
                         cpu::attention_decode_team(&S.decode[static_cast<size_t>(l) * nb], static_cast<int32_t>(nb), a,
                                                    part.data(), my_att, &bar);
+                    });
+                }
+            }
+        }
+        if (error) std::rethrow_exception(error);
+    } else if (all_prefill) {
+        // Prefill chunks of a few rows (the suffix after a prefix hit): ONE parallel region too,
+        // the attention in team mode (cpu::attention_prefill_team, into the shared S.att; its
+        // last wait makes the output complete for the next step's projection).
+        const size_t nb = batch.size();
+        std::vector<int64_t> first_row(nb);
+        S.views.resize(static_cast<size_t>(NL) * nb);
+        for (size_t i = 0, r = 0; i < nb; r += static_cast<size_t>(batch[i].n_tokens), ++i) {
+            first_row[i] = static_cast<int64_t>(r);
+            for (int64_t l = 0; l < NL; ++l)
+                S.views[static_cast<size_t>(l) * nb + i] =
+                    batch[i].kv->view(static_cast<int32_t>(l), batch[i].pos0 + batch[i].n_tokens);
+        }
+        std::unique_ptr<TeamTasks[]> syncs(new TeamTasks[static_cast<size_t>(NL) + 1]);
+        std::unique_ptr<std::atomic<int>[]> att_next(new std::atomic<int>[static_cast<size_t>(NL) * nb]());
+        float* part_slot = nullptr;
+#pragma omp parallel num_threads(nt)
+        {
+            const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+            float* xp = &S.team[static_cast<size_t>(tid) * 2 * M * E];
+            float* xnp = xp + M * E;
+            std::copy_n(S.x.data(), M * E, xp);
+            for (int64_t l = 0; l <= NL; ++l) {
+                step(l, syncs[static_cast<size_t>(l)], tid, team, xp, xnp, S.att.data());
+                if (l == NL) break;
+                bar.wait(team);  // every new K/V row stored and every Q row ready
+                const AttnParams a = layer_params(l);
+                for (size_t i = 0; i < nb; ++i) {
+                    const cpu::PrefillTeam pt{&bar, &att_next[static_cast<size_t>(l) * nb + i], &part_slot};
+                    guard([&] {
+                        cpu::attention_prefill_team(S.views[static_cast<size_t>(l) * nb + i], a, &S.q[first_row[i] * QD],
+                                                    batch[i].n_tokens, static_cast<int32_t>(batch[i].pos0),
+                                                    &S.att[first_row[i] * QD], pt);
                     });
                 }
             }
