@@ -295,6 +295,46 @@ std::vector<size_t> rope_tables(const DecoderConfig& c, const RopeParams& rq, Fo
     return at;
 }
 
+// The cache rows of every (layer, row) of the batch into S.krow / S.vrow (reserved by the
+// caller, fixed for the call), their K and V types, and where each step's rows start.
+struct BatchRows {
+    std::vector<DType> kdt, vdt;  // per (layer, row): index l * M + r
+    std::vector<int64_t> first;   // per step
+};
+BatchRows batch_rows(std::span<SeqStep> batch, ForwardScratch& S, int64_t NL, int64_t M) {
+    BatchRows b;
+    S.krow.resize(static_cast<size_t>(NL * M));
+    S.vrow.resize(static_cast<size_t>(NL * M));
+    b.kdt.resize(static_cast<size_t>(NL * M));
+    b.vdt.resize(static_cast<size_t>(NL * M));
+    b.first.resize(batch.size());
+    int64_t r = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+        SeqStep& s = batch[i];
+        b.first[i] = r;
+        for (int32_t t = 0; t < s.n_tokens; ++t, ++r)
+            for (int64_t l = 0; l < NL; ++l) {
+                const int32_t l32 = static_cast<int32_t>(l);
+                S.krow[l * M + r] = s.kv->k_row_mut(l32, s.pos0 + t);
+                S.vrow[l * M + r] = s.kv->v_row_mut(l32, s.pos0 + t);
+                b.kdt[l * M + r] = s.kv->dtype(l32);
+                b.vdt[l * M + r] = s.kv->v_dtype(l32);
+            }
+    }
+    return b;
+}
+
+// The cache views of every (layer, step) into S.views (index l * steps + i), taken before a
+// parallel region: the cache is not read concurrently from inside one.
+void batch_views(std::span<SeqStep> batch, ForwardScratch& S, int64_t NL) {
+    const size_t nb = batch.size();
+    S.views.resize(static_cast<size_t>(NL) * nb);
+    for (int64_t l = 0; l < NL; ++l)
+        for (size_t i = 0; i < nb; ++i)
+            S.views[static_cast<size_t>(l) * nb + i] =
+                batch[i].kv->view(static_cast<int32_t>(l), batch[i].pos0 + batch[i].n_tokens);
+}
+
 // See "The team forward" above. S.x holds the embeddings and S.pos the positions.
 void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& S, int n_threads, int64_t M,
                   const RopeParams& rq, const RopeParams& rk, AttnParams ap) {
@@ -303,25 +343,8 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
     const int64_t Hq = c.n_heads, Hkv = c.n_kv_heads, NL = c.n_layers;
     const int nt = std::max(1, n_threads > 0 ? n_threads : omp_get_max_threads());
 
-    // Cache rows of every (layer, row): reserved by the caller, fixed for the call.
-    S.krow.resize(static_cast<size_t>(NL * M));
-    S.vrow.resize(static_cast<size_t>(NL * M));
-    // And their types, per (layer, row).
-    std::vector<DType> row_dt(static_cast<size_t>(NL * M)), row_vdt(static_cast<size_t>(NL * M));
-    {
-        int64_t r = 0;
-        for (size_t i = 0; i < batch.size(); ++i) {
-            SeqStep& s = batch[i];
-            for (int32_t t = 0; t < s.n_tokens; ++t, ++r)
-                for (int64_t l = 0; l < NL; ++l) {
-                    const int32_t l32 = static_cast<int32_t>(l);
-                    S.krow[l * M + r] = s.kv->k_row_mut(l32, s.pos0 + t);
-                    S.vrow[l * M + r] = s.kv->v_row_mut(l32, s.pos0 + t);
-                    row_dt[l * M + r] = s.kv->dtype(l32);
-                    row_vdt[l * M + r] = s.kv->v_dtype(l32);
-                }
-        }
-    }
+    const BatchRows br = batch_rows(batch, S, NL, M);
+    const std::vector<DType>&row_dt = br.kdt, &row_vdt = br.vdt;
     const int64_t RD = rq.rope_dims;
     const std::vector<size_t> rope_at = rope_tables(c, rq, S, M);
     std::vector<int64_t> rows;
@@ -508,14 +531,8 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
         // the attention in team mode (cpu::attention_prefill_team, into the shared S.att; its
         // last wait makes the output complete for the next step's projection).
         const size_t nb = batch.size();
-        std::vector<int64_t> first_row(nb);
-        S.views.resize(static_cast<size_t>(NL) * nb);
-        for (size_t i = 0, r = 0; i < nb; r += static_cast<size_t>(batch[i].n_tokens), ++i) {
-            first_row[i] = static_cast<int64_t>(r);
-            for (int64_t l = 0; l < NL; ++l)
-                S.views[static_cast<size_t>(l) * nb + i] =
-                    batch[i].kv->view(static_cast<int32_t>(l), batch[i].pos0 + batch[i].n_tokens);
-        }
+        const std::vector<int64_t>& first_row = br.first;
+        batch_views(batch, S, NL);
         std::unique_ptr<TeamTasks[]> syncs(new TeamTasks[static_cast<size_t>(NL) + 1]);
         std::unique_ptr<std::atomic<int>[]> att_next(new std::atomic<int>[static_cast<size_t>(NL) * nb]());
         float* part_slot = nullptr;
@@ -579,32 +596,10 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
     const int64_t E = c.n_embd, QD = c.q_dim(), KD = c.kv_dim(), F = c.n_ff, V = c.n_vocab, D = c.head_dim;
     const int64_t NL = c.n_layers, RD = rq.rope_dims;
     const size_t nb = batch.size();
-    // Cache rows and types per (layer, row), and where each sequence's rows start.
-    S.krow.resize(static_cast<size_t>(NL * M));
-    S.vrow.resize(static_cast<size_t>(NL * M));
-    std::vector<DType> row_dt(static_cast<size_t>(NL * M)), row_vdt(static_cast<size_t>(NL * M));
-    std::vector<int64_t> first_row(nb);
-    {
-        int64_t r = 0;
-        for (size_t i = 0; i < nb; ++i) {
-            SeqStep& s = batch[i];
-            first_row[i] = r;
-            for (int32_t t = 0; t < s.n_tokens; ++t, ++r)
-                for (int64_t l = 0; l < NL; ++l) {
-                    const int32_t l32 = static_cast<int32_t>(l);
-                    S.krow[l * M + r] = s.kv->k_row_mut(l32, s.pos0 + t);
-                    S.vrow[l * M + r] = s.kv->v_row_mut(l32, s.pos0 + t);
-                    row_dt[l * M + r] = s.kv->dtype(l32);
-                    row_vdt[l * M + r] = s.kv->v_dtype(l32);
-                }
-        }
-    }
-    // The sequences' cache views per (layer, sequence), taken before the region (the cache is
-    // not read concurrently from inside it).
-    S.views.resize(static_cast<size_t>(NL) * nb);
-    for (int64_t l = 0; l < NL; ++l)
-        for (size_t i = 0; i < nb; ++i)
-            S.views[static_cast<size_t>(l) * nb + i] = batch[i].kv->view(static_cast<int32_t>(l), batch[i].pos0 + batch[i].n_tokens);
+    const BatchRows br = batch_rows(batch, S, NL, M);
+    const std::vector<DType>&row_dt = br.kdt, &row_vdt = br.vdt;
+    const std::vector<int64_t>& first_row = br.first;
+    batch_views(batch, S, NL);
     const std::vector<size_t> rope_at = rope_tables(c, rq, S, M);
     std::vector<int64_t> rows;
     std::vector<float*> dsts;
