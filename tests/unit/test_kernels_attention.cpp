@@ -271,18 +271,10 @@ TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
                             CAPTURE(own_barrier);
                             std::vector<std::vector<float>> outs(size_t(nt), std::vector<float>(want.size(), -1.0f));
                             TeamBarrier bar;
-                            int failed = 0;
-#pragma omp parallel num_threads(nt) reduction(+ : failed)
-                            {
-                                const int tid = omp_get_thread_num();
-                                try {
-                                    cpu::attention_decode_team(seqs.data(), n, p, part.data(), outs[size_t(tid)].data(),
-                                                               own_barrier ? &bar : nullptr);
-                                } catch (...) {
-                                    failed = 1;
-                                }
-                            }
-                            CHECK(failed == 0);
+                            CHECK(test::run_team(nt, [&](int tid) {
+                                      cpu::attention_decode_team(seqs.data(), n, p, part.data(), outs[size_t(tid)].data(),
+                                                                 own_barrier ? &bar : nullptr);
+                                  }) == 0);
                             for (const auto& o : outs) CHECK(test::bit_equal(want, o));
                         }
                 }
@@ -334,16 +326,9 @@ TEST_CASE("kernels.attention.prefill_team_mode_equals_prefill_bitwise") {
                             CAPTURE(nt);
                             std::fill(got.begin(), got.end(), -1.0f);
                             next = 0;
-                            int failed = 0;
-#pragma omp parallel num_threads(nt) reduction(+ : failed)
-                            {
-                                try {
-                                    cpu::attention_prefill_team(t.kv, p, q.data(), n_q, q0, got.data(), team);
-                                } catch (...) {
-                                    failed = 1;
-                                }
-                            }
-                            CHECK(failed == 0);
+                            CHECK(test::run_team(nt, [&](int) {
+                                      cpu::attention_prefill_team(t.kv, p, q.data(), n_q, q0, got.data(), team);
+                                  }) == 0);
                             CHECK(test::bit_equal(want, got));
                         }
                     }

@@ -6,6 +6,8 @@
 
 #include "util/error.hpp"
 
+#include <omp.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -37,6 +39,22 @@ inline std::string model_path(const std::string& file_name) {
 
 // True under CI (the environment has CI=true, as CI services set it): tests whose
 // optional model file is missing must then fail rather than skip.
+// Runs fn(thread number) on every thread of an OpenMP region of nt threads (a kernel's team
+// mode); returns how many threads saw an exception escape fn.
+template <class Fn>
+int run_team(int nt, Fn&& fn) {
+    int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : failed)
+    {
+        try {
+            fn(omp_get_thread_num());
+        } catch (...) {
+            failed = 1;
+        }
+    }
+    return failed;
+}
+
 inline bool in_ci() {
     const char* ci = std::getenv("CI");
     return ci && (std::string(ci) == "true" || std::string(ci) == "1");

@@ -498,16 +498,9 @@ TEST_CASE("weight_matmul: matmul_team (every thread of a region calls it) gives 
                     CAPTURE(nt);
                     std::fill(got.begin(), got.end(), -1.0f);
                     next = 0;
-                    int failed = 0;
-#pragma omp parallel num_threads(nt) reduction(+ : failed)
-                    {
-                        try {
-                            matmul_team(w.packed, X.data(), M, K, got.data(), N + 3, act, buf, next, bar);
-                        } catch (...) {
-                            failed = 1;
-                        }
-                    }
-                    CHECK(failed == 0);
+                    CHECK(test::run_team(nt, [&](int) {
+                              matmul_team(w.packed, X.data(), M, K, got.data(), N + 3, act, buf, next, bar);
+                          }) == 0);
                     for (int64_t m = 0; m < M; ++m) {
                         CHECK(same_bits(&got[static_cast<size_t>(m * (N + 3))], &want[static_cast<size_t>(m * N)], N));
                         for (int64_t n = N; n < N + 3; ++n) CHECK(got[static_cast<size_t>(m * (N + 3) + n)] == -1.0f);
