@@ -295,6 +295,28 @@ std::vector<size_t> rope_tables(const DecoderConfig& c, const RopeParams& rq, Fo
     return at;
 }
 
+// The first exception of a team's threads: each thread runs its work through guard() and goes
+// on to every wait of the region (a thread that left early would leave the others waiting);
+// the caller rethrows once the region has ended.
+class TeamError {
+public:
+    template <class Fn>
+    void guard(Fn&& fn) {
+        try {
+            fn();
+        } catch (...) {
+#pragma omp critical(kvrt_llama_team_error)
+            if (!first_) first_ = std::current_exception();
+        }
+    }
+    void rethrow() const {
+        if (first_) std::rethrow_exception(first_);
+    }
+
+private:
+    std::exception_ptr first_;
+};
+
 // The cache rows of every (layer, row) of the batch into S.krow / S.vrow (reserved by the
 // caller, fixed for the call), their K and V types, and where each step's rows start.
 struct BatchRows {
@@ -367,15 +389,8 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
 
     // Per-thread copies of the residual stream and its normalised form.
     S.team.resize(static_cast<size_t>(nt) * 2 * M * E);
-    std::exception_ptr error;
-    auto guard = [&](auto&& fn) {
-        try {
-            fn();
-        } catch (...) {
-#pragma omp critical(kvrt_llama_team_error)
-            if (!error) error = std::current_exception();
-        }
-    };
+    TeamError error;
+    auto guard = [&](auto&& fn) { error.guard(fn); };
 
     // x += out, or x += RMSNorm(out) * w with the architecture's post-sub-layer norm
     // (tmp: M x E floats of the thread's own).
@@ -525,7 +540,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 }
             }
         }
-        if (error) std::rethrow_exception(error);
+        error.rethrow();
     } else if (all_prefill) {
         // Prefill chunks of a few rows (the suffix after a prefix hit): ONE parallel region too,
         // the attention in team mode (cpu::attention_prefill_team, into the shared S.att; its
@@ -557,7 +572,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 }
             }
         }
-        if (error) std::rethrow_exception(error);
+        error.rethrow();
     } else {
         TeamTasks sync;
         for (int64_t l = 0; l <= NL; ++l) {
@@ -570,7 +585,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 std::copy_n(S.x.data(), M * E, xp);
                 step(l, sync, tid, team, xp, xnp, S.att.data());
             }
-            if (error) std::rethrow_exception(error);
+            error.rethrow();
             if (l < NL) attend(batch, S, layer_params(l), QD, static_cast<uint32_t>(l), false);
         }
     }
@@ -615,15 +630,8 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
     std::vector<uint8_t> stop(static_cast<size_t>(NL), 0);
     float* part_slot = nullptr;
     TeamBarrier bar;
-    std::exception_ptr error;
-    auto guard = [&](auto&& fn) {
-        try {
-            fn();
-        } catch (...) {
-#pragma omp critical(kvrt_llama_team_error)
-            if (!error) error = std::current_exception();
-        }
-    };
+    TeamError error;
+    auto guard = [&](auto&& fn) { error.guard(fn); };
     auto layer_params = [&](int64_t l) {
         AttnParams a = ap;
         a.window = c.layer_is_window(static_cast<uint32_t>(l)) ? static_cast<int32_t>(c.sliding_window) : 0;
@@ -707,7 +715,7 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
             guard([&] { matmul_team(model.output(), head_in.data(), R, E, Y, V, S.act.other, S.team_act, mm_next[static_cast<size_t>(NL * kMatmuls)], bar); });
         }
     }
-    if (error) std::rethrow_exception(error);
+    error.rethrow();
     for (int64_t l = 0; l < NL; ++l)
         if (stop[static_cast<size_t>(l)])
             fail(KVRT_ERR_CANCELLED, "cancelled by kvrt_context_cancel before layer " + std::to_string(l));
