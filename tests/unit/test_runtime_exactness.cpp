@@ -238,6 +238,59 @@ void batched_prefill(const char* arch) {
     CHECK(batched.has_logits(1));
 }
 
+// prefill_batch takes up to n_batch rows per round from the prompts in order, so a prompt of
+// n_batch - 1 tokens beside a longer one makes a round of a chunk and ONE row (a single-token step
+// at position 0), and a prompt that continues a sequence by one token beside a new prompt makes
+// one with the single row at a later position: batches that mix chunks with single-token steps
+// (forward_prefill_team: the singles through the decode kernel's team mode), at 8 rows (at most
+// kTeamRows) and at 40. Each sequence's logits equal the same prompt prefilled alone.
+void mixed_rounds(const char* arch) {
+    const Arch A(arch);
+    if (!A.ok) return;
+    std::string s;
+    for (int i = 0; i < 6; ++i)
+        s += "Round " + std::to_string(i) + ": the ferry leaves the north pier at nine, stops at the island, and is back "
+             "by noon unless the wind turns. ";
+    const std::vector<int32_t> text = A.encode(s);
+    for (size_t nb : {size_t(8), size_t(40)}) {
+        REQUIRE(text.size() >= 3 * nb + 8);
+        auto span = [&](size_t from, size_t n) {
+            return std::vector<int32_t>(text.begin() + static_cast<std::ptrdiff_t>(from),
+                                        text.begin() + static_cast<std::ptrdiff_t>(from + n));
+        };
+        runtime::ContextParams p = small_params(256, static_cast<uint32_t>(nb));
+        p.n_seq_max = 4;
+        p.n_threads = 2;
+        runtime::Context batched(A.m, p);
+        std::vector<int32_t> a = span(0, nb - 1), b = span(2, nb + 5), c = span(5, nb + 3);
+        const int32_t ids[2] = {0, 1};
+        {
+            const int32_t* toks[2] = {a.data(), b.data()};
+            const size_t lens[2] = {a.size(), b.size()};
+            batched.prefill_batch(ids, toks, lens, 2);  // round 1: a's nb - 1 rows and b's first
+            runtime::Context alone(A.m, small_params(256));
+            alone.prefill(0, b.data(), b.size());
+            CHECK_MESSAGE(bit_equal(batched.logits(1).data(), alone.logits(0).data(), A.vocab()),
+                          std::string(arch) << ": n_batch " << nb << ", the prompt whose first row was a single");
+        }
+        a.push_back(text[nb + 20]);
+        {
+            const int32_t* toks[2] = {a.data(), c.data()};
+            const size_t lens[2] = {a.size(), c.size()};
+            runtime::RequestStats st[2];
+            batched.prefill_batch(ids, toks, lens, 2, st);  // round 1: a's new row and c's first nb - 1
+            CHECK(st[0].computed_tokens == 1);
+        }
+        const std::vector<int32_t>* want[2] = {&a, &c};
+        for (int q = 0; q < 2; ++q) {
+            runtime::Context alone(A.m, small_params(256));
+            alone.prefill(0, want[q]->data(), want[q]->size());
+            CHECK_MESSAGE(bit_equal(batched.logits(q).data(), alone.logits(0).data(), A.vocab()),
+                          std::string(arch) << ": n_batch " << nb << ", sequence " << q);
+        }
+    }
+}
+
 void thread_count(const char* arch, KvTypes kt = {}) {
     const Arch A(arch);
     if (!A.ok) return;
@@ -273,6 +326,9 @@ void thread_count(const char* arch, KvTypes kt = {}) {
     }                                                                                                                  \
     TEST_CASE("runtime[" ARCH "]: a batched prefill equals each sequence prefilled alone, bit for bit") {              \
         batched_prefill(ARCH);                                                                                         \
+    }                                                                                                                  \
+    TEST_CASE("runtime[" ARCH "]: rounds that mix prompt chunks with single rows equal each prompt alone, bit for bit") { \
+        mixed_rounds(ARCH);                                                                                            \
     }                                                                                                                  \
     TEST_CASE("runtime[" ARCH "]: the thread count does not change a bit of the logits") { thread_count(ARCH); }   \
     TEST_CASE("runtime[" ARCH "]: int8 KV, chunked prefill, decode and prefix hits equal the uncached int8 run") {  \

@@ -166,10 +166,10 @@ void head_norm(float* x, const std::vector<float>& w, float eps, int64_t M, int6
 // ---------------------------------------------------------------------------
 // The team forward: decode-sized batches (M <= kTeamRows rows) run in ONE OpenMP parallel
 // region when every step is a single token (decode) or every step is a chunk of several
-// (a short prefill, e.g. the suffix after a prefix hit), with the attention in team mode;
-// a batch that mixes the two runs a region per layer and the attention between them
-// (the description below is of that form; the one-region forms put the attention call
-// where the region would end, after a wait). Inside, weight
+// (a short prefill, e.g. the suffix after a prefix hit), with the attention in team mode
+// (a batch that mixes the two: forward_prefill_team). With one thread it runs layer by layer
+// without a region (the description below is of that form; the one-region forms put the
+// attention call where the region would end, after a wait). Inside, weight
 // matmuls are cut into column tasks (matmul_part) handed out dynamically; RoPE and
 // the K/V cache write are fused into the Q/K/V tasks, SiLU into the gate/up tasks;
 // norms and residual adds are recomputed by every thread on its own copy of the
@@ -594,8 +594,10 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
 }
 
 // ---------------------------------------------------------------------------------------------
-// The team prefill: batches of prefill chunks (more than kTeamRows rows, no single-token step)
-// run the whole forward in ONE OpenMP parallel region, as decode does, instead of a region per
+// The team prefill: batches of prefill chunks of more than kTeamRows rows, and batches of any
+// size that mix chunks with single-token steps (their attention: the decode kernel's team mode,
+// one call per layer for all of them), run the whole forward in ONE OpenMP parallel region, as
+// decode does, instead of a region per
 // weight matmul and per attention call with the norms, RoPE, cache writes and activations on one
 // thread between them. Thread i of n owns rows [M*i/n, M*(i+1)/n) for the row-wise work (norms,
 // biases, RoPE, cache writes, residual adds, the gated activation), and the matmuls
@@ -624,6 +626,39 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
     if (R > 1) S.logits_rows.resize(static_cast<size_t>(R * V));
     S.team_act.reserve(M, std::max({E, QD, F}));
 
+    auto layer_params = [&](int64_t l) {
+        AttnParams a = ap;
+        a.window = c.layer_is_window(static_cast<uint32_t>(l)) ? static_cast<int32_t>(c.sliding_window) : 0;
+        return a;
+    };
+    // Single-token steps among the chunks (a prefill_batch round that gives a prompt one row,
+    // continuous batching): one decode call per layer for all of them, in the decode kernel's team
+    // mode, as the layer-by-layer path batches them (attend). Each thread folds their rows into
+    // its own dec_out and copies the rows it owns (r0..r1 below) into S.att: the rows matmul_team
+    // quantises on that thread, so the output projection needs no further wait.
+    std::vector<size_t> singles;
+    for (size_t i = 0; i < nb; ++i)
+        if (batch[i].n_tokens == 1) singles.push_back(i);
+    const size_t ns = singles.size();
+    S.decode.resize(static_cast<size_t>(NL) * ns);
+    size_t dec_part_floats = 0;
+    for (int64_t l = 0; l < NL && ns > 0; ++l) {
+        DecodeSeq* ds = &S.decode[static_cast<size_t>(l) * ns];
+        for (size_t k = 0; k < ns; ++k) {
+            const SeqStep& s = batch[singles[k]];
+            ds[k] = DecodeSeq{};
+            ds[k].kv = &S.views[static_cast<size_t>(l) * nb + singles[k]];
+            ds[k].q = &S.q[first_row[singles[k]] * QD];
+            ds[k].pos = static_cast<int32_t>(s.pos0);
+        }
+        dec_part_floats = std::max(dec_part_floats, cpu::attention_decode_part_floats(ds, static_cast<int32_t>(ns), layer_params(l)));
+    }
+    std::vector<float> dec_part(ns > 0 ? std::max<size_t>(dec_part_floats, 1) : 0);
+    std::vector<float> dec_out(static_cast<size_t>(nt) * ns * static_cast<size_t>(QD));
+    // Cancellation is read before each layer of a batch of more than kTeamRows rows (context.h:
+    // a smaller step runs to its end).
+    const bool check_cancel = M > kTeamRows;
+
     constexpr int64_t kMatmuls = 7;  // per layer: q, k, v, o, gate, up, down
     std::unique_ptr<std::atomic<int64_t>[]> mm_next(new std::atomic<int64_t>[static_cast<size_t>(NL * kMatmuls + 1)]());
     std::unique_ptr<std::atomic<int>[]> att_next(new std::atomic<int>[static_cast<size_t>(NL) * nb]());
@@ -632,15 +667,11 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
     TeamBarrier bar;
     TeamError error;
     auto guard = [&](auto&& fn) { error.guard(fn); };
-    auto layer_params = [&](int64_t l) {
-        AttnParams a = ap;
-        a.window = c.layer_is_window(static_cast<uint32_t>(l)) ? static_cast<int32_t>(c.sliding_window) : 0;
-        return a;
-    };
 
 #pragma omp parallel num_threads(nt)
     {
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+        float* my_dec = ns > 0 ? &dec_out[static_cast<size_t>(tid) * ns * static_cast<size_t>(QD)] : nullptr;
         const int64_t r0 = M * tid / team, r1 = M * (tid + 1) / team, n = r1 - r0;
         const int32_t n32 = static_cast<int32_t>(n), E32 = static_cast<int32_t>(E);
         auto mm = [&](const PackedWeight& w, const float* X, int64_t ldx, float* Y, int64_t ldy, ActBits ab, int64_t k) {
@@ -648,7 +679,7 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
         };
         bool cancelled = false;
         for (int64_t l = 0; l < NL; ++l) {
-            if (tid == 0) stop[static_cast<size_t>(l)] = S.cancel && S.cancel->load(std::memory_order_relaxed);
+            if (tid == 0) stop[static_cast<size_t>(l)] = check_cancel && S.cancel && S.cancel->load(std::memory_order_relaxed);
             bar.wait(team);  // (the flag, read once for the team)
             if (stop[static_cast<size_t>(l)]) {
                 cancelled = true;
@@ -678,12 +709,24 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
             const AttnParams a = layer_params(l);
             for (size_t i = 0; i < nb; ++i) {
                 const SeqStep& s = batch[i];
+                if (s.n_tokens == 1) continue;  // (the decode call below)
                 const PagedKV& view = S.views[static_cast<size_t>(l) * nb + i];
                 const cpu::PrefillTeam pt{&bar, &att_next[static_cast<size_t>(l) * nb + i], &part_slot};
                 guard([&] {
                     cpu::attention_prefill_team(view, a, &S.q[first_row[i] * QD], s.n_tokens, static_cast<int32_t>(s.pos0),
                                                 &S.att[first_row[i] * QD], pt);
                 });
+            }
+            if (ns > 0) {
+                // Every thread makes the same call (the kernel's checks throw alike on all).
+                guard([&] {
+                    cpu::attention_decode_team(&S.decode[static_cast<size_t>(l) * ns], static_cast<int32_t>(ns), a,
+                                               dec_part.data(), my_dec, &bar);
+                });
+                for (size_t k = 0; k < ns; ++k) {
+                    const int64_t row = first_row[singles[k]];
+                    if (row >= r0 && row < r1) std::copy_n(my_dec + k * static_cast<size_t>(QD), QD, &S.att[row * QD]);
+                }
             }
             mm(*L.wo, S.att.data(), QD, S.xn.data(), E, S.act.other, k0 + 3);
             guard([&] {
@@ -788,18 +831,23 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
                 S.pos[r] = static_cast<int32_t>(s.pos0 + t);
             }
     }
-    if (!ref && M <= kTeamRows && c.head_dim % 32 == 0) {
-        forward_team(model, batch, S, n_threads, M, rq, rk, ap);
-        return;
-    }
-    // More rows: prefill chunks in one parallel region (forward_prefill_team); the layer by layer
-    // path below serves the reference kernels, one thread, and batches that mix prefill chunks
-    // with single-token steps.
-    {
+    // One parallel region per step: batches that mix prefill chunks with single-token steps, and
+    // prefill chunks of more than kTeamRows rows, in forward_prefill_team; decode batches and short
+    // prefill chunks in forward_team. The layer by layer path below serves the reference kernels
+    // and one thread (forward_team's own layer loop, for one thread, has no region).
+    if (!ref) {
         const int nt = std::max(1, n_threads > 0 ? n_threads : omp_get_max_threads());
-        bool prefill_only = true;
-        for (const SeqStep& s : batch) prefill_only = prefill_only && s.n_tokens > 1;
-        if (!ref && nt > 1 && prefill_only) {
+        bool any_single = false, any_chunk = false;
+        for (const SeqStep& s : batch) (s.n_tokens == 1 ? any_single : any_chunk) = true;
+        if (nt > 1 && any_single && any_chunk) {
+            forward_prefill_team(model, batch, S, nt, M, rq, rk, ap);
+            return;
+        }
+        if (M <= kTeamRows && c.head_dim % 32 == 0) {
+            forward_team(model, batch, S, n_threads, M, rq, rk, ap);
+            return;
+        }
+        if (nt > 1 && !any_single) {
             forward_prefill_team(model, batch, S, nt, M, rq, rk, ap);
             return;
         }
