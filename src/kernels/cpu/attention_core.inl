@@ -1477,7 +1477,19 @@ struct ChunkItem {
     int32_t seq;
     int32_t part;      // index of this chunk's partial in the partial buffer
     int64_t lo, hi;    // keys [lo, hi] of this chunk
+    int64_t mid2 = 0;  // decode: twice the key offset of this chunk's middle among all the items' keys
 };
+
+// The thread (of n) that runs decode item ci when the items' keys total 2 * total2 / 2: the one whose
+// share [t * total / n, (t + 1) * total / n) of the keys holds the item's middle. Contiguous spans
+// of about equal keys: a context just past a multiple of C (4,160 keys: eight full chunks and one
+// of 64) splits 2,048 / 2,112, where equal item counts gave 2,560 / 1,600 and left a thread
+// waiting a third of the attention. Which thread runs an item changes no bit.
+inline int item_owner(const ChunkItem& ci, int64_t total2, int n) {
+    if (n <= 1 || total2 <= 0) return 0;
+    const int64_t t = ci.mid2 * n / total2;
+    return static_cast<int>(t < n - 1 ? t : n - 1);
+}
 
 // The decode items (sequence, chunk of C keys) in sequence then key order; first[s] = the first
 // item of sequence s. Returns the number of items (their partials: items x H x (d + 2) floats).
@@ -1491,12 +1503,16 @@ inline int decode_plan(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& 
     ChunkItem* items = scratch<ChunkItem>(3, total);
     int32_t* first = scratch<int32_t>(4, size_t(n_seqs) + 1);
     int n_items = 0;
+    int64_t keys = 0;
     for (int32_t s = 0; s < n_seqs; ++s) {
         first[s] = n_items;
         const int64_t lo = attn_first_key(p, seqs[s].pos), hi = seqs[s].pos;
         if (lo <= hi)
-            for (int64_t c = lo / C; c <= hi / C; ++c, ++n_items)
-                items[n_items] = ChunkItem{s, n_items, mx(lo, c * C), mn(hi, c * C + C - 1)};
+            for (int64_t c = lo / C; c <= hi / C; ++c, ++n_items) {
+                const int64_t a = mx(lo, c * C), b = mn(hi, c * C + C - 1);
+                items[n_items] = ChunkItem{s, n_items, a, b, 2 * keys + (b - a + 1)};
+                keys += b - a + 1;
+            }
     }
     first[n_seqs] = n_items;
     *items_out = items;
@@ -1532,8 +1548,9 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
     const float qscale = p.scale * kLog2e;
     double work = 0;
     for (int it = 0; it < n_items; ++it) work += double(items[it].hi - items[it].lo + 1) * H * d;
-    // Each thread takes one contiguous span of items (a sequence's chunks in key order), so its
-    // prefetch stream runs on from one chunk into the next instead of restarting at every chunk.
+    // Each thread takes one contiguous span of items (a sequence's chunks in key order; spans of
+    // about equal keys, item_owner), so its prefetch stream runs on from one chunk into the next
+    // instead of restarting at every chunk.
     const bool par = n_items > 1 && work > kParallelWork;
     // K and V bytes the call reads: below kPacedBytes they are taken to come from the caches and
     // the prefetch stream runs unpaced (LineStream::paced).
@@ -1543,9 +1560,11 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         kv_bytes += double(items[it].hi - items[it].lo + 1) * double(kv.row_bytes + (kv.v_offset == kv.k_offset ? 0 : kv.vrb()));
     }
     const bool paced = kv_bytes > double(kPacedBytes);
-    const int nth = team ? mx(1, team_threads()) : par ? region_threads() : 1;
-    const int span = (n_items + nth - 1) / nth;
-    auto run_item = [&](int it) {
+    int64_t total2 = 0;  // twice the keys of all items (item_owner)
+    for (int it = 0; it < n_items; ++it) total2 += 2 * (items[it].hi - items[it].lo + 1);
+    // nth: the threads sharing the items (run_item's prefetch stream continues into the thread's
+    // next item: item_owner with the same nth).
+    auto run_item = [&](int it, int nth) {
         const ChunkItem& ci = items[it];
         const DecodeSeq& sq = seqs[ci.seq];
         const PagedKV& kv = *sq.kv;
@@ -1580,8 +1599,9 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         const int64_t ahead = mx(1, int64_t(kDecodePrefetchBytes / tile_bytes));
         // The keys this thread reads next: this chunk's, then the next chunk's when that is the
         // thread's next item of the same sequence (it starts at ci.hi + 1).
-        const bool next_mine = (it + 1) % span != 0 && it + 1 < n_items && items[it + 1].seq == ci.seq;
-        const bool prev_mine = it % span != 0 && items[it - 1].seq == ci.seq;
+        const int me = item_owner(ci, total2, nth);
+        const bool next_mine = it + 1 < n_items && items[it + 1].seq == ci.seq && item_owner(items[it + 1], total2, nth) == me;
+        const bool prev_mine = it > 0 && items[it - 1].seq == ci.seq && item_owner(items[it - 1], total2, nth) == me;
         const int64_t stream_hi = next_mine ? items[it + 1].hi : ci.hi;
         // At the start of a thread's stream nothing was prefetched yet: request the first
         // `ahead` tiles at once.
@@ -1644,14 +1664,16 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
             finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, sq.out + size_t(h) * d, sq.lse ? sq.lse + h : nullptr);
     };
     if (team) {
-        // Thread i takes items [i * span, (i + 1) * span) (OpenMP's schedule(static, span)); the
-        // barrier: every partial is written before any thread folds.
+        // Thread i takes the items item_owner gives it; the barrier: every partial is written
+        // before any thread folds.
         // A thread whose items throw (scratch memory refused) still meets the others, then
         // rethrows: every thread of the team passes every barrier of the step.
+        const int nth = mx(1, team_threads());
         const int tid = team_threads() > 0 ? team_thread() : 0;
         std::exception_ptr error;
         try {
-            for (int it = tid * span; it < n_items && it < (tid + 1) * span; ++it) run_item(it);
+            for (int it = 0; it < n_items; ++it)
+                if (item_owner(items[it], total2, nth) == tid) run_item(it, nth);
         } catch (...) {
             error = std::current_exception();
         }
@@ -1664,8 +1686,16 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         for (int rh = 0; rh < n_rows; ++rh) fold_row(rh);
         return;
     }
-#pragma omp parallel for schedule(static, span) if (par)
-    for (int it = 0; it < n_items; ++it) run_item(it);
+    if (par) {
+#pragma omp parallel num_threads(region_threads())
+        {
+            const int nth = team_threads() > 0 ? team_threads() : 1, tid = team_thread();
+            for (int it = 0; it < n_items; ++it)
+                if (item_owner(items[it], total2, nth) == tid) run_item(it, nth);
+        }
+    } else {
+        for (int it = 0; it < n_items; ++it) run_item(it, 1);
+    }
 #pragma omp parallel for schedule(static) if (n_rows >= 256)
     for (int rh = 0; rh < n_rows; ++rh) fold_row(rh);
 }
