@@ -260,7 +260,11 @@ KVRT_API kvrt_status kvrt_context_prefill(kvrt_request_stats *stats, kvrt_contex
  * would (common prefix kept, prefix cache reused, logits of the last token),
  * but the positions to compute are taken in rounds of up to n_batch rows
  * across all the prompts, so one pass over the weights serves them all.
- * Each sequence's logits are bit-identical to prefilling it alone.
+ * Each sequence's logits are bit-identical to prefilling it alone. A prompt
+ * that extends what its sequence holds by one token computes that one row,
+ * so sequences being decoded and new prompts can share one call (continuous
+ * batching: one pass over the weights for the decode steps and the prompts'
+ * first rows; bench/mixed_rounds.py).
  *   stats   NULL, or an array of n_seqs entries, each with struct_size set
  *           to the same value (kvrt_request_stats_init);
  *   seq_ids n_seqs distinct ids; tokens[i] and n_tokens[i] >= 1 its prompt.
