@@ -1480,8 +1480,8 @@ struct ChunkItem {
     int64_t mid2 = 0;  // decode: twice the key offset of this chunk's middle among all the items' keys
 };
 
-// The thread (of n) that runs decode item ci when the items' keys total 2 * total2 / 2: the one whose
-// share [t * total / n, (t + 1) * total / n) of the keys holds the item's middle. Contiguous spans
+// The thread (of n) that runs decode item ci (total2: twice the keys of all the call's items): the
+// one whose share [t * total / n, (t + 1) * total / n) of the keys holds the item's middle. Contiguous spans
 // of about equal keys: a context just past a multiple of C (4,160 keys: eight full chunks and one
 // of 64) splits 2,048 / 2,112, where equal item counts gave 2,560 / 1,600 and left a thread
 // waiting a third of the attention. Which thread runs an item changes no bit.
