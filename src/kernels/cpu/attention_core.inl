@@ -1454,11 +1454,28 @@ inline void prefill_impl(const PagedKV& kv, const AttnParams& p, const float* q,
         if (error) std::rethrow_exception(error);
         return;
     }
+    RegionError err;  // (scratch memory refused inside the region: rethrown after it)
 #pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
-    for (int item = 0; item < n_items; ++item) run_item(item);
+    for (int item = 0; item < n_items; ++item) {
+        if (err) continue;
+        try {
+            run_item(item);
+        } catch (...) {
+            err.capture();
+        }
+    }
+    err.rethrow();
     if (!split) return;
 #pragma omp parallel for schedule(static) if (n_rows >= 256)
-    for (int th = 0; th < n_rows; ++th) merge_row(th);
+    for (int th = 0; th < n_rows; ++th) {
+        if (err) continue;
+        try {
+            merge_row(th);
+        } catch (...) {
+            err.capture();
+        }
+    }
+    err.rethrow();
 }
 
 inline void prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0, float* out,
@@ -1687,17 +1704,32 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         return;
     }
     if (par) {
+        RegionError err;  // (scratch memory refused inside the region: rethrown after it)
 #pragma omp parallel num_threads(region_threads())
         {
             const int nth = team_threads() > 0 ? team_threads() : 1, tid = team_thread();
-            for (int it = 0; it < n_items; ++it)
-                if (item_owner(items[it], total2, nth) == tid) run_item(it, nth);
+            try {
+                for (int it = 0; it < n_items && !err; ++it)
+                    if (item_owner(items[it], total2, nth) == tid) run_item(it, nth);
+            } catch (...) {
+                err.capture();
+            }
         }
+        err.rethrow();
     } else {
         for (int it = 0; it < n_items; ++it) run_item(it, 1);
     }
+    RegionError err;
 #pragma omp parallel for schedule(static) if (n_rows >= 256)
-    for (int rh = 0; rh < n_rows; ++rh) fold_row(rh);
+    for (int rh = 0; rh < n_rows; ++rh) {
+        if (err) continue;
+        try {
+            fold_row(rh);
+        } catch (...) {
+            err.capture();
+        }
+    }
+    err.rethrow();
 }
 
 inline void decode(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams& p) {
@@ -1732,8 +1764,7 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
     const size_t row_bytes = kv_head_bytes(bank.dtype, d);
     double work = 0;
     for (int it = 0; it < n_items; ++it) work += double(items[it].hi - items[it].lo + 1) * H * d;
-#pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
-    for (int it = 0; it < n_items; ++it) {
+    auto run_item = [&](int it) {
         const ChunkItem& ci = items[it];
         const SparseQuery& sq = queries[ci.seq];
         const size_t tf = tile_floats(d);
@@ -1769,19 +1800,36 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
             }
             tile_rows(tile, d, rows, H);
         }
+    };
+    RegionError err;  // (scratch memory refused inside the region: rethrown after it)
+#pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
+    for (int it = 0; it < n_items; ++it) {
+        if (err) continue;
+        try {
+            run_item(it);
+        } catch (...) {
+            err.capture();
+        }
     }
+    err.rethrow();
     const int n_rows = n_queries * H;
 #pragma omp parallel for schedule(static) if (n_rows >= 256)
     for (int rh = 0; rh < n_rows; ++rh) {
-        const int s = rh / H, h = rh % H;
-        const SparseQuery& sq = queries[s];
-        float* o = scratch<float>(7, size_t(d));
-        float m = kNegInf, l = 0.0f;
-        for (int c = 0; c < d; ++c) o[c] = 0.0f;
-        for (int32_t it = first[s]; it < first[s + 1]; ++it) {
-            const float* st = part + (size_t(it) * H + h) * stride;
-            fold(m, l, o, st[0], st[1], st + 2, d);
+        if (err) continue;
+        try {
+            const int s = rh / H, h = rh % H;
+            const SparseQuery& sq = queries[s];
+            float* o = scratch<float>(7, size_t(d));
+            float m = kNegInf, l = 0.0f;
+            for (int c = 0; c < d; ++c) o[c] = 0.0f;
+            for (int32_t it = first[s]; it < first[s + 1]; ++it) {
+                const float* st = part + (size_t(it) * H + h) * stride;
+                fold(m, l, o, st[0], st[1], st + 2, d);
+            }
+            finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, sq.out + size_t(h) * d, sq.lse + h);
+        } catch (...) {
+            err.capture();
         }
-        finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, sq.out + size_t(h) * d, sq.lse + h);
     }
+    err.rethrow();
 }

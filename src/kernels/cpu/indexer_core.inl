@@ -75,17 +75,26 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
     const int n_tiles = (n + T - 1) / T;
     const size_t tile_bytes = size_t(T) * kv_head_bytes(keys.dtype, d);
     const int ahead = static_cast<int>(mx(1, int64_t(kIdxPrefetchBytes / tile_bytes)));
+    RegionError err;  // (scratch memory refused inside the region: rethrown after it)
 #pragma omp parallel if (n_tiles > 1 && double(n) * iq.n_heads * d > kParallelWork)
     {
         // This thread's prefetch stream. A static schedule hands each thread one range of tiles:
         // its first tile starts the stream with a burst over the first stretch.
-        LineStream& ls = *scratch<LineStream>(2, 1);
+        LineStream* lsp = nullptr;
         int next = -1;
         KeyTile tile;
-        tile_init(tile, scratch_floats(tile_floats(d)), d);
-        tile.pf = &ls;
+        try {
+            lsp = scratch<LineStream>(2, 1);
+            tile_init(tile, scratch_floats(tile_floats(d)), d);
+        } catch (...) {
+            lsp = nullptr;
+            err.capture();
+        }
+        tile.pf = lsp;
 #pragma omp for schedule(static)
         for (int ti = 0; ti < n_tiles; ++ti) {
+            if (!lsp) continue;  // this thread's scratch was refused (every thread still meets the loop's end)
+            LineStream& ls = *lsp;
             const int64_t base = int64_t(ti) * T;
             const int jb = static_cast<int>(mn(n - 1 - base, T - 1));
             if (ti != next) {
@@ -135,6 +144,7 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
             for (int j = 0; j <= jb; ++j) scores[base + j] = tmp[j];
         }
     }
+    err.rethrow();
 }
 
 // Rows of one register block in the batched kernel: (query, head) pairs, in
@@ -175,8 +185,8 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
             for (int32_t h = 0; h < qs[i].n_heads; ++h, at += qstride) rows_q_pairs(qs[i].q + size_t(h) * d, d, qp_all + at);
     }
     const int n_tiles = (n_max + T - 1) / T;
-#pragma omp parallel for schedule(dynamic, 4) if (n_tiles > 1 && work > kParallelWork)
-    for (int ti = 0; ti < n_tiles; ++ti) {
+    RegionError err;  // (scratch memory refused inside the region: rethrown after it)
+    auto run_tile = [&](int ti) {
         const int64_t base = int64_t(ti) * T;
         const int jb = static_cast<int>(mn(n_max - 1 - base, T - 1));
         KeyTile tile;
@@ -233,5 +243,15 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
             tile_scores<1>(tile, d, q, s, qp);
             fold_row(rows[r], s[0]);
         }
+    };
+#pragma omp parallel for schedule(dynamic, 4) if (n_tiles > 1 && work > kParallelWork)
+    for (int ti = 0; ti < n_tiles; ++ti) {
+        if (err) continue;
+        try {
+            run_tile(ti);
+        } catch (...) {
+            err.capture();
+        }
     }
+    err.rethrow();
 }

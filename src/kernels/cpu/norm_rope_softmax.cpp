@@ -10,6 +10,8 @@
 #include "kernels/softmax.hpp"
 #include "util/error.hpp"
 
+#include <omp.h>
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -93,13 +95,17 @@ void rope(float* x, int32_t n_tokens, const int32_t* positions, const RopeParams
     if (half == 0) return;
     std::vector<double> inv_freq(half);
     rope_inv_freq(p, inv_freq.data());
-#pragma omp parallel if (int64_t(n_tokens) * p.n_heads * R > 65536)
+    // Each thread's (cos, sin) pairs, allocated before the region (an allocation inside it could
+    // throw, and an exception may not leave an OpenMP region).
+    const bool par = int64_t(n_tokens) * p.n_heads * R > 65536;
+    std::vector<float> cs_all(size_t(par ? omp_get_max_threads() : 1) * size_t(half) * 2);
+#pragma omp parallel if (par)
     {
-        std::vector<float> cs(size_t(half) * 2);
+        float* cs = cs_all.data() + size_t(omp_get_thread_num()) * size_t(half) * 2;
 #pragma omp for schedule(static)
         for (int32_t t = 0; t < n_tokens; ++t) {
-            rope_pairs(positions[t], inv_freq.data(), half, inverse, cs.data());
-            rope_token(x + size_t(t) * p.n_heads * p.head_dim, cs.data(), p);
+            rope_pairs(positions[t], inv_freq.data(), half, inverse, cs);
+            rope_token(x + size_t(t) * p.n_heads * p.head_dim, cs, p);
         }
     }
 }

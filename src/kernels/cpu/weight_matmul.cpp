@@ -7,6 +7,7 @@
 #include "util/isa.hpp"
 
 #include "kernels/cpu/activation_quant.hpp"
+#include "kernels/cpu/scratch.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 #include "util/error.hpp"
@@ -186,15 +187,25 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
     QuantizedRows shared;
     if (quant && !private_quant) shared = scratch().view(M, nb, act);
 
+    // A thread whose scratch is refused (std::bad_alloc) keeps it here and still goes through the
+    // region's loop without running tasks (an exception may not leave an OpenMP region); the
+    // call rethrows it after the region.
+    cpu::RegionError err;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         const int tid = omp_get_thread_num();
         const int nth = omp_get_num_threads();
         MatmulArgs targs = args;
         QuantizedRows own;
+        bool ok = true;
         if (private_quant) {
-            own = scratch().view(M, nb, act);
-            quantize_rows(X, ldx, 0, M, own, isa);
+            try {
+                own = scratch().view(M, nb, act);
+            } catch (...) {
+                err.capture();
+                ok = false;
+            }
+            if (ok) quantize_rows(X, ldx, 0, M, own, isa);
             targs.a = &own;
         } else if (quant) {
             const int64_t m0 = M * tid / nth, m1 = M * (tid + 1) / nth;
@@ -208,8 +219,10 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
         const int64_t chunk = std::max<int64_t>(1, plan.tasks / (4 * nth));
         const int64_t n_chunks = (plan.tasks + chunk - 1) / chunk;
 #pragma omp for schedule(dynamic, 1) nowait
-        for (int64_t c = 0; c < n_chunks; c++) run_tasks(targs, kernel, plan, c * chunk, std::min(plan.tasks, c * chunk + chunk));
+        for (int64_t c = 0; c < n_chunks; c++)
+            if (ok) run_tasks(targs, kernel, plan, c * chunk, std::min(plan.tasks, c * chunk + chunk));
     }
+    err.rethrow();
 }
 
 struct MatmulTeamBuffer::Impl {
