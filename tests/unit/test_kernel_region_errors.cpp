@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 // Kernels that open their own OpenMP parallel region catch what their threads throw and rethrow
-// it after the region (cpu::RegionError, kernels/cpu/scratch.hpp): an exception may not leave an
+// it after the region (RegionError, util/region_error.hpp): an exception may not leave an
 // OpenMP region (the runtime calls std::terminate), so a scratch allocation refused on a worker
 // thread would end the whole process inside the library. Here the worker threads' allocations
 // are refused through this binary's aligned_alloc (the kernels' per-thread scratch and the

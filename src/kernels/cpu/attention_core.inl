@@ -1458,22 +1458,14 @@ inline void prefill_impl(const PagedKV& kv, const AttnParams& p, const float* q,
 #pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
     for (int item = 0; item < n_items; ++item) {
         if (err) continue;
-        try {
-            run_item(item);
-        } catch (...) {
-            err.capture();
-        }
+        err.guard([&] { run_item(item); });
     }
     err.rethrow();
     if (!split) return;
 #pragma omp parallel for schedule(static) if (n_rows >= 256)
     for (int th = 0; th < n_rows; ++th) {
         if (err) continue;
-        try {
-            merge_row(th);
-        } catch (...) {
-            err.capture();
-        }
+        err.guard([&] { merge_row(th); });
     }
     err.rethrow();
 }
@@ -1708,12 +1700,10 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
 #pragma omp parallel num_threads(region_threads())
         {
             const int nth = team_threads() > 0 ? team_threads() : 1, tid = team_thread();
-            try {
+            err.guard([&] {
                 for (int it = 0; it < n_items && !err; ++it)
                     if (item_owner(items[it], total2, nth) == tid) run_item(it, nth);
-            } catch (...) {
-                err.capture();
-            }
+            });
         }
         err.rethrow();
     } else {
@@ -1723,11 +1713,7 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
 #pragma omp parallel for schedule(static) if (n_rows >= 256)
     for (int rh = 0; rh < n_rows; ++rh) {
         if (err) continue;
-        try {
-            fold_row(rh);
-        } catch (...) {
-            err.capture();
-        }
+        err.guard([&] { fold_row(rh); });
     }
     err.rethrow();
 }
@@ -1805,18 +1791,14 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
 #pragma omp parallel for schedule(dynamic, 1) if (n_items > 1 && work > kParallelWork)
     for (int it = 0; it < n_items; ++it) {
         if (err) continue;
-        try {
-            run_item(it);
-        } catch (...) {
-            err.capture();
-        }
+        err.guard([&] { run_item(it); });
     }
     err.rethrow();
     const int n_rows = n_queries * H;
 #pragma omp parallel for schedule(static) if (n_rows >= 256)
     for (int rh = 0; rh < n_rows; ++rh) {
         if (err) continue;
-        try {
+        err.guard([&] {
             const int s = rh / H, h = rh % H;
             const SparseQuery& sq = queries[s];
             float* o = scratch<float>(7, size_t(d));
@@ -1827,9 +1809,7 @@ inline void sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* 
                 fold(m, l, o, st[0], st[1], st + 2, d);
             }
             finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, sq.out + size_t(h) * d, sq.lse + h);
-        } catch (...) {
-            err.capture();
-        }
+        });
     }
     err.rethrow();
 }

@@ -247,11 +247,7 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
 #pragma omp parallel for schedule(dynamic, 4) if (n_tiles > 1 && work > kParallelWork)
     for (int ti = 0; ti < n_tiles; ++ti) {
         if (err) continue;
-        try {
-            run_tile(ti);
-        } catch (...) {
-            err.capture();
-        }
+        err.guard([&] { run_tile(ti); });
     }
     err.rethrow();
 }

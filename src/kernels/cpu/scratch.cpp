@@ -34,24 +34,6 @@ void* thread_scratch(int slot, size_t bytes) {
     return s.p;
 }
 
-RegionError::RegionError() = default;
-RegionError::~RegionError() = default;
-
-void RegionError::capture() noexcept {
-    const std::exception_ptr e = std::current_exception();
-#pragma omp critical(kvrt_region_error)
-    if (!taken_) {
-        first_ = e;
-        __atomic_store_n(&taken_, 1, __ATOMIC_RELEASE);
-    }
-}
-
-RegionError::operator bool() const noexcept { return __atomic_load_n(&taken_, __ATOMIC_ACQUIRE) != 0; }
-
-void RegionError::rethrow() {
-    if (taken_) std::rethrow_exception(first_);
-}
-
 int region_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
 int team_threads() {

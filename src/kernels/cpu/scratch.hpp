@@ -4,8 +4,9 @@
 // Per-thread scratch memory for the cpu kernels.
 #pragma once
 
+#include "util/region_error.hpp"
+
 #include <cstddef>
-#include <exception>
 
 namespace kvrt::cpu {
 
@@ -27,33 +28,6 @@ int team_threads();
 // The calling thread's number in its team (0 outside a parallel region).
 int team_thread();
 
-// The first exception of the threads of a kernel's own parallel region. An exception may not
-// leave an OpenMP region (the runtime calls std::terminate: the process would die inside the
-// library), and the kernels' work can throw inside one (thread_scratch refused its memory), so
-// each thread catches what its work throws and keeps going to the region's end (through every
-// worksharing loop and barrier, doing no more work), and the thread that opened the region
-// rethrows the first one after it:
-//     RegionError err;
-//     #pragma omp parallel for
-//     for (...) { if (err) continue; try { work } catch (...) { err.capture(); } }
-//     err.rethrow();
-// Out of line in the baseline translation unit (no std::exception_ptr code in the per-ISA ones).
-class RegionError {
-public:
-    RegionError();
-    ~RegionError();
-    RegionError(const RegionError&) = delete;
-    RegionError& operator=(const RegionError&) = delete;
-    // Inside a catch block: keeps std::current_exception() when it is the region's first.
-    void capture() noexcept;
-    // True once a thread has captured an exception (work after it is pointless).
-    explicit operator bool() const noexcept;
-    // After the region, on the thread that opened it: rethrows the kept exception, if any.
-    void rethrow();
-
-private:
-    std::exception_ptr first_;
-    int taken_ = 0;
-};
+// (A kernel's own region reports its threads' exceptions through RegionError, util/region_error.hpp.)
 
 }  // namespace kvrt::cpu

@@ -5,9 +5,9 @@
 // OpenMP split of the output columns (weight_matmul.hpp).
 #include "kernels/weight_matmul.hpp"
 #include "util/isa.hpp"
+#include "util/region_error.hpp"
 
 #include "kernels/cpu/activation_quant.hpp"
-#include "kernels/cpu/scratch.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 #include "util/error.hpp"
@@ -190,7 +190,7 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
     // A thread whose scratch is refused (std::bad_alloc) keeps it here and still goes through the
     // region's loop without running tasks (an exception may not leave an OpenMP region); the
     // call rethrows it after the region.
-    cpu::RegionError err;
+    RegionError err;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         const int tid = omp_get_thread_num();

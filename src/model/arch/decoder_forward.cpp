@@ -12,6 +12,7 @@
 #include "kernels/weight_matmul.hpp"
 #include "model/model.hpp"
 #include "util/error.hpp"
+#include "util/region_error.hpp"
 #include "util/team_barrier.hpp"
 
 #include <immintrin.h>
@@ -295,28 +296,6 @@ std::vector<size_t> rope_tables(const DecoderConfig& c, const RopeParams& rq, Fo
     return at;
 }
 
-// The first exception of a team's threads: each thread runs its work through guard() and goes
-// on to every wait of the region (a thread that left early would leave the others waiting);
-// the caller rethrows once the region has ended.
-class TeamError {
-public:
-    template <class Fn>
-    void guard(Fn&& fn) {
-        try {
-            fn();
-        } catch (...) {
-#pragma omp critical(kvrt_llama_team_error)
-            if (!first_) first_ = std::current_exception();
-        }
-    }
-    void rethrow() const {
-        if (first_) std::rethrow_exception(first_);
-    }
-
-private:
-    std::exception_ptr first_;
-};
-
 // The cache rows of every (layer, row) of the batch into S.krow / S.vrow (reserved by the
 // caller, fixed for the call), their K and V types, and where each step's rows start.
 struct BatchRows {
@@ -389,7 +368,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
 
     // Per-thread copies of the residual stream and its normalised form.
     S.team.resize(static_cast<size_t>(nt) * 2 * M * E);
-    TeamError error;
+    RegionError error;
     auto guard = [&](auto&& fn) { error.guard(fn); };
 
     // x += out, or x += RMSNorm(out) * w with the architecture's post-sub-layer norm
@@ -665,7 +644,7 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
     std::vector<uint8_t> stop(static_cast<size_t>(NL), 0);
     float* part_slot = nullptr;
     TeamBarrier bar;
-    TeamError error;
+    RegionError error;
     auto guard = [&](auto&& fn) { error.guard(fn); };
 
 #pragma omp parallel num_threads(nt)
