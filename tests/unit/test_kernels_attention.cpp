@@ -229,13 +229,11 @@ TEST_CASE("kernels.attention.decode_direct_tiles_equal_prefill_on_model_shapes")
     }
 }
 
-TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
-    // attention_decode_team: every thread of a region makes the call, each gets every output in
-    // its own buffer; bit-identical to attention_decode (and so to the prefill row), with 1, 2
-    // and 3 threads in the region (meeting at an OpenMP barrier or at a TeamBarrier) and outside
-    // any region, for sequences of 1 to 3 chunks.
+// The cases of the team-mode tests: every ISA path, GQA 9/3 of 64 and 4/1 of 128, f16 / f32 /
+// int8-K KV over n_tok positions; fn(shape, kv) for each (seed advanced per case).
+template <class Fn>
+void for_each_team_case(int32_t n_tok, uint32_t& seed, Fn&& fn) {
     const Shape shapes[] = {{9, 3, 64}, {4, 1, 128}};
-    uint32_t seed = 700;
     for (Isa isa : test::available_isas()) {
         test::IsaScope scope(isa);
         for (const Shape& s : shapes)
@@ -243,43 +241,53 @@ TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
                 CAPTURE(std::string(isa_name(isa)));
                 CAPTURE(s.d);
                 CAPTURE(test::kv_types_name(dt));
-                const int32_t n_tok = 1100;
-                TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
-                for (int32_t window : {0, 700}) {
-                    const AttnParams p = params(s, window);
-                    const int32_t positions[] = {5, 511, 512, 1099};  // 1, 1, 2 and 3 chunks
-                    const int32_t n = 4;
-                    const size_t row = size_t(s.h) * s.d;
-                    auto q = test::random_vec(size_t(n) * row, seed++);
-                    std::vector<PagedKV> views(n);
-                    std::vector<DecodeSeq> seqs(n);
-                    std::vector<float> want(size_t(n) * row);
-                    for (int32_t i = 0; i < n; ++i) {
-                        views[i] = t.prefix(positions[i] + 1);
-                        seqs[i] = DecodeSeq{&views[i], q.data() + i * row, want.data() + i * row, nullptr, positions[i]};
-                    }
-                    cpu::attention_decode(seqs.data(), n, p);
-                    std::vector<float> part(cpu::attention_decode_part_floats(seqs.data(), n, p));
-                    REQUIRE(!part.empty());
-                    // Outside a region: the calling thread does everything.
-                    std::vector<float> alone(want.size(), -1.0f);
-                    cpu::attention_decode_team(seqs.data(), n, p, part.data(), alone.data());
-                    CHECK(test::bit_equal(want, alone));
-                    for (int nt : {1, 2, 3})
-                        for (bool own_barrier : {false, true}) {  // an OpenMP barrier, or a TeamBarrier
-                            CAPTURE(nt);
-                            CAPTURE(own_barrier);
-                            std::vector<std::vector<float>> outs(size_t(nt), std::vector<float>(want.size(), -1.0f));
-                            TeamBarrier bar;
-                            CHECK(test::run_team(nt, [&](int tid) {
-                                      cpu::attention_decode_team(seqs.data(), n, p, part.data(), outs[size_t(tid)].data(),
-                                                                 own_barrier ? &bar : nullptr);
-                                  }) == 0);
-                            for (const auto& o : outs) CHECK(test::bit_equal(want, o));
-                        }
-                }
+                const TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
+                fn(s, t);
             }
     }
+}
+
+TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
+    // attention_decode_team: every thread of a region makes the call, each gets every output in
+    // its own buffer; bit-identical to attention_decode (and so to the prefill row), with 1, 2
+    // and 3 threads in the region (meeting at an OpenMP barrier or at a TeamBarrier) and outside
+    // any region, for sequences of 1 to 3 chunks.
+    uint32_t seed = 700;
+    for_each_team_case(1100, seed, [&](const Shape& s, const TestKV& t) {
+        for (int32_t window : {0, 700}) {
+            const AttnParams p = params(s, window);
+            const int32_t positions[] = {5, 511, 512, 1099};  // 1, 1, 2 and 3 chunks
+            const int32_t n = 4;
+            const size_t row = size_t(s.h) * s.d;
+            auto q = test::random_vec(size_t(n) * row, seed++);
+            std::vector<PagedKV> views(n);
+            std::vector<DecodeSeq> seqs(n);
+            std::vector<float> want(size_t(n) * row);
+            for (int32_t i = 0; i < n; ++i) {
+                views[i] = t.prefix(positions[i] + 1);
+                seqs[i] = DecodeSeq{&views[i], q.data() + i * row, want.data() + i * row, nullptr, positions[i]};
+            }
+            cpu::attention_decode(seqs.data(), n, p);
+            std::vector<float> part(cpu::attention_decode_part_floats(seqs.data(), n, p));
+            REQUIRE(!part.empty());
+            // Outside a region: the calling thread does everything.
+            std::vector<float> alone(want.size(), -1.0f);
+            cpu::attention_decode_team(seqs.data(), n, p, part.data(), alone.data());
+            CHECK(test::bit_equal(want, alone));
+            for (int nt : {1, 2, 3})
+                for (bool own_barrier : {false, true}) {  // an OpenMP barrier, or a TeamBarrier
+                    CAPTURE(nt);
+                    CAPTURE(own_barrier);
+                    std::vector<std::vector<float>> outs(size_t(nt), std::vector<float>(want.size(), -1.0f));
+                    TeamBarrier bar;
+                    CHECK(test::run_team(nt, [&](int tid) {
+                              cpu::attention_decode_team(seqs.data(), n, p, part.data(), outs[size_t(tid)].data(),
+                                                         own_barrier ? &bar : nullptr);
+                          }) == 0);
+                    for (const auto& o : outs) CHECK(test::bit_equal(want, o));
+                }
+        }
+    });
     // Bad arguments are refused before any work (on every thread alike).
     std::vector<float> buf(64);
     TestKV t(8, 1, 64, KvTypes(DType::F16), 16, 1);
@@ -295,45 +303,35 @@ TEST_CASE("kernels.attention.prefill_team_mode_equals_prefill_bitwise") {
     // shared counter and the split plan's partials from thread 0's buffer. Bit-identical to
     // attention_prefill with 1, 2 and 3 threads and outside any region, for a prompt from the
     // start (whole items) and a few queries after a long prefix (items split into key chunks).
-    const Shape shapes[] = {{9, 3, 64}, {4, 1, 128}};
     uint32_t seed = 900;
-    for (Isa isa : test::available_isas()) {
-        test::IsaScope scope(isa);
-        for (const Shape& s : shapes)
-            for (KvTypes dt : {KvTypes(DType::F16), KvTypes(DType::F32), KvTypes(DType::I8, DType::F16)}) {
-                CAPTURE(std::string(isa_name(isa)));
-                CAPTURE(s.d);
-                CAPTURE(test::kv_types_name(dt));
-                const int32_t n_tok = 1500;
-                TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
-                for (int32_t window : {0, 700})
-                    for (auto [n_q, q0] : {std::pair<int32_t, int32_t>{200, 0}, std::pair<int32_t, int32_t>{7, 1493}}) {
-                        CAPTURE(window);
-                        CAPTURE(n_q);
-                        const AttnParams p = params(s, window);
-                        const size_t row = size_t(s.h) * s.d;
-                        auto q = test::random_vec(size_t(n_q) * row, seed++);
-                        std::vector<float> want(size_t(n_q) * row);
-                        cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, want.data());
-                        TeamBarrier bar;
-                        std::atomic<int> next{0};
-                        float* slot = nullptr;
-                        const cpu::PrefillTeam team{&bar, &next, &slot};
-                        std::vector<float> got(want.size(), -1.0f);
-                        cpu::attention_prefill_team(t.kv, p, q.data(), n_q, q0, got.data(), team);  // outside a region
-                        CHECK(test::bit_equal(want, got));
-                        for (int nt : {1, 2, 3}) {
-                            CAPTURE(nt);
-                            std::fill(got.begin(), got.end(), -1.0f);
-                            next = 0;
-                            CHECK(test::run_team(nt, [&](int) {
-                                      cpu::attention_prefill_team(t.kv, p, q.data(), n_q, q0, got.data(), team);
-                                  }) == 0);
-                            CHECK(test::bit_equal(want, got));
-                        }
-                    }
+    for_each_team_case(1500, seed, [&](const Shape& s, const TestKV& t) {
+        for (int32_t window : {0, 700})
+            for (auto [n_q, q0] : {std::pair<int32_t, int32_t>{200, 0}, std::pair<int32_t, int32_t>{7, 1493}}) {
+                CAPTURE(window);
+                CAPTURE(n_q);
+                const AttnParams p = params(s, window);
+                const size_t row = size_t(s.h) * s.d;
+                auto q = test::random_vec(size_t(n_q) * row, seed++);
+                std::vector<float> want(size_t(n_q) * row);
+                cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, want.data());
+                TeamBarrier bar;
+                std::atomic<int> next{0};
+                float* slot = nullptr;
+                const cpu::PrefillTeam team{&bar, &next, &slot};
+                std::vector<float> got(want.size(), -1.0f);
+                cpu::attention_prefill_team(t.kv, p, q.data(), n_q, q0, got.data(), team);  // outside a region
+                CHECK(test::bit_equal(want, got));
+                for (int nt : {1, 2, 3}) {
+                    CAPTURE(nt);
+                    std::fill(got.begin(), got.end(), -1.0f);
+                    next = 0;
+                    CHECK(test::run_team(nt, [&](int) {
+                              cpu::attention_prefill_team(t.kv, p, q.data(), n_q, q0, got.data(), team);
+                          }) == 0);
+                    CHECK(test::bit_equal(want, got));
+                }
             }
-    }
+    });
     // Bad arguments are refused before any work (on every thread alike).
     std::vector<float> buf(64);
     TestKV t(8, 1, 64, KvTypes(DType::F16), 16, 1);
