@@ -85,7 +85,7 @@ TEST_CASE("kernels.attention.prefill_matches_ref") {
                                 l_cpu(size_t(n_q) * s.h);
                             ref::attention_prefill(t.kv, p, q.data(), n_q, q0, o_ref.data(), l_ref.data());
                             cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o_cpu.data(), l_cpu.data());
-                            const float tol = test::attn_tolerance(isa, dt.k);
+                            const float tol = test::attn_tolerance(isa, dt);
                             CHECK(test::max_abs_diff(o_ref, o_cpu) < tol);
                             CHECK(test::max_abs_diff(l_ref, l_cpu) < tol);
                         }
@@ -170,8 +170,8 @@ TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {
                         sq.lse = l_ref.data() + off / s.d;
                     }
                     ref::attention_decode(seqs.data(), n_q, p);
-                    CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt.k));
-                    CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt.k));
+                    CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt));
+                    CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt));
                 }
             }
     }
@@ -222,8 +222,8 @@ TEST_CASE("kernels.attention.decode_direct_tiles_equal_prefill_on_model_shapes")
                             seqs[i].lse = l_ref.data() + size_t(i) * s.h;
                         }
                         ref::attention_decode(seqs.data(), n_q, p);
-                        CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt.k));
-                        CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt.k));
+                        CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt));
+                        CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt));
                     }
                 }
     }

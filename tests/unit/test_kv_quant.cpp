@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -261,4 +262,71 @@ TEST_CASE("kv_quant.int8_keys_give_the_same_bits_with_and_without_vnni") {
                              b.begin() + ptrdiff_t(q.size())));
         }
     }
+}
+
+TEST_CASE("kv_quant.int8_values_pv_codes_follow_sign_and_propagate_a_bad_scale") {
+    // P.V over int8 V codes each tile's weights p_j * scale_j as int16 (attention_core.inl,
+    // pv_rows_i8). A row whose V scale is negative (a state file may carry one: only non-finite
+    // scales are refused) is read with its sign, as the reference reads it; a NaN scale makes the
+    // rows that attend to that key NaN in its group's dims and leaves the others finite; and the
+    // integer sums give the same bits on every path at one vector width (vpdpwssd or vpmaddwd).
+    const int32_t h = 4, hkv = 2, d = 64, n_tok = 100, n_q = 30, q0 = n_tok - n_q;
+    const int32_t group_bytes = kv_scale_group(DType::I8, d);
+    auto set_scale = [&](test::TestKV& kv, int64_t pos, int32_t head, int32_t g, uint16_t f16) {
+        uint8_t* row = const_cast<uint8_t*>(kv.kv_v(pos)) + size_t(head) * kv_head_bytes(DType::I8, d);
+        std::memcpy(row + d + 2 * g, &f16, 2);
+    };
+    AttnParams p;
+    p.n_heads = h;
+    p.head_dim = d;
+    p.scale = 0.125f;
+    const auto q = test::random_vec(size_t(n_q) * h * d, 91);
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        CAPTURE(std::string(isa_name(isa)));
+        {  // negative scale on key 40, head 1, group 1: equal to the reference within tolerance
+            test::TestKV kv(n_tok, hkv, d, test::KvTypes(DType::F16, DType::I8), 16, 90);
+            uint16_t s;
+            std::memcpy(&s, kv.kv_v(40) + kv_head_bytes(DType::I8, d) + d + 2, 2);
+            set_scale(kv, 40, 1, 1, uint16_t(s | 0x8000u));
+            std::vector<float> o(q.size()), o_ref(q.size());
+            cpu::attention_prefill(kv.kv, p, q.data(), n_q, q0, o.data());
+            ref::attention_prefill(kv.kv, p, q.data(), n_q, q0, o_ref.data());
+            CHECK(test::max_abs_diff(o, o_ref) < test::attn_tolerance(isa, test::KvTypes(DType::F16, DType::I8)));
+        }
+        {  // NaN scale on key 40, head 1, group 1, window 16: rows at positions 45..55 see key 40,
+           // rows at 56.. do not (though it sits in their tiles, read for the rows that do)
+            test::TestKV kv(n_tok, hkv, d, test::KvTypes(DType::F16, DType::I8), 16, 90);
+            set_scale(kv, 40, 1, 1, uint16_t(0x7E00u));
+            AttnParams pw = p;
+            pw.window = 16;
+            const int32_t a0 = 45, na = n_tok - a0;
+            const auto qa = test::random_vec(size_t(na) * h * d, 93);
+            std::vector<float> o(qa.size());
+            cpu::attention_prefill(kv.kv, pw, qa.data(), na, a0, o.data());
+            for (int32_t t = 0; t < na; ++t)
+                for (int32_t hh = 0; hh < h; ++hh)
+                    for (int32_t c = 0; c < d; ++c) {
+                        const float x = o[(size_t(t) * h + hh) * d + c];
+                        const bool poisoned = a0 + t <= 40 + 15 && hh / (h / hkv) == 1 && c / group_bytes == 1;
+                        CAPTURE(t);
+                        CAPTURE(hh);
+                        CAPTURE(c);
+                        if (poisoned) CHECK(std::isnan(x));
+                        else CHECK(std::isfinite(x));
+                    }
+        }
+    }
+    // Same bits with and without VNNI at one width (avx512 / avx512bf16, avx2 / avxvnni).
+    test::TestKV kv(n_tok, hkv, d, test::KvTypes(DType::F16, DType::I8), 16, 92);
+    auto run = [&](Isa isa) {
+        test::IsaScope scope(isa);
+        std::vector<float> o(q.size() + size_t(h) * d);
+        cpu::attention_prefill(kv.kv, p, q.data(), n_q, q0, o.data());
+        DecodeSeq s{&kv.kv, q.data() + size_t(n_q - 1) * h * d, o.data() + q.size(), nullptr, n_tok - 1};
+        cpu::attention_decode(&s, 1, p);
+        return o;
+    };
+    if (isa_detected() == Isa::Avx512Bf16) CHECK(test::bit_equal(run(Isa::Avx512), run(Isa::Avx512Bf16)));
+    if (cpu_features().avxvnni) CHECK(test::bit_equal(run(Isa::Avx2), run(Isa::AvxVnni)));
 }

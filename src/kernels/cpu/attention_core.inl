@@ -16,8 +16,10 @@
 //     alike); in sparse attention two chains over even / odd dims, lane-wise;
 //     masked to the row's own key range, and its running (m, l, o) updated by
 //     online softmax; o accumulates p_j * v_j in increasing j, one FMA per
-//     element (masked FMAs for keys outside the row's range; quantised V:
-//     (p_j * scale) * raw). Int8 K (dense attention): the query is quantised per 32 dims
+//     element (masked FMAs for keys outside the row's range; fp8 V:
+//     (p_j * scale) * raw). Int8 V: per tile and scale group the weights p_j * scale_j are coded
+//     as int16 against a power of two and the exact int32 sums of codes times raw values scaled
+//     once (pv_rows_i8). Int8 K (dense attention): the query is quantised per 32 dims
 //     and each group's exact int32 dot product is scaled and added in group order (KeyTile::ints,
 //     int8 tiles). Pair tiles (bf16
 //     KV where Ops::kBf16Dot, see KeyTile): bf16 dot products instead, over
@@ -975,6 +977,119 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
     }
 }
 
+// Integer P.V over int8 V (every tile whose V is int8: prefill, decode and sparse alike). Per row
+// r and V scale group g (32 dims) the weights w_j = p_r[j] * (value j's scale of group g) of the
+// tile's keys are coded as int16 against a power of two: with amax = max_j w_j = m * 2^E (m in
+// [0.5, 1)), code_j = w_j * 2^(15 - E) rounded to the nearest integer (ties to even; at most
+// 32767: saturated), exact scaling. The group's dims then accumulate sum_j code_j * raw_j[c] as
+// exact int32 (pairs of keys per vpdpwssd / vpmaddwd: 32 keys x 32767 x 128 < 2^31), and the tile
+// ends with o[c] = o[c] * alpha + f32(sum) * 2^(E - 15) (a multiply and an add, no FMA: the same
+// bits on every path, the scalar one included). An integer sum has one value whatever order
+// computes it, so the keys outside a row's range (p = 0: code 0) change nothing, and decode and
+// prefill agree. amax is of |w| (a state file may carry negative scales). A group whose amax is
+// below 2^-100 adds nothing (codes and scale 0: far below an f32 ulp of the row's running sum);
+// one holding inf or NaN gets scale NaN (as f32 would).
+// One key alone (w = 1 * scale, an f16's 11 bits) is coded exactly: o is the dequantised row.
+inline constexpr float kPvI8Tiny = 0x1p-100f;
+
+template <int R, int CB>
+inline void pv_block_i8(const KeyTile& t, const RowRef* rows, const int16_t* codes, const float* wsc, int ng,
+                        const float* alpha, int c0, int ia, int ib) {
+    constexpr int CD = Ops::kPvI8Dims;
+    constexpr int W = Ops::W;
+    static_assert(CD == 2 * W, "a step covers two vectors of o");
+    static_assert(kv_scale_group(DType::I8, 0) % CD == 0, "a step stays inside one scale group");
+    using VI = typename Ops::VI;
+    VI acc[R][CB][2];
+    for (int r = 0; r < R; ++r)
+        for (int cb = 0; cb < CB; ++cb) acc[r][cb][0] = acc[r][cb][1] = Ops::vi_zero();
+    const uint32_t* wq = reinterpret_cast<const uint32_t*>(codes);  // [R][ng][T / 2] pairs of keys
+    for (int i = ia; i <= ib; ++i) {
+        if (t.pf && (i & 3) == 0) t.pf->step();
+        const uint8_t* va = t.vraw[2 * i];
+        const uint8_t* vb = t.vraw[2 * i + 1];
+        for (int cb = 0; cb < CB; ++cb) {
+            const int c = c0 + cb * CD;
+            const int g = scale_index<DType::I8>(c);
+            VI lo, hi;
+            Ops::pv_i8_pairs(va + c, vb + c, lo, hi);
+            for (int r = 0; r < R; ++r) {
+                const uint32_t w = wq[(r * ng + g) * (T / 2) + i];
+                acc[r][cb][0] = Ops::pv_i8_dot(acc[r][cb][0], lo, w);
+                acc[r][cb][1] = Ops::pv_i8_dot(acc[r][cb][1], hi, w);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        const V a = Ops::set1(alpha[r]);
+        for (int cb = 0; cb < CB; ++cb) {
+            const int c = c0 + cb * CD;
+            const V sc = Ops::set1(wsc[r * ng + scale_index<DType::I8>(c)]);
+            V f0, f1;
+            Ops::pv_i8_cvt(acc[r][cb][0], acc[r][cb][1], f0, f1);
+            float* o = rows[r].o + c;
+            Ops::store(o, Ops::add(Ops::mul(Ops::load(o), a), Ops::mul(f0, sc)));
+            Ops::store(o + W, Ops::add(Ops::mul(Ops::load(o + W), a), Ops::mul(f1, sc)));
+        }
+    }
+}
+
+template <int R, class O = Ops>  // (O: so that hmax4 is looked up only where kGroup == 4)
+inline void pv_rows_i8(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja,
+                       int jb) {
+    constexpr int W = Ops::W;
+    constexpr int CD = Ops::kPvI8Dims;
+    static_assert(R <= kMaxRowsBlock, "tile_floats holds kMaxRowsBlock rows of pq");
+    const int ng = t.vng, n = R * ng;
+    int16_t* codes = reinterpret_cast<int16_t*>(t.pq);  // [R][ng][T] (half of pq's floats), then
+    float* wsc = t.pq + size_t(R) * ng * T / 2;          // [R][ng] the groups' scales
+    // Weight vector v of (row r, group g): p_r times the values' scales (0 where p is: a key
+    // outside the row's range adds nothing even if its scale is NaN, as the f32 path skips it).
+    auto weights = [&](int k, int v) {
+        const int r = k / ng, g = k % ng;
+        return Ops::mul_nz(Ops::load(pbuf + r * T + v * W), Ops::load(t.vsc + g * T + v * W));
+    };
+    auto absmax = [&](int k) {
+        V m = Ops::abs(weights(k, 0));
+        for (int v = 1; v < NV; ++v) m = Ops::max(m, Ops::abs(weights(k, v)));
+        return m;
+    };
+    // amax of every (r, g) into wsc (max is exact: any reduction order gives the same value).
+    int k0 = 0;
+    if constexpr (O::kGroup == 4) {
+        for (; k0 + 4 <= n; k0 += 4) {
+            alignas(64) float q[O::W];
+            O::store(q, O::hmax4(absmax(k0), absmax(k0 + 1), absmax(k0 + 2), absmax(k0 + 3)));
+            for (int i = 0; i < 4; ++i) wsc[k0 + i] = q[4 * i];
+        }
+    }
+    for (; k0 < n; ++k0) wsc[k0] = Ops::hmax(absmax(k0));
+    for (int k = 0; k < n; ++k) {
+        const float amax = wsc[k];
+        float f = 0.0f, sc = 0.0f;
+        if (amax >= kPvI8Tiny && amax <= std::numeric_limits<float>::max()) {
+            // amax = m * 2^E, m in [0.5, 1): E = its exponent field - 126 (amax is normal).
+            // f = 2^(15 - E) (codes up to 2^15: 32768 saturates to 32767), sc = 2^(E - 15).
+            uint32_t bits;
+            std::memcpy(&bits, &amax, 4);
+            const uint32_t ef = (bits >> 23) & 0xFFu;
+            const uint32_t fb = (268u - ef) << 23, sb = (ef - 14u) << 23;
+            std::memcpy(&f, &fb, 4);
+            std::memcpy(&sc, &sb, 4);
+        }
+        bool bad = false;  // an inf or NaN weight (f = 0 too: NaN * 0)
+        for (int v = 0; v < NV; ++v) bad |= Ops::pv_i8_codes(weights(k, v), f, codes + k * T + v * W);
+        wsc[k] = bad ? std::numeric_limits<float>::quiet_NaN() : sc;
+    }
+    // R x CB x 2 int32 accumulators plus two vectors of pairs fit the registers.
+    constexpr int CB0 = (kVecRegs == 32 ? 8 : 4) / R;
+    constexpr int CB = CB0 < 1 ? 1 : CB0;
+    const int ia = ja / 2, ib = jb / 2;
+    int c = 0;
+    for (; c + CB * CD <= d; c += CB * CD) pv_block_i8<R, CB>(t, rows, codes, wsc, ng, alpha, c, ia, ib);
+    for (; c < d; c += CD) pv_block_i8<R, 1>(t, rows, codes, wsc, ng, alpha, c, ia, ib);  // d % 32 == 0
+}
+
 // pv_block of a pair tile: o_r[c0 .. c0 + CB*W) = alpha_r * o_r[...] + the bf16 dot products of
 // the probability pairs pp_r[i] with the value pairs vp[i][...], i in [ia, ib] in increasing order.
 // MASKED: pairs with neither key in the row's range are skipped; a pair with one key in range
@@ -1033,7 +1148,7 @@ inline void pv_rows(const KeyTile& t, int d, const RowRef* rows, const float* pb
         case DType::F32: return pv_rows_dt<R, MASKED, DType::F32>(t, d, rows, pbuf, alpha, ja, jb);
         case DType::BF16: return pv_rows_dt<R, MASKED, DType::BF16>(t, d, rows, pbuf, alpha, ja, jb);
         case DType::F16: return pv_rows_dt<R, MASKED, DType::F16>(t, d, rows, pbuf, alpha, ja, jb);
-        case DType::I8: return pv_rows_dt<R, MASKED, DType::I8>(t, d, rows, pbuf, alpha, ja, jb);
+        case DType::I8: return pv_rows_i8<R>(t, d, rows, pbuf, alpha, ja, jb);  // masked keys: p = 0
         case DType::FP8_E4M3: return pv_rows_dt<R, MASKED, DType::FP8_E4M3>(t, d, rows, pbuf, alpha, ja, jb);
         case DType::FP4:
         case DType::FP4_E8: return;  // never: tile_build_rows decodes 4-bit rows into f32 ones

@@ -172,6 +172,37 @@ struct Ops {
     static VI i8_init(int32_t) { return _mm256_setzero_si256(); }
 #endif
     static V i8_cvt(VI x) { return _mm256_cvtepi32_ps(x); }
+    // Integer P.V over int8 V (see simd_avx512.hpp): 16 dims per step; lo holds dims 0..3 and
+    // 8..11 as (a[c], b[c]) int16 pairs, hi dims 4..7 and 12..15.
+    static constexpr int kPvI8Dims = 16;
+    static VI vi_zero() { return _mm256_setzero_si256(); }
+    static void pv_i8_pairs(const uint8_t* a, const uint8_t* b, VI& lo, VI& hi) {
+        const __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
+        const __m256i y = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+        lo = _mm256_unpacklo_epi16(x, y);
+        hi = _mm256_unpackhi_epi16(x, y);
+    }
+#if defined(KVRT_ISA_I8_DOT)
+    static VI pv_i8_dot(VI acc, VI pairs, uint32_t w) {
+        return _mm256_dpwssd_avx_epi32(acc, pairs, _mm256_set1_epi32(static_cast<int>(w)));
+    }
+#else
+    static VI pv_i8_dot(VI acc, VI pairs, uint32_t w) {
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi32(static_cast<int>(w))));
+    }
+#endif
+    static void pv_i8_cvt(VI lo, VI hi, V& f0, V& f1) {
+        f0 = _mm256_cvtepi32_ps(_mm256_permute2x128_si256(lo, hi, 0x20));
+        f1 = _mm256_cvtepi32_ps(_mm256_permute2x128_si256(lo, hi, 0x31));
+    }
+    static bool pv_i8_codes(V x, float f, int16_t* out) {
+        const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(f)));
+        const __m256i s = _mm256_permute4x64_epi64(_mm256_packs_epi32(c, c), 0x08);  // saturated, in order
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(s));
+        return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(c, _mm256_set1_epi32(INT32_MIN)))) != 0;
+    }
+    static V abs(V x) { return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))); }
+    static V mul_nz(V p, V s) { return _mm256_and_ps(_mm256_mul_ps(p, s), _mm256_cmp_ps(p, _mm256_setzero_ps(), _CMP_NEQ_UQ)); }
     static void i8_transpose(const uint8_t* const* rows, int c, uint32_t* out, int ld) {
         __m256 r[8];
         for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[i] + 4 * c));

@@ -240,8 +240,11 @@ struct Ops {
         __m512i k;
     };
     static KI i8_prep(const uint32_t* p) { return KI{_mm512_loadu_si512(p)}; }
+    // (In asm, as pv_i8_dot below: GCC 12 copies the accumulators of the intrinsic.)
     static VI i8_dot(VI acc, const KI& k, const uint32_t* w, int) {
-        return _mm512_dpbusd_epi32(acc, k.k, _mm512_set1_epi32(static_cast<int>(w[0])));
+        const __m512i b = _mm512_set1_epi32(static_cast<int>(w[0]));
+        asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(k.k), "v"(b));
+        return acc;
     }
     static VI i8_init(int32_t code_sum) { return _mm512_set1_epi32(-128 * code_sum); }
 #else
@@ -262,6 +265,49 @@ struct Ops {
     static VI i8_init(int32_t) { return _mm512_setzero_si512(); }
 #endif
     static V i8_cvt(VI x) { return _mm512_cvtepi32_ps(x); }
+    // Integer P.V over int8 V (attention_core.inl, pv_rows_i8): the int16 weight codes of a pair
+    // of keys (j, j + 1) times their values, 32 dims (kPvI8Dims) per step. pv_i8_pairs sign-extends
+    // dims [0, 32) of value rows a (key j) and b (key j + 1) and interleaves them as int16 pairs
+    // (a[c], b[c]): lo holds dims 8L .. 8L + 3 of each 128-bit lane L, hi dims 8L + 4 .. 8L + 7;
+    // pv_i8_cvt puts the two accumulators' int32 sums back in dim order as f32 (dims 0..15, 16..31).
+    static constexpr int kPvI8Dims = 32;
+    static VI vi_zero() { return _mm512_setzero_si512(); }
+    static void pv_i8_pairs(const uint8_t* a, const uint8_t* b, VI& lo, VI& hi) {
+        const __m512i x = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
+        const __m512i y = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+        lo = _mm512_unpacklo_epi16(x, y);
+        hi = _mm512_unpackhi_epi16(x, y);
+    }
+#if defined(KVRT_ISA_I8_DOT)
+    // (In asm: GCC 12 gives _mm512_dpwssd_epi32's result a new register and copies the
+    // accumulators around the key loop, a vmovdqa per instruction.)
+    static VI pv_i8_dot(VI acc, VI pairs, uint32_t w) {
+        const __m512i b = _mm512_set1_epi32(static_cast<int>(w));
+        asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(pairs), "v"(b));
+        return acc;
+    }
+#else
+    static VI pv_i8_dot(VI acc, VI pairs, uint32_t w) {
+        return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_set1_epi32(static_cast<int>(w))));
+    }
+#endif
+    static void pv_i8_cvt(VI lo, VI hi, V& f0, V& f1) {
+        const __m512i a = _mm512_shuffle_i32x4(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));  // lo.L0 lo.L1 hi.L0 hi.L1
+        const __m512i b = _mm512_shuffle_i32x4(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));  // lo.L2 lo.L3 hi.L2 hi.L3
+        f0 = _mm512_cvtepi32_ps(_mm512_shuffle_i32x4(a, a, _MM_SHUFFLE(3, 1, 2, 0)));
+        f1 = _mm512_cvtepi32_ps(_mm512_shuffle_i32x4(b, b, _MM_SHUFFLE(3, 1, 2, 0)));
+    }
+    // W weight codes: x * f (a power of two: exact) rounded to the nearest integer (ties to
+    // even), saturated to int16, stored at out. True when one of them was inf or NaN (or beyond
+    // int32: cvtps2dq's "integer indefinite" 0x80000000).
+    static bool pv_i8_codes(V x, float f, int16_t* out) {
+        const __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(f)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtsepi32_epi16(c));
+        return _mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(INT32_MIN)) != 0;
+    }
+    static V abs(V x) { return _mm512_abs_ps(x); }
+    // p * s where p != 0, else 0 (a key outside the row's range: p = 0, whatever s holds).
+    static V mul_nz(V p, V s) { return _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(p, _mm512_setzero_ps(), _CMP_NEQ_UQ), p, s); }
     // Words [c, c + 16) of 16 int8 heads (rows[j]: the head's bytes) -> out[i * ld + j] = word c + i
     // of row j (xor 0x80 per byte where kI8Unsigned).
     static void i8_transpose(const uint8_t* const* rows, int c, uint32_t* out, int ld) {

@@ -44,6 +44,43 @@ struct Ops {
     }
     static VI i8_init(int32_t) { return 0; }
     static V i8_cvt(VI x) { return float(x); }
+    // Integer P.V over int8 V (see simd_avx512.hpp): 2 dims per step; lo is the pair (a[0], b[0])
+    // as two int16 in one word, hi the pair (a[1], b[1]).
+    static constexpr int kPvI8Dims = 2;
+    static VI vi_zero() { return 0; }
+    static uint32_t i16_pair(uint8_t a, uint8_t b) {
+        return uint32_t(uint16_t(int16_t(static_cast<int8_t>(a)))) | uint32_t(uint16_t(int16_t(static_cast<int8_t>(b)))) << 16;
+    }
+    static void pv_i8_pairs(const uint8_t* a, const uint8_t* b, VI& lo, VI& hi) {
+        lo = static_cast<VI>(i16_pair(a[0], b[0]));
+        hi = static_cast<VI>(i16_pair(a[1], b[1]));
+    }
+    static VI pv_i8_dot(VI acc, VI pairs, uint32_t w) {
+        const uint32_t p = static_cast<uint32_t>(pairs);
+        return acc + int32_t(int16_t(p & 0xFFFFu)) * int32_t(int16_t(w & 0xFFFFu)) +
+               int32_t(int16_t(p >> 16)) * int32_t(int16_t(w >> 16));
+    }
+    static void pv_i8_cvt(VI lo, VI hi, V& f0, V& f1) {
+        f0 = float(lo);
+        f1 = float(hi);
+    }
+    static bool pv_i8_codes(V x, float f, int16_t* out) {
+        const float y = x * f;
+        if (!(std::fabs(y) < 2147483648.0f)) {  // inf, NaN or beyond int32 (cvtps2dq: 0x80000000)
+            *out = int16_t(-32768);
+            return true;
+        }
+        if (y >= 32767.0f || y <= -32768.0f) {  // saturated (and |y| < 2^22 below)
+            *out = y > 0.0f ? int16_t(32767) : int16_t(-32768);
+            return false;
+        }
+        // Nearest, ties to even (as cvtps2dq), by the 1.5 x 2^23 shift (query_quant.cpp).
+        constexpr float kShift = 12582912.0f;
+        *out = int16_t(int32_t((y + kShift) - kShift));
+        return false;
+    }
+    static V abs(V x) { return std::fabs(x); }
+    static V mul_nz(V p, V s) { return p != 0.0f ? p * s : 0.0f; }
     static void i8_transpose(const uint8_t* const* rows, int c, uint32_t* out, int) { std::memcpy(out, rows[0] + 4 * c, 4); }
     static void transpose_pairs(const uint16_t* const* rows, int c, DType t, float* out, int ld) {
         out[0] = cvt16(rows[0][c], t);
