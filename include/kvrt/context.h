@@ -79,7 +79,12 @@ typedef struct kvrt_context_config {
                                    less when that cannot be afforded: see cache_bytes */
     uint32_t n_seq_max;         /* sequence ids [0, n_seq_max); default 1 */
     uint32_t n_batch;           /* prefill chunk in tokens; default 512 */
-    int32_t n_threads;          /* threads for this context's calls, 0..1024; 0 = the OpenMP default */
+    int32_t n_threads;          /* threads for this context's calls, 0..1024. 0 = up to the OpenMP
+                                   default, and each decode step's count chosen by kvrt from the
+                                   measured times of earlier steps (fewer threads when another
+                                   program keeps a core busy: every phase of a step waits for its
+                                   slowest thread); N = exactly N. Results are the same bits on
+                                   any count */
     int32_t kv_dtype;           /* kvrt_dtype; default KVRT_DTYPE_F16. KVRT_DTYPE_BF16 on CPUs with
                                    AVX512_BF16: attention multiplies in bf16 (the query and the
                                    softmax weights rounded to bf16, f32 sums), ~1.3x faster

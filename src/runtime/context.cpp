@@ -540,11 +540,25 @@ void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
         KVRT_CHECK(ss[i]->tokens.size() < p_.n_ctx, KVRT_ERR_OUT_OF_RANGE,
                    "decode: sequence " + std::to_string(seqs[i]) + " is full (n_ctx = " + std::to_string(p_.n_ctx) + ")");
     }
-    ThreadScope threads(p_.n_threads);
+    // n_threads 0: the governor picks this step's count (the same bits on any count) from the
+    // measured times of earlier steps, per byte the step reads (weights + KV).
+    const bool governed = p_.n_threads <= 0;
+    if (governed && governor_.max_threads() != std::max(1, omp_get_max_threads()))
+        governor_ = ThreadGovernor(omp_get_max_threads());
+    const int nt = governed ? governor_.pick() : p_.n_threads;
+    double work = 0;
+    if (governed) {
+        if (kv_bytes_per_token_ < 0) kv_bytes_per_token_ = ced_ ? 0.0 : cache_->stats().bytes_per_token;
+        work = static_cast<double>(model_->decode_weight_bytes());
+        for (size_t i = 0; i < n; ++i) work += kv_bytes_per_token_ * static_cast<double>(ss[i]->tokens.size());
+    }
+    const double t_step = now_s();
+    ThreadScope threads(nt);
     if (ced_) {
         // One sequence at a time. Every argument was checked above, so a failure here is a
         // resource error (memory, cache budget); sequences decoded before it keep their token.
         for (size_t i = 0; i < n; ++i) decode_ced(*ss[i], toks[i]);
+        if (governed) governor_.record(nt, now_s() - t_step, work);
         return;
     }
     // Reserve every row first; undo on failure (all-or-nothing).
@@ -570,11 +584,12 @@ void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
         steps[i].logits = ss[i]->logits.data();
     }
     try {
-        decoder_forward(*model_, std::span<SeqStep>(steps), scratch_, KernelSet::Fast, p_.n_threads);
+        decoder_forward(*model_, std::span<SeqStep>(steps), scratch_, KernelSet::Fast, nt);
     } catch (...) {
         for (size_t i = 0; i < n; ++i) cache_->truncate(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));
         throw;
     }
+    if (governed) governor_.record(nt, now_s() - t_step, work);
     for (size_t i = 0; i < n; ++i) {
         ss[i]->tokens.push_back(toks[i]);
         cache_->mark_computed(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));

@@ -20,6 +20,7 @@
 #include "model/arch/decoder_forward.hpp"
 #include "model/arch/ced_runtime.hpp"
 #include "runtime/sampler.hpp"
+#include "runtime/thread_governor.hpp"
 
 #include <atomic>
 #include <functional>
@@ -39,7 +40,7 @@ struct ContextParams {
     uint32_t n_ctx = 0;       // 0 = the model's training context
     uint32_t n_seq_max = 1;
     uint32_t n_batch = 512;
-    int n_threads = 0;        // 0 = OpenMP default
+    int n_threads = 0;        // 0 = up to the OpenMP default, decode steps governed (thread_governor.hpp)
     DType kv_dtype = DType::F16;      // the K rows' type (and the V rows' unless kv_v_dtype is set)
     std::optional<DType> kv_v_dtype;  // the V rows' type when it differs (util/kv_quant.hpp)
     // Under a quantised K type, keep K in f16 on the layers whose K bias has outliers
@@ -264,6 +265,10 @@ private:
     cache::SeqKeys keys_;
     std::vector<Seq> seqs_;
     ForwardScratch scratch_;
+    // n_threads 0: the decode steps' thread count (thread_governor.hpp), and the KV bytes a step
+    // reads per token of context (its measure of a step's work; < 0 until the first step).
+    ThreadGovernor governor_;
+    double kv_bytes_per_token_ = -1;
     // Cancellation and the activity snapshot (context_call.cpp): written by the working
     // thread, read by any.
     void check_cancel(const char* where) const;

@@ -303,6 +303,16 @@ void thread_count(const char* arch, KvTypes kt = {}) {
     CHECK(a.tokens == b.tokens);
     for (size_t s = 0; s < a.logits.size(); ++s)
         CHECK_MESSAGE(bit_equal(a.logits[s].data(), b.logits[s].data(), A.vocab()), std::string(arch) << ": step " << s);
+    // n_threads 0: the governor (runtime/thread_governor.hpp) runs some steps on the OpenMP
+    // default and probes fewer threads from step 4 on; the logits are those of 1 thread.
+    runtime::ContextParams p0 = typed(small_params(128), kt);
+    p0.n_threads = 0;
+    runtime::Context c0(A.m, p0), c1b(A.m, p1);
+    const kvrt::test::GreedyRun g = greedy_run(c0, 0, p, 12), f = greedy_run(c1b, 0, p, 12);
+    CHECK(g.tokens == f.tokens);
+    for (size_t s = 0; s < g.logits.size(); ++s)
+        CHECK_MESSAGE(bit_equal(g.logits[s].data(), f.logits[s].data(), A.vocab()),
+                      std::string(arch) << ": governed threads, step " << s);
 }
 
 }  // namespace

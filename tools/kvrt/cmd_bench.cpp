@@ -129,6 +129,10 @@ int cmd_bench(int argc, char** argv) {
     }
     const std::string path = a.get("-m", a.get("--model", default_model_path()));
     int threads = std::atoi(a.get("-t", a.get("--threads", "0")).c_str());
+    // -t 0 (the default): the contexts get n_threads 0, up to every core with the decode steps'
+    // count chosen by the runtime (runtime/thread_governor.hpp); the STREAM baseline and
+    // llama.cpp's figures are taken at every core.
+    const bool governed = threads <= 0;
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int reps = std::max(1, std::atoi(a.get("--reps", "3").c_str()));
     const std::string only = a.get("--only", "prefill,decode,ttft,docs");
@@ -153,7 +157,8 @@ int cmd_bench(int argc, char** argv) {
     getloadavg(&load1, 1);
     char load_s[32];
     std::snprintf(load_s, sizeof load_s, "%.2f", load1);
-    const std::string tag = "\"threads\":" + std::to_string(threads) + ",\"omp_wait_policy\":\"" +
+    const std::string tag = "\"threads\":" + std::to_string(threads) + ",\"decode_threads\":\"" +
+                            (governed ? "governed" : "fixed") + "\",\"omp_wait_policy\":\"" +
                             (wait_env && *wait_env ? wait_env : "default") + "\",\"act_bits\":\"" +
                             act_bits_name(act_bits) + "\",\"load1\":" + load_s;
     int rc = 0;
@@ -176,7 +181,7 @@ int cmd_bench(int argc, char** argv) {
         kvrt_context_config cc;
         kvrt_context_config_init(&cc, sizeof cc);
         cc.n_ctx = static_cast<uint32_t>(std::max(8192L, decode_ctx + 72));  // prompt, 4 + 64 steps
-        cc.n_threads = threads;
+        cc.n_threads = governed ? 0 : threads;
         if (block_tokens > 0) cc.block_tokens = static_cast<uint32_t>(block_tokens);
         if (!apply_kv_types("bench", a, cc)) return static_cast<kvrt_context*>(nullptr);
         cc.prefix_caching = prefix_caching;
@@ -358,7 +363,8 @@ int cmd_bench(int argc, char** argv) {
     std::map<std::string, double> base;
     if (a.has("--baseline")) base = read_baseline(a.get("--baseline"), threads);
     if (!json)
-        std::printf("# %d threads, OMP_WAIT_POLICY=%s, act_bits %s, load average %s, wall-clock times%s\n", threads,
+        std::printf("# %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, load average %s, wall-clock times%s\n", threads,
+                    governed ? " (decode steps: the runtime's choice, -t 0)" : "",
                     wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), load_s,
                     base.empty() ? "" : "; llama.cpp from --baseline, ratio = kvrt / llama.cpp");
     for (const Figure& f : figs) {
