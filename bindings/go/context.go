@@ -96,7 +96,7 @@ type ContextOptions struct {
 	NCtx            uint32 // positions per sequence; 0 = the model's training context
 	NSeqMax         uint32 // sequence ids [0, NSeqMax); 0 = 1
 	NBatch          uint32 // prefill chunk; 0 = 512
-	Threads         int32  // 0 = the OpenMP default
+	Threads         int32  // 0 = up to the OpenMP default, each decode step's count chosen by kvrt; N = exactly N
 	KVType          KVType // element type of cached K/V rows; KVDefault = f16
 	BlockTokens     uint32 // 0 = 16
 	CacheBytes      uint64 // 0 = kvrt's default budget

@@ -30,7 +30,10 @@
 // C API, under the OpenMP settings of the environment as they are. Nothing here sets
 // OMP_WAIT_POLICY (llama.cpp's own thread pool spins between graph nodes, so the fair
 // comparison is the OpenMP default); each line records the policy in force and the load
-// average, since the machine may be shared.
+// average, since the machine may be shared. -t N runs the contexts on exactly N threads; -t 0
+// (the default) on every core with each decode step's count chosen by the runtime
+// (runtime/thread_governor.hpp; "decode_threads":"governed" on each line): figures against
+// llama.cpp are taken with an explicit -t.
 #include "api/decode_traffic.hpp"
 #include "baselines.hpp"
 #include "cli_common.hpp"
@@ -122,7 +125,7 @@ int cmd_bench(int argc, char** argv) {
     Args a = parse_args(argc, argv, with_kv_type_opts({"-m", "--model", "-t", "--threads", "--reps", "--baseline", "--only", "--decode-ctx", "--block-tokens"}));
     if (a.has("-h") || a.has("--help")) {
         std::fprintf(stderr,
-                     "usage: kvrt bench [-m MODEL] [-t THREADS] [--reps 3] [--only prefill,decode,ttft,docs]\n"
+                     "usage: kvrt bench [-m MODEL] [-t THREADS (0: all, decode governed)] [--reps 3] [--only prefill,decode,ttft,docs]\n"
                      "                  [--baseline llamacpp.jsonl] [--json] [--kv-type T] [--k-type T] [--v-type T]\n"
                      "                  [--act-bits default|8|16] [--decode-ctx 4096] [--block-tokens 16]\n");
         return 0;

@@ -22,7 +22,7 @@ void run_usage() {
                  "  -n, --max-tokens N tokens to generate (default 128)\n"
                  "  --stop STR         stop string (repeatable)\n"
                  "  --ignore-eos       do not stop at end-of-generation tokens\n"
-                 "  -t, --threads N    threads (default: all)\n"
+                 "  -t, --threads N    threads (default 0: all, each decode step's count chosen by kvrt)\n"
                  "  --kv-type T        KV cache element type: f32, f16 (default), bf16, int8, fp8\n"
                  "  --k-type T, --v-type T   K and V rows of different types\n"
                  "  --act-bits B       activation codes of the quantised matmuls: default (16-bit for\n"

@@ -71,7 +71,8 @@ pub struct ContextOptions {
     pub n_seq_max: u32,
     /// Prefill chunk in tokens.
     pub n_batch: u32,
-    /// Threads for this context's calls; 0 = the OpenMP default.
+    /// Threads for this context's calls; 0 = up to the OpenMP default, each decode step's
+    /// count chosen by kvrt from measured step times; N = exactly N.
     pub n_threads: i32,
     pub kv_type: KvType,
     /// Tokens per cache block.
