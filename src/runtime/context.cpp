@@ -465,6 +465,7 @@ void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats
         throw;
     }
     ThreadScope threads(p_.n_threads);
+    governor_.interrupt();  // the next decode step follows other work: not measured
     if (ced_) {
         KVRT_CHECK(all_logits == nullptr, KVRT_ERR_UNSUPPORTED,
                    "prefill: logits of every position are not available for CED models yet");
@@ -508,6 +509,7 @@ void Context::prefill_batch(const int32_t* seqs, const int32_t* const* tokens, c
         work[i].n = n[i];
     }
     ThreadScope threads(p_.n_threads);
+    governor_.interrupt();
     if (ced_) {  // the CED runtime runs one sequence at a time
         for (size_t i = 0; i < count; ++i) prefill_ced(*work[i].seq, work[i].tokens, work[i].n, stats ? stats + i : nullptr, t0);
         return;

@@ -78,6 +78,7 @@ void Context::prefill_positions(int32_t seq, const int32_t* tokens, size_t n, co
         rows = logits(seq);
     } else {
         ThreadCount threads(p_.n_threads);
+        governor_.interrupt();  // (thread_governor.hpp: the next decode step is not measured)
         std::vector<uint8_t> want(n, 0);
         for (size_t i = 0; i < n_positions; ++i) want[positions[i]] = 1;
         want[n - 1] = 1;  // the last position's logits (kvrt_context_get_logits) always

@@ -9,12 +9,14 @@
 // 2-vCPU machine with one core busy elsewhere, SmolLM2 decoded at 53 tokens/s on 2 threads against
 // 89 on 1 (152 and 110 with both cores free). No fixed count is right for both cases, and a
 // desktop application cannot know which case it is in, so the governor measures: it runs the
-// steps on the count it holds, now and then runs two steps on a neighbouring count (half or
-// twice), and moves when the neighbour's time per byte read is clearly lower. Probes grow rarer
-// while the held count keeps winning (after 8, 64, then every 256 steps: 3 steps each, the
-// first on the new count not measured) and come back at once when the held count becomes slower
-// than a neighbour measured last (another program took a core). The thread count never changes a result: every kernel
-// gives the same bits on any number of threads (tests/unit/test_runtime_exactness.cpp).
+// steps on the count it holds, now and then runs a few steps on a neighbouring count (half or
+// twice) and a few on its own again, and moves when the neighbour's time per byte read is clearly
+// lower than those steps' (measured side by side: a shared machine's speed jumps). Probes grow
+// rarer while the held count keeps winning (after 8, 64, then every 256 steps; 3 steps on the
+// neighbour, the first on a new count never measured) and come back at once when the held count
+// becomes slower than a neighbour measured last (another program took a core). The thread count
+// never changes a result: every kernel gives the same bits on any number of threads
+// (tests/unit/test_runtime_exactness.cpp).
 //
 // Pure bookkeeping over the times it is given (no clock, no threads): tests feed it timings.
 #pragma once
@@ -35,13 +37,15 @@ public:
     // What the step picked last ran: its thread count, wall seconds and the bytes it read (any
     // positive measure of its work; steps of one context are compared per unit of it).
     void record(int threads, double seconds, double work);
+    // Other work ran since the last step (a prefill): the next step is not measured.
+    void interrupt();
 
     int held() const { return c_[cur_].threads; }  // the count the governor holds now
     int max_threads() const { return c_.front().threads; }
 
     static constexpr int kMinInterval = 8;    // steps between probes after a move
     static constexpr int kMaxInterval = 256;  // at most this many while the held count wins
-    static constexpr int kProbeSteps = 2;     // steps per probe (their mean is the probe's cost)
+    static constexpr int kProbeSteps = 2;     // measured steps of a probe, and of the held count after it
     static constexpr double kMoveMargin = 0.92;  // move when the probe costs < 92% of the held
 
 private:
@@ -50,17 +54,23 @@ private:
         double cost = 0;  // seconds per unit of work (the held count: moving average)
         int samples = 0;
     };
+    // Hold: steps on the held count. Probe: kProbeSteps + 1 steps on the neighbour (the first
+    // not measured). Back: kProbeSteps + 1 on the held count again, then the decision: the
+    // probe's mean cost against these steps' mean.
+    enum class Phase { Hold, Probe, Back };
     std::vector<Candidate> c_;  // threads in decreasing order
     size_t cur_ = 0;            // the held candidate
+    size_t probe_ = 0;          // the probed candidate (Probe, Back)
+    Phase phase_ = Phase::Hold;
+    int left_ = 0;              // steps left in the phase
     int64_t steps_ = 0;         // steps recorded
     int64_t next_probe_ = 4;    // the step at which the next probe starts
+    int64_t decided_ = 0;       // the step of the last decision (probe or shift)
     int interval_ = kMinInterval;
     bool down_next_ = true;     // the next probe tries fewer threads (alternates where both exist)
-    int probe_ = -1;            // the candidate being probed, or -1
-    int probe_left_ = 0;        // steps of the probe still to run
-    double probe_sum_ = 0;
-    int64_t decided_ = 0;       // the step of the last decision (probe or shift)
-    int last_threads_ = 0;      // the count of the last step recorded
+    double probe_sum_ = 0, held_sum_ = 0;
+    int probe_n_ = 0, held_n_ = 0;
+    int last_threads_ = 0;      // the count of the last step recorded (0: other work since)
 };
 
 }  // namespace kvrt::runtime

@@ -95,3 +95,23 @@ TEST_CASE("thread governor: steps of another count, zero times and zero work are
     g.record(7, 1e-9, 1.0);  // a count it never picked
     CHECK(g.held() == 2);
 }
+
+TEST_CASE("thread governor: the first step after other work (a prefill) is not measured") {
+    ThreadGovernor g(2);
+    auto cost = [](int t, int) { return t == 2 ? 0.7 : 1.0; };
+    run(g, 40, cost);
+    REQUIRE(g.held() == 2);
+    // A step slowed 100x by what ran before it (caches refilled after a long prefill): without
+    // interrupt() it would pull the held count's average above 1 thread's and start a probe.
+    g.interrupt();
+    const int t = g.pick();
+    g.record(t, 100.0 * cost(t, 0), 1.0);
+    const auto used = run(g, 6, cost, 41);
+    CHECK(used.count(1) == 0);
+    // The same step without interrupt() does start one.
+    ThreadGovernor h(2);
+    run(h, 40, cost);
+    const int u = h.pick();
+    h.record(u, 100.0 * cost(u, 0), 1.0);
+    CHECK(run(h, 12, cost, 41).count(1) == 1);
+}
