@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 #include "runtime/context.hpp"
+#include "runtime/thread_scope.hpp"
 
 #include "kvrt/context.h"
 #include "model/arch/kv_layer_types.hpp"
@@ -15,31 +16,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <chrono>
 #include <cstring>
 
 namespace kvrt::runtime {
-
-namespace {
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Sets the OpenMP thread count of the calling thread for the duration of a call.
-class ThreadScope {
-public:
-    explicit ThreadScope(int n) : prev_(omp_get_max_threads()), set_(n > 0) {
-        if (set_) omp_set_num_threads(n);
-    }
-    ~ThreadScope() {
-        if (set_) omp_set_num_threads(prev_);
-    }
-
-private:
-    int prev_;
-    bool set_;
-};
-}  // namespace
 
 cache::CacheConfig cache_config_for(const Model& model, DType kv_dtype, int32_t block_tokens, uint64_t budget,
                                     std::optional<DType> v_dtype, bool protect) {
@@ -449,14 +428,14 @@ void Context::fill_prefill_stats(RequestStats* stats, const PromptWork& w, int32
     stats->reused_from_disk = w.from_disk;
     stats->reused_from_remote = w.from_remote;
     stats->computed_tokens = w.n - w.start;
-    stats->prefill_s = now_s() - t0;
+    stats->prefill_s = log::now_s() - t0;
     stats->ttft_s = stats->prefill_s;
     stats->kv_bytes = kv_bytes(seq);
 }
 
 void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats* stats,
                       std::vector<float>* all_logits) {
-    const double t0 = now_s();
+    const double t0 = log::now_s();
     Seq& s = seq_ref(seq);
     try {
         check_prompt("prefill", tokens, n);
@@ -491,7 +470,7 @@ void Context::prefill(int32_t seq, const int32_t* tokens, size_t n, RequestStats
 
 void Context::prefill_batch(const int32_t* seqs, const int32_t* const* tokens, const size_t* n, size_t count,
                             RequestStats* stats) {
-    const double t0 = now_s();
+    const double t0 = log::now_s();
     KVRT_CHECK(seqs != nullptr && tokens != nullptr && n != nullptr && count > 0, KVRT_ERR_INVALID_ARGUMENT,
                "prefill_batch: empty batch");
     // Each id at most once: a count above n_seq_max is wrong before any array is read.
@@ -554,13 +533,13 @@ void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
         work = static_cast<double>(model_->decode_weight_bytes());
         for (size_t i = 0; i < n; ++i) work += kv_bytes_per_token_ * static_cast<double>(ss[i]->tokens.size());
     }
-    const double t_step = now_s();
+    const double t_step = log::now_s();
     ThreadScope threads(nt);
     if (ced_) {
         // One sequence at a time. Every argument was checked above, so a failure here is a
         // resource error (memory, cache budget); sequences decoded before it keep their token.
         for (size_t i = 0; i < n; ++i) decode_ced(*ss[i], toks[i]);
-        if (governed) governor_.record(nt, now_s() - t_step, work);
+        if (governed) governor_.record(nt, log::now_s() - t_step, work);
         return;
     }
     // Reserve every row first; undo on failure (all-or-nothing).
@@ -591,7 +570,7 @@ void Context::decode(const int32_t* seqs, const int32_t* toks, size_t n) {
         for (size_t i = 0; i < n; ++i) cache_->truncate(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));
         throw;
     }
-    if (governed) governor_.record(nt, now_s() - t_step, work);
+    if (governed) governor_.record(nt, log::now_s() - t_step, work);
     for (size_t i = 0; i < n; ++i) {
         ss[i]->tokens.push_back(toks[i]);
         cache_->mark_computed(ss[i]->id, static_cast<int64_t>(ss[i]->tokens.size()));
@@ -640,7 +619,7 @@ void Context::prefill_ced(Seq& s, const int32_t* tokens, size_t n, RequestStats*
         s.has_logits = true;
     }
     if (stats) {
-        st.prefill_s = st.ttft_s = now_s() - t0;
+        st.prefill_s = st.ttft_s = log::now_s() - t0;
         st.kv_bytes = ced_->bytes(s.ced);
         *stats = st;
     }
@@ -669,7 +648,7 @@ size_t incomplete_utf8_tail(const std::string& s) {
 
 void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, const GenerateParams& gp,
                        RequestStats* stats, std::vector<int32_t>* out_tokens) {
-    const double t0 = now_s();
+    const double t0 = log::now_s();
     RequestStats st;
     try {
         prefill(seq, prompt, n_prompt, &st);
@@ -723,7 +702,7 @@ void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, cons
         if (cancel_requested()) cancelled();
         const int32_t tok = sampler.sample(logits(seq).data(), V);
         sampler.accept(tok);
-        if (i == 0) st.ttft_s = now_s() - t0;
+        if (i == 0) st.ttft_s = log::now_s() - t0;
         if (gp.stop_at_eog && model_->is_eog(tok)) {
             reason = KVRT_STOP_EOG;
             break;
@@ -777,9 +756,9 @@ void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, cons
             break;
         }
         if (cancel_requested()) cancelled();
-        const double td = now_s();
+        const double td = log::now_s();
         decode(&seq, &tok, 1);
-        decode_s += now_s() - td;
+        decode_s += log::now_s() - td;
         decoded++;
     }
     // Flush text held back for a stop string that never came.

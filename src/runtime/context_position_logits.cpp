@@ -5,44 +5,21 @@
 // the same forward as every other row, so the logits of position p equal the last-position
 // logits of prefilling tokens[0, p] alone, bit for bit (kvrt's exactness contract).
 #include "runtime/context.hpp"
+#include "runtime/thread_scope.hpp"
 
 #include "kvrt/context.h"
 #include "model/model.hpp"
 #include "util/error.hpp"
-
-#include <omp.h>
+#include "util/log.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
 
 namespace kvrt::runtime {
 
-namespace {
-double seconds_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-class ThreadCount {
-public:
-    explicit ThreadCount(int n) : prev_(omp_get_max_threads()), set_(n > 0) {
-        if (set_) omp_set_num_threads(n);
-    }
-    ~ThreadCount() {
-        if (set_) omp_set_num_threads(prev_);
-    }
-    ThreadCount(const ThreadCount&) = delete;
-    ThreadCount& operator=(const ThreadCount&) = delete;
-
-private:
-    int prev_;
-    bool set_;
-};
-}  // namespace
-
 void Context::prefill_positions(int32_t seq, const int32_t* tokens, size_t n, const uint32_t* positions,
                                 size_t n_positions, RequestStats* stats) {
-    const double t0 = seconds_now();
+    const double t0 = log::now_s();
     Seq& s = seq_ref(seq);
     // Every check before the sequence changes.
     KVRT_CHECK(positions != nullptr && n_positions > 0, KVRT_ERR_INVALID_ARGUMENT,
@@ -77,7 +54,7 @@ void Context::prefill_positions(int32_t seq, const int32_t* tokens, size_t n, co
         prefill(seq, tokens, n, stats);
         rows = logits(seq);
     } else {
-        ThreadCount threads(p_.n_threads);
+        ThreadScope threads(p_.n_threads);
         governor_.interrupt();  // (thread_governor.hpp: the next decode step is not measured)
         std::vector<uint8_t> want(n, 0);
         for (size_t i = 0; i < n_positions; ++i) want[positions[i]] = 1;
