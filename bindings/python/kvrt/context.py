@@ -93,7 +93,9 @@ class Context(Handle):
     returning False cancels (KvrtError CANCELLED). share_cache_with: another Context over the same model whose KV
     cache (and so prefix cache) this one shares. ced_prefill_mode and
     ced_resume apply to CED models only (kvrt/ced.h): exact or CED prefill,
-    and how a prefix-cache hit restores the windows. kv_dtype: DTYPE_F32, DTYPE_F16,
+    and how a prefix-cache hit restores the windows. n_threads: 0 (default) up to every core,
+    each decode step's count chosen by kvrt from measured step times (fewer when another
+    program keeps a core busy); N exactly N; the same results either way. kv_dtype: DTYPE_F32, DTYPE_F16,
     DTYPE_BF16, DTYPE_I8 or DTYPE_FP8_E4M3 (kvrt_dtype); k_dtype / v_dtype (-1: kv_dtype) give the K
     and V rows different types. act_bits: the activation codes of the quantised weight
     matmuls (kvrt_context_config.act_bits): 0 (default) 16-bit codes for the K/V
