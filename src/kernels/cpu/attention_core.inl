@@ -1045,27 +1045,18 @@ inline void pv_rows_i8(const KeyTile& t, int d, const RowRef* rows, const float*
     float* wsc = t.pq + size_t(R) * ng * T / 2;          // [R][ng] the groups' scales
     // Weight vector v of (row r, group g): p_r times the values' scales (0 where p is: a key
     // outside the row's range adds nothing even if its scale is NaN, as the f32 path skips it).
-    auto weights = [&](int k, int v) {
+    auto weights = [&](int k, V* w) {
         const int r = k / ng, g = k % ng;
-        return Ops::mul_nz(Ops::load(pbuf + r * T + v * W), Ops::load(t.vsc + g * T + v * W));
+        for (int v = 0; v < NV; ++v) w[v] = Ops::mul_nz(Ops::load(pbuf + r * T + v * W), Ops::load(t.vsc + g * T + v * W));
     };
-    auto absmax = [&](int k) {
-        V m = Ops::abs(weights(k, 0));
-        for (int v = 1; v < NV; ++v) m = Ops::max(m, Ops::abs(weights(k, v)));
+    auto absmax = [&](const V* w) {  // ([&]: a captureless lambda would get its own, baseline ABI)
+        V m = Ops::abs(w[0]);
+        for (int v = 1; v < NV; ++v) m = Ops::max(m, Ops::abs(w[v]));
         return m;
     };
-    // amax of every (r, g) into wsc (max is exact: any reduction order gives the same value).
-    int k0 = 0;
-    if constexpr (O::kGroup == 4) {
-        for (; k0 + 4 <= n; k0 += 4) {
-            alignas(64) float q[O::W];
-            O::store(q, O::hmax4(absmax(k0), absmax(k0 + 1), absmax(k0 + 2), absmax(k0 + 3)));
-            for (int i = 0; i < 4; ++i) wsc[k0 + i] = q[4 * i];
-        }
-    }
-    for (; k0 < n; ++k0) wsc[k0] = Ops::hmax(absmax(k0));
-    for (int k = 0; k < n; ++k) {
-        const float amax = wsc[k];
+    // Codes and scale of (r, g) = k from its weights and their amax (max is exact: any reduction
+    // order gives the same value).
+    auto code = [&](int k, const V* w, float amax) {
         float f = 0.0f, sc = 0.0f;
         if (amax >= kPvI8Tiny && amax <= std::numeric_limits<float>::max()) {
             // amax = m * 2^E, m in [0.5, 1): E = its exponent field - 126 (amax is normal).
@@ -1078,8 +1069,25 @@ inline void pv_rows_i8(const KeyTile& t, int d, const RowRef* rows, const float*
             std::memcpy(&sc, &sb, 4);
         }
         bool bad = false;  // an inf or NaN weight (f = 0 too: NaN * 0)
-        for (int v = 0; v < NV; ++v) bad |= Ops::pv_i8_codes(weights(k, v), f, codes + k * T + v * W);
+        for (int v = 0; v < NV; ++v) bad |= Ops::pv_i8_codes(w[v], f, codes + k * T + v * W);
         wsc[k] = bad ? std::numeric_limits<float>::quiet_NaN() : sc;
+    };
+    // Each (r, g)'s weights are computed once; where Ops::kGroup == 4 the maxima of 4 of them
+    // come from one reduction.
+    int k0 = 0;
+    if constexpr (O::kGroup == 4) {
+        for (; k0 + 4 <= n; k0 += 4) {
+            V w[4][NV];
+            for (int i = 0; i < 4; ++i) weights(k0 + i, w[i]);
+            alignas(64) float q[O::W];
+            O::store(q, O::hmax4(absmax(w[0]), absmax(w[1]), absmax(w[2]), absmax(w[3])));
+            for (int i = 0; i < 4; ++i) code(k0 + i, w[i], q[4 * i]);
+        }
+    }
+    for (; k0 < n; ++k0) {
+        V w[NV];
+        weights(k0, w);
+        code(k0, w, Ops::hmax(absmax(w)));
     }
     // R x CB x 2 int32 accumulators plus two vectors of pairs fit the registers.
     constexpr int CB0 = (kVecRegs == 32 ? 8 : 4) / R;
