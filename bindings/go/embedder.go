@@ -399,6 +399,7 @@ const (
 	ISAAVXVNNI    ISA = C.KVRT_ISA_AVXVNNI
 	ISAAVX512     ISA = C.KVRT_ISA_AVX512
 	ISAAVX512BF16 ISA = C.KVRT_ISA_AVX512BF16
+	ISAAMX        ISA = C.KVRT_ISA_AMX
 )
 
 // String is the level's name as KVRT_ISA spells it.

@@ -64,12 +64,13 @@ typedef enum kvrt_isa {
     KVRT_ISA_AVX2 = 1,       /* AVX2 + FMA + F16C */
     KVRT_ISA_AVXVNNI = 2,    /* + AVX-VNNI (the weight matmul has its own path) */
     KVRT_ISA_AVX512 = 3,     /* AVX-512 F/BW/VL/DQ (matmul path also needs AVX512_VNNI) */
-    KVRT_ISA_AVX512BF16 = 4  /* + AVX512_BF16 (bf16 KV attention multiplies in bf16) */
+    KVRT_ISA_AVX512BF16 = 4, /* + AVX512_BF16 (bf16 KV attention multiplies in bf16) */
+    KVRT_ISA_AMX = 5         /* + AMX-TILE, AMX-INT8 (prefill weight matmuls on tiles; same bits) */
 } kvrt_isa;
 
 /* The ISA levels: *active is what the kernels use now (the detected level
  * lowered by the environment variable KVRT_ISA=scalar|avx2|avxvnni|avx512|
- * avx512bf16, read once, or by kvrt_isa_set), *detected the best the CPU
+ * avx512bf16|amx, read once, or by kvrt_isa_set), *detected the best the CPU
  * supports. Either pointer may be NULL (not both). Returns KVRT_OK,
  * KVRT_ERR_INVALID_ARGUMENT (both NULL). Thread-safe. O(1) (the CPU is probed
  * once per process). */
@@ -85,7 +86,7 @@ KVRT_API kvrt_status kvrt_isa_get(int32_t *active, int32_t *detected);
 KVRT_API kvrt_status kvrt_isa_set(int32_t limit);
 
 /* Static name of a level ("scalar", "avx2", "avxvnni", "avx512",
- * "avx512bf16"; "?" for others), as KVRT_ISA spells it. Never NULL.
+ * "avx512bf16", "amx"; "?" for others), as KVRT_ISA spells it. Never NULL.
  * Thread-safe. O(1). */
 KVRT_API const char *kvrt_isa_name(int32_t isa);
 

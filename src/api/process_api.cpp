@@ -36,8 +36,8 @@ KVRT_API kvrt_status kvrt_isa_get(int32_t* active, int32_t* detected) {
 
 KVRT_API kvrt_status kvrt_isa_set(int32_t limit) {
     return guard("kvrt_isa_set", [&] {
-        if (limit < KVRT_ISA_SCALAR || limit > KVRT_ISA_AVX512BF16)
-            throw Error(KVRT_ERR_INVALID_ARGUMENT, "limit " + std::to_string(limit) + " is not a kvrt_isa (0..4)");
+        if (limit < KVRT_ISA_SCALAR || limit > KVRT_ISA_AMX)
+            throw Error(KVRT_ERR_INVALID_ARGUMENT, "limit " + std::to_string(limit) + " is not a kvrt_isa (0..5)");
         const int running = kvrt::runtime::Context::running_calls();
         if (running > 0)
             throw Error(KVRT_ERR_INVALID_STATE, std::to_string(running) +
@@ -51,7 +51,7 @@ KVRT_API kvrt_status kvrt_isa_set(int32_t limit) {
 }
 
 KVRT_API const char* kvrt_isa_name(int32_t isa) {
-    if (isa < KVRT_ISA_SCALAR || isa > KVRT_ISA_AVX512BF16) return "?";
+    if (isa < KVRT_ISA_SCALAR || isa > KVRT_ISA_AMX) return "?";
     return kvrt::isa_name(static_cast<kvrt::Isa>(isa));
 }
 

@@ -33,7 +33,7 @@
 // and W row n alone. Its reduction order depends only on K: the block partials
 // (or, for float weights, the products) are added in increasing k order with
 // the same float operations whatever M is, which other rows share the call,
-// how many threads run it, and which ISA path (AVX-512 VNNI, AVX-VNNI, AVX2,
+// how many threads run it, and which ISA path (AMX, AVX-512 VNNI, AVX-VNNI, AVX2,
 // scalar) is used: every path produces the same bits (the tests check all of
 // this). The one theoretical exception: on the plain AVX2 path a Q8_0 weight of
 // -128 against an activation code of -128 (neither ggml's quantiser nor ours
@@ -63,7 +63,12 @@ namespace kvrt {
 // Instruction-set paths of the CPU kernels, in increasing order. Auto = the
 // best the CPU has. AvxVnni = AVX2 + AVX-VNNI (vpdpbusd on ymm: Intel client
 // CPUs since Alder Lake, which lack AVX-512). Avx512 = AVX-512 F/BW/VL/DQ + VNNI.
-enum class KernelIsa : uint8_t { Auto = 0, Scalar = 1, Avx2 = 2, AvxVnni = 3, Avx512 = 4 };
+// Amx = Avx512 + AMX-INT8 (Sapphire Rapids and later): 8-bit activation codes against Q5_0,
+// Q8_0, Q4_K and Q5_K weights in tiles of 16 rows x 16 columns (tdpbsud, the exact integer
+// block dots), with the AVX-512 float operations of the contract above; the other types, rows
+// past the last whole tile of 16, 16-bit codes and float weights take the Avx512 kernels
+// (cpu/weight_matmul_amx.cpp says why). Same bits as every path.
+enum class KernelIsa : uint8_t { Auto = 0, Scalar = 1, Avx2 = 2, AvxVnni = 3, Avx512 = 4, Amx = 5 };
 
 // The path Auto takes (never Auto): the best this CPU supports at the process-wide
 // level of util/isa.hpp (KVRT_ISA, isa_set_limit), so it follows that one choice.
@@ -165,7 +170,7 @@ private:
 // X rows are ldx floats apart (ldx >= K), Y rows ldy floats apart (ldy >= N).
 // M = 0 is a no-op. n_threads = 0 uses omp_get_max_threads(); isa = Auto uses
 // the best path (forcing one the CPU lacks throws KVRT_ERR_UNSUPPORTED);
-// the level of util/isa.hpp ($KVRT_ISA = scalar | avx2 | avxvnni | avx512, or
+// the level of util/isa.hpp ($KVRT_ISA = scalar | avx2 | avxvnni | avx512 | amx, or
 // isa_set_limit) caps what Auto picks.
 // Throws kvrt::Error(KVRT_ERR_INVALID_ARGUMENT) on a null pointer, M < 0 or a
 // stride too small. X and Y must not overlap.

@@ -6,6 +6,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cstdlib>
@@ -28,13 +32,27 @@ CpuFeatures probe() noexcept {
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     f.avx512vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
     f.avx512bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+    // AMX: CPUID leaf 7 sub-leaf 0, EDX bits 24 (AMX-TILE) and 25 (AMX-INT8); Linux hands out the
+    // 8 KB tile state only to a process that asks for it (arch_prctl ARCH_REQ_XCOMP_PERM for
+    // XFEATURE_XTILEDATA, once per process, for every thread), and refuses on kernels or VMs
+    // without it: a refusal means no AMX.
+    a = b = c = d = 0;
+    const bool amx_cpu = f.avx512vnni && __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((d >> 24) & 1u) && ((d >> 25) & 1u);
+#if defined(__linux__) && defined(__x86_64__)
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    f.amx = amx_cpu && syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    (void)amx_cpu;
+#endif
 #endif
     return f;
 }
 
 Isa detect() noexcept {
     const CpuFeatures& f = cpu_features();
-    if (f.avx512) return f.avx512bf16 && f.avx512vnni ? Isa::Avx512Bf16 : Isa::Avx512;
+    if (f.avx512 && f.avx512bf16 && f.avx512vnni) return f.amx ? Isa::Amx : Isa::Avx512Bf16;
+    if (f.avx512) return Isa::Avx512;
     if (f.avxvnni) return Isa::AvxVnni;
     if (f.avx2) return Isa::Avx2;
     return Isa::Scalar;
@@ -47,13 +65,14 @@ const char*& env_ignored_ref() noexcept {
 
 Isa env_limit() noexcept {
     const char* e = std::getenv("KVRT_ISA");
-    if (!e) return Isa::Avx512Bf16;
+    if (!e) return Isa::Amx;
     if (std::strcmp(e, "scalar") == 0) return Isa::Scalar;
     if (std::strcmp(e, "avx2") == 0) return Isa::Avx2;
     if (std::strcmp(e, "avxvnni") == 0) return Isa::AvxVnni;
     if (std::strcmp(e, "avx512") == 0) return Isa::Avx512;
-    if (std::strcmp(e, "avx512bf16") != 0) env_ignored_ref() = e;
-    return Isa::Avx512Bf16;
+    if (std::strcmp(e, "avx512bf16") == 0) return Isa::Avx512Bf16;
+    if (std::strcmp(e, "amx") != 0) env_ignored_ref() = e;
+    return Isa::Amx;
 }
 
 std::atomic<int>& limit_ref() noexcept {
@@ -95,6 +114,7 @@ const char* isa_name(Isa isa) noexcept {
         case Isa::AvxVnni: return "avxvnni";
         case Isa::Avx512: return "avx512";
         case Isa::Avx512Bf16: return "avx512bf16";
+        case Isa::Amx: return "amx";
     }
     return "?";
 }

@@ -6,7 +6,7 @@
 //
 // isa_detected() is the best level the CPU supports; isa_active() is what the
 // kernels use: the detected level, lowered by the environment variable
-// KVRT_ISA=scalar|avx2|avxvnni|avx512|avx512bf16 (read once) or by
+// KVRT_ISA=scalar|avx2|avxvnni|avx512|avx512bf16|amx (read once) or by
 // isa_set_limit() (tests force each path with it). A limit above what the CPU
 // has is clamped to the detected level. Results are deterministic within one
 // path; different paths may differ in the last bits (the weight matmul and the
@@ -26,11 +26,15 @@
 //               f32 accumulation: the query and the softmax weights rounded to bf16);
 //               f32/f16 KV keep the Avx512 arithmetic. KVRT_ISA=avx512 keeps bf16 KV
 //               on f32 arithmetic.
+//   Amx         + AMX-TILE and AMX-INT8 with the kernel's permission to use the tile
+//               state (Sapphire Rapids and later): the weight matmul's prefill tiles of
+//               16 rows take tdpbsud (the same exact integers, so the same bits as every
+//               other path); everything else runs as at Avx512Bf16.
 #pragma once
 
 namespace kvrt {
 
-enum class Isa : int { Scalar = 0, Avx2 = 1, AvxVnni = 2, Avx512 = 3, Avx512Bf16 = 4 };
+enum class Isa : int { Scalar = 0, Avx2 = 1, AvxVnni = 2, Avx512 = 3, Avx512Bf16 = 4, Amx = 5 };
 
 // Individual CPU features (probed once: CPUID traps to the hypervisor in a VM).
 struct CpuFeatures {
@@ -39,6 +43,7 @@ struct CpuFeatures {
     bool avx512 = false;      // AVX-512 F/BW/VL/DQ (with avx2)
     bool avx512vnni = false;  // AVX512_VNNI (with avx512)
     bool avx512bf16 = false;  // AVX512_BF16 (with avx512)
+    bool amx = false;         // AMX-TILE + AMX-INT8, tile state granted by the OS (with avx512vnni)
 };
 const CpuFeatures& cpu_features() noexcept;
 

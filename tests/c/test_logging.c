@@ -84,17 +84,17 @@ int main(void) {
     EXPECT_ERR(kvrt_context_seq_release(ctx, 78), KVRT_ERR_OUT_OF_RANGE);
     EXPECT(log2.len == 0);
     EXPECT(log1.len == len1); /* the replaced callback is never called again */
-    EXPECT_OK(kvrt_isa_set(KVRT_ISA_AVX512BF16));       /* logged at INFO */
+    EXPECT_OK(kvrt_isa_set(KVRT_ISA_AMX));       /* logged at INFO */
     EXPECT(log2.n[KVRT_LOG_INFO] == 1 && strstr(log2.all, "kernels use ISA") != NULL);
     /* A callback that calls kvrt: works, and the message of its own failing call is dropped. */
     EXPECT_OK(kvrt_set_log_callback(KVRT_LOG_DEBUG, on_log, &log2));
     log2.call_kvrt = 1;
-    EXPECT_OK(kvrt_isa_set(KVRT_ISA_AVX512BF16));
+    EXPECT_OK(kvrt_isa_set(KVRT_ISA_AMX));
     EXPECT(log2.n[KVRT_LOG_INFO] == 2 && log2.n[KVRT_LOG_DEBUG] == 0);
     log2.call_kvrt = 0;
     /* Removed: nothing more. */
     EXPECT_OK(kvrt_set_log_callback(KVRT_LOG_NONE, on_log, &log2));
-    EXPECT_OK(kvrt_isa_set(KVRT_ISA_AVX512BF16));
+    EXPECT_OK(kvrt_isa_set(KVRT_ISA_AMX));
     EXPECT(log2.n[KVRT_LOG_INFO] == 2);
     EXPECT_OK(kvrt_set_log_callback(KVRT_LOG_DEBUG, NULL, NULL));
     EXPECT_ERR(kvrt_set_log_callback(-1, on_log, &log2), KVRT_ERR_INVALID_ARGUMENT);
@@ -104,10 +104,11 @@ int main(void) {
 
     /* ---- ISA ---- */
     EXPECT_OK(kvrt_isa_get(&active, &detected));
-    EXPECT(detected >= KVRT_ISA_SCALAR && detected <= KVRT_ISA_AVX512BF16 && active == detected);
+    EXPECT(detected >= KVRT_ISA_SCALAR && detected <= KVRT_ISA_AMX && active == detected);
     EXPECT_OK(kvrt_isa_get(NULL, &detected));
     EXPECT_ERR(kvrt_isa_get(NULL, NULL), KVRT_ERR_INVALID_ARGUMENT);
     EXPECT(strcmp(kvrt_isa_name(KVRT_ISA_AVX2), "avx2") == 0 && strcmp(kvrt_isa_name(-3), "?") == 0);
+    EXPECT(strcmp(kvrt_isa_name(KVRT_ISA_AMX), "amx") == 0 && strcmp(kvrt_isa_name(6), "?") == 0);
     EXPECT_OK(kvrt_model_tokenize(prompt, 64, &n, m, "The capital of France is", 24, 0));
     EXPECT(greedy3(ctx, prompt, n, a));
     EXPECT_OK(kvrt_isa_set(KVRT_ISA_SCALAR));
@@ -116,10 +117,10 @@ int main(void) {
     EXPECT_OK(kvrt_context_seq_release(ctx, 0));
     EXPECT(greedy3(ctx, prompt, n, b));
     EXPECT(a[0] == b[0]); /* the first greedy token agrees across kernel paths */
-    EXPECT_OK(kvrt_isa_set(KVRT_ISA_AVX512BF16)); /* above the CPU: clamped to it */
+    EXPECT_OK(kvrt_isa_set(KVRT_ISA_AMX)); /* above the CPU: clamped to it */
     EXPECT_OK(kvrt_isa_get(&active, NULL));
     EXPECT(active == detected);
-    EXPECT_ERR(kvrt_isa_set(5), KVRT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(kvrt_isa_set(6), KVRT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(kvrt_isa_set(-1), KVRT_ERR_INVALID_ARGUMENT);
     EXPECT_OK(kvrt_isa_get(&active, NULL));
     EXPECT(active == detected); /* a refused call changed nothing */

@@ -121,7 +121,7 @@ inline std::vector<Isa> available_isas() {
 
 // Tolerance of a cpu:: attention result (output and lse) against its ref:: twin, for inputs in
 // [-1, 1] and scale = 1/sqrt(d). f32 arithmetic (every path but one): 2e-5. The avx512bf16 path
-// over bf16 KV (isa.hpp) rounds the pre-scaled query and the softmax weights to bf16 (relative
+// over bf16 KV (isa.hpp; also the amx level's attention) rounds the pre-scaled query and the softmax weights to bf16 (relative
 // error <= 2^-9 each) before its bf16 dot products: a logit moves by at most
 // 2^-9 * scale * log2(e) * sum_c |q_c k_c| (~0.016 in the exp2 domain at d = 512 when every
 // rounding error had the same sign; they have random signs, so typically ~0.001), a weight by
@@ -133,14 +133,14 @@ inline std::vector<Isa> available_isas() {
 // if every error had the same sign, by ~2^-15 * sqrt(32) / sqrt(3) ~ 1e-4 with random signs
 // (measured max over the unit tests' shapes: 2.9e-5). 1e-4.
 inline float attn_tolerance(Isa isa, KvTypes kv, float f32_tol = 2e-5f) {
-    const float t = isa == Isa::Avx512Bf16 && kv.k == DType::BF16 ? 1e-2f : f32_tol;
+    const float t = isa >= Isa::Avx512Bf16 && kv.k == DType::BF16 ? 1e-2f : f32_tol;
     return kv.v == DType::I8 && t < 1e-4f ? 1e-4f : t;
 }
 
 // The CED indexer (indexer_core.inl) on the avx512bf16 path over bf16 keys rounds each query
 // head to bf16 (nearest even) and multiplies with bf16 dot products; every other path keeps
 // the query in f32.
-inline bool indexer_rounds_q(Isa isa, DType key_dtype) { return isa == Isa::Avx512Bf16 && key_dtype == DType::BF16; }
+inline bool indexer_rounds_q(Isa isa, DType key_dtype) { return isa >= Isa::Avx512Bf16 && key_dtype == DType::BF16; }
 
 // v rounded to bf16 (nearest even) and widened back: the query the indexer computes with
 // where indexer_rounds_q.

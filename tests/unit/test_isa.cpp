@@ -37,9 +37,10 @@ TEST_CASE("isa: the weight matmul and the dequantisers follow the one process-wi
         CHECK(dequant_best_isa() == DequantIsa::Avx2);
     }
     {
-        Limit l(Isa::Avx512Bf16);  // no limit: the CPU's best
+        Limit l(Isa::Amx);  // no limit: the CPU's best
         CHECK(isa_active() == isa_detected());
-        const KernelIsa best = f.avx512vnni ? KernelIsa::Avx512
+        const KernelIsa best = f.amx          ? KernelIsa::Amx
+                               : f.avx512vnni ? KernelIsa::Avx512
                                : f.avxvnni  ? KernelIsa::AvxVnni
                                : f.avx2     ? KernelIsa::Avx2
                                             : KernelIsa::Scalar;
@@ -49,5 +50,10 @@ TEST_CASE("isa: the weight matmul and the dequantisers follow the one process-wi
     // The detected level is consistent with the features.
     CHECK((isa_detected() >= Isa::Avx2) == f.avx2);
     CHECK((isa_detected() >= Isa::Avx512) == f.avx512);
+    CHECK((isa_detected() == Isa::Amx) == f.amx);
+    if (f.amx) {  // the level below AMX keeps the AVX-512 VNNI matmul
+        Limit l(Isa::Avx512Bf16);
+        CHECK(kernel_isa_detected() == KernelIsa::Avx512);
+    }
     CHECK(std::string(isa_name(isa_detected())) != "?");
 }

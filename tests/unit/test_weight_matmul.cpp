@@ -9,6 +9,7 @@
 
 #include "formats/tensor_type_dequant.hpp"
 #include "kernels/cpu/activation_quant.hpp"
+#include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/ref/weight_matmul_ref.hpp"
 #include "kernels/weight_matmul.hpp"
 #include "model/gguf/gguf.hpp"
@@ -170,6 +171,7 @@ std::vector<KernelIsa> isas() {
     if (kernel_isa_supported(KernelIsa::Avx2)) v.push_back(KernelIsa::Avx2);
     if (kernel_isa_supported(KernelIsa::AvxVnni)) v.push_back(KernelIsa::AvxVnni);
     if (kernel_isa_supported(KernelIsa::Avx512)) v.push_back(KernelIsa::Avx512);
+    if (kernel_isa_supported(KernelIsa::Amx)) v.push_back(KernelIsa::Amx);
     return v;
 }
 
@@ -896,4 +898,77 @@ TEST_CASE("weight_matmul Q16: the activation error against f32 math is ~256x sma
         CHECK(e16 > 0.0);
         CHECK(e16 < e8 / 50);  // 256x in the activation rounding; f32 sums of the partials remain
     }
+}
+
+TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX-512 kernel") {
+    // Whole tiles of 16 rows take tdpbsud (Q5_0, Q8_0, Q4_K, Q5_K; the other types go to the
+    // AVX-512 kernel), the remaining rows the AVX-512 kernel; both with the
+    // same float operations, so every element has the AVX-512 kernel's bits. Shapes: one tile
+    // and a row tail, several tiles, a panel tail (N % 16), an odd panel count (padding panel),
+    // and K past one chunk of 64 blocks (the accumulators go through Y between chunks).
+    if (!kernel_isa_supported(KernelIsa::Avx512)) {
+        std::printf("KVRT_TEST_NOT_RUN: no AVX-512 VNNI on this CPU (the AMX kernel's float side needs it)\n");
+        return;
+    }
+    const bool real = kernel_isa_supported(KernelIsa::Amx);
+    MESSAGE("AMX tiles on this CPU: " << (real ? "real and emulated" : "emulated only"));
+    const TensorType types[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0, TensorType::Q5_0,
+                                TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+    const int64_t shapes[][3] = {{16, 17, 256}, {37, 48, 512}, {64, 80, 2304}, {33, 33, 4352}};
+    for (TensorType t : types) {
+        for (auto& s : shapes) {
+            const int64_t M = s[0], N = s[1], K = s[2];
+            CAPTURE(std::string(tensor_type_name(t)));
+            CAPTURE(M);
+            CAPTURE(N);
+            CAPTURE(K);
+            Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * 7 + K + static_cast<int>(t)));
+            const int64_t ldx = K + 3, ldy = N + 5;
+            auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M * 3 + K));
+            std::vector<float> Y512(M * ldy, -7.0f);
+            matmul(w.packed, X.data(), M, ldx, Y512.data(), ldy, 2, KernelIsa::Avx512);
+            // The emulated tiles, called as matmul() calls a kernel: all panels, one thread.
+            std::vector<float> Yemu(M * ldy, -7.0f);
+            kernels::QuantizedRowsBuffer buf;
+            const kernels::QuantizedRows rows = buf.view(M, K / 32);
+            kernels::quantize_rows(X.data(), ldx, 0, M, rows, KernelIsa::Avx512);
+            kernels::MatmulArgs args;
+            args.w = &w.packed;
+            args.a = &rows;
+            args.X = X.data();
+            args.ldx = ldx;
+            args.Y = Yemu.data();
+            args.ldy = ldy;
+            args.M = M;
+            kernels::matmul_panels_amx_emulated(args, 0, w.packed.panels());
+            CHECK(same_bits(Yemu.data(), Y512.data(), Yemu.size()));  // padding columns untouched too
+            if (real) {
+                for (int threads : {1, 2}) {
+                    std::vector<float> Yamx(M * ldy, -7.0f);
+                    matmul(w.packed, X.data(), M, ldx, Yamx.data(), ldy, threads, KernelIsa::Amx);
+                    CHECK(same_bits(Yamx.data(), Y512.data(), Yamx.size()));
+                }
+            }
+        }
+    }
+    // The check can fail: a changed activation code changes the tile path's output.
+    Weight w = make_weight(TensorType::Q4_K, 32, 256, 5);
+    auto X = randn(16 * 256, 6);
+    kernels::QuantizedRowsBuffer buf;
+    const kernels::QuantizedRows rows = buf.view(16, 8);
+    kernels::quantize_rows(X.data(), 256, 0, 16, rows, KernelIsa::Avx512);
+    std::vector<float> Ya(16 * 32), Yb(16 * 32);
+    kernels::MatmulArgs args;
+    args.w = &w.packed;
+    args.a = &rows;
+    args.ldy = 32;
+    args.M = 16;
+    args.Y = Ya.data();
+    kernels::matmul_panels_amx_emulated(args, 0, w.packed.panels());
+    rows.qs[5 * 256 + 100] = static_cast<int8_t>(rows.qs[5 * 256 + 100] == 1 ? 2 : 1);
+    args.Y = Yb.data();
+    kernels::matmul_panels_amx_emulated(args, 0, w.packed.panels());
+    int changed_rows = 0;
+    for (int m = 0; m < 16; m++) changed_rows += !same_bits(&Ya[m * 32], &Yb[m * 32], 32);
+    CHECK(changed_rows == 1);
 }

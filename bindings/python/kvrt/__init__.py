@@ -22,7 +22,7 @@ from .context import (CED_PREFILL_CED, CED_PREFILL_EXACT, CED_RESUME_AUTO, CED_R
                       STOP_NONE, STOP_STRING, Context, RequestStats, Sampler)
 from .context import (PHASE_DECODE, PHASE_IDLE, PHASE_PREFILL, STOP_CANCELLED, Activity)
 from .errors import ClosedError, KvrtError, Status
-from .process import (ISA_AVX2, ISA_AVX512, ISA_AVX512BF16, ISA_AVXVNNI, ISA_SCALAR, LOG_DEBUG, LOG_ERROR, LOG_INFO,
+from .process import (ISA_AMX, ISA_AVX2, ISA_AVX512, ISA_AVX512BF16, ISA_AVXVNNI, ISA_SCALAR, LOG_DEBUG, LOG_ERROR, LOG_INFO,
                       LOG_NONE, LOG_WARN, isa_get, isa_name, isa_set, log_level_name, set_log_callback)
 from .model import Model
 

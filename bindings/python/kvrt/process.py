@@ -10,7 +10,7 @@ from . import _capi as C
 from .errors import check
 
 LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR, LOG_NONE = range(5)
-ISA_SCALAR, ISA_AVX2, ISA_AVXVNNI, ISA_AVX512, ISA_AVX512BF16 = range(5)
+ISA_SCALAR, ISA_AVX2, ISA_AVXVNNI, ISA_AVX512, ISA_AVX512BF16, ISA_AMX = range(6)
 
 _log_lock = threading.Lock()
 _log_cb = None  # the ctypes thunk kvrt holds; kept alive while installed

@@ -167,5 +167,5 @@ def test_logging_and_isa(model):
     try:
         assert kvrt.isa_get()[0] == kvrt.ISA_SCALAR
     finally:
-        kvrt.isa_set(kvrt.ISA_AVX512BF16)
+        kvrt.isa_set(kvrt.ISA_AMX)
     assert kvrt.isa_get()[0] == detected

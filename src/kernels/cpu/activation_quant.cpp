@@ -119,7 +119,7 @@ void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const Qu
         using Fn16 = void (*)(const float*, int64_t, int16_t*, float*, int32_t*, float*);
         // AVX-VNNI machines have AVX2: the 16-bit codes take its path (same bytes).
         const Fn16 fn16 = isa == KernelIsa::Scalar   ? quantize_row16_scalar
-                          : isa == KernelIsa::Avx512 ? quantize_row16_avx512
+                          : isa >= KernelIsa::Avx512 ? quantize_row16_avx512
                                                      : quantize_row16_avx2;
         for (int64_t m = m0; m < m1; m++) {
             int16_t* qs = out.q16 + m * nb * 32;
@@ -130,7 +130,7 @@ void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const Qu
     }
     using Fn = void (*)(const float*, int64_t, int8_t*, float*, int32_t*, float*);
     Fn fn = quantize_row_scalar;
-    if (isa == KernelIsa::Avx512) fn = quantize_row_avx512;
+    if (isa >= KernelIsa::Avx512) fn = quantize_row_avx512;  // Amx: the AVX-512 quantiser
     else if (isa == KernelIsa::Avx2 || isa == KernelIsa::AvxVnni) fn = quantize_row_avx2;
     for (int64_t m = m0; m < m1; m++) {
         int8_t* qs = out.qs + m * nb * 32;

@@ -14,6 +14,7 @@ namespace kvrt::cpu {
 
 const AttentionImpl& attention_impl() {
     switch (isa_active()) {
+        case Isa::Amx:  // attention has no AMX path: the avx512bf16 one
         case Isa::Avx512Bf16: return attention_impl_avx512bf16();
         case Isa::Avx512: return attention_impl_avx512();
         // (The level may be asked for, by KVRT_ISA, on a CPU with AVX-512 but not AVX-VNNI.)

@@ -34,10 +34,12 @@ QuantizedRowsBuffer& scratch() {
 }  // namespace
 
 // The best matmul path at the process-wide level (util/isa.hpp: KVRT_ISA, isa_set_limit):
-// the AVX-512 path needs AVX512_VNNI besides AVX-512; below it AVX-VNNI, then AVX2.
+// the AVX-512 path needs AVX512_VNNI besides AVX-512; below it AVX-VNNI, then AVX2. AMX
+// (tile state granted) at the amx level above it.
 KernelIsa kernel_isa_detected() noexcept {
     const CpuFeatures& f = cpu_features();
     const Isa level = isa_active();
+    if (level >= Isa::Amx && f.amx) return KernelIsa::Amx;
     if (level >= Isa::Avx512 && f.avx512vnni) return KernelIsa::Avx512;
     if (level >= Isa::AvxVnni && f.avxvnni) return KernelIsa::AvxVnni;
     if (level >= Isa::Avx2 && f.avx2) return KernelIsa::Avx2;
@@ -52,6 +54,7 @@ bool kernel_isa_supported(KernelIsa isa) noexcept {
         case KernelIsa::Avx2: return f.avx2;
         case KernelIsa::AvxVnni: return f.avxvnni;
         case KernelIsa::Avx512: return f.avx512vnni;
+        case KernelIsa::Amx: return f.amx;
     }
     return false;
 }
@@ -63,6 +66,7 @@ const char* kernel_isa_name(KernelIsa isa) noexcept {
         case KernelIsa::Avx2: return "avx2";
         case KernelIsa::AvxVnni: return "avxvnni";
         case KernelIsa::Avx512: return "avx512";
+        case KernelIsa::Amx: return "amx";
     }
     return "?";
 }
@@ -72,7 +76,8 @@ using PanelKernel = void (*)(const MatmulArgs&, int64_t, int64_t);
 
 // The panel kernel of `isa` (Auto: the best this CPU has); resolves isa in place.
 // Throws KVRT_ERR_UNSUPPORTED when the CPU cannot run it. 16-bit codes: the ISA's own
-// 16-bit kernel (vpdpwssd on AVX-512 and AVX-VNNI, vpmaddwd on AVX2).
+// 16-bit kernel (vpdpwssd on AVX-512 and AVX-VNNI, vpmaddwd on AVX2; AMX has no 16-bit
+// integer dot: the AVX-512 one).
 PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
     if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
     KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
@@ -81,9 +86,10 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
                "weight matmul: activation bits " + std::to_string(static_cast<int>(act)) + " is not 8 or 16");
     if (act == ActBits::Q16)
         return isa == KernelIsa::Scalar    ? matmul_panels16_scalar
-               : isa == KernelIsa::Avx512  ? matmul_panels16_avx512
+               : isa >= KernelIsa::Avx512  ? matmul_panels16_avx512
                : isa == KernelIsa::AvxVnni ? matmul_panels16_avxvnni
                                            : matmul_panels16_avx2;
+    if (isa == KernelIsa::Amx) return matmul_panels_amx;
     if (isa == KernelIsa::Avx512) return matmul_panels_avx512;
     if (isa == KernelIsa::AvxVnni) return matmul_panels_avxvnni;
     if (isa == KernelIsa::Avx2) return matmul_panels_avx2;

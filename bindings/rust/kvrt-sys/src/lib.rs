@@ -604,6 +604,7 @@ pub const KVRT_ISA_AVX2: i32 = 1;
 pub const KVRT_ISA_AVXVNNI: i32 = 2;
 pub const KVRT_ISA_AVX512: i32 = 3;
 pub const KVRT_ISA_AVX512BF16: i32 = 4;
+pub const KVRT_ISA_AMX: i32 = 5;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
