@@ -175,6 +175,12 @@ void bench_kquants(const std::string& path, bool quick, int reps, double min_s) 
             const std::string extra = shape_extra(threads, M512, N, K, *big);
             emit_vs("weight_matmul", "prefill_gops", gops, "GOP/s", "onednn_gemm_f32",
                     gemm(GemmType::F32, M512, N, K, threads, min_s, reps), extra);
+            if (kernel_isa_detected() == KernelIsa::Amx) {  // the tiles against the VNNI kernel they replace
+                const double tv = best_seconds(
+                    threads, [&] { matmul(*big, X.data(), M512, K, Y.data(), N, threads, KernelIsa::Avx512); }, reps, min_s);
+                emit_vs("weight_matmul", "prefill_gops", gops, "GOP/s", "avx512_vnni_kernel", 2.0 * M512 * N * K / tv / 1e9,
+                        extra);
+            }
             if (!quick)
                 emit_vs("weight_matmul", "prefill_gops", gops, "GOP/s", "onednn_gemm_bf16",
                         gemm(GemmType::BF16, M512, N, K, threads, min_s, reps), extra);

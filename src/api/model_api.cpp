@@ -98,7 +98,7 @@ KVRT_API kvrt_status kvrt_model_load(kvrt_model** out, const char* path, const k
         });
         if (const char* bad = kvrt::isa_env_ignored())
             kvrt::log::at(kvrt::log::Warn, [&] {
-                return std::string("KVRT_ISA=") + bad + " names no level (scalar, avx2, avxvnni, avx512, avx512bf16): ignored";
+                return std::string("KVRT_ISA=") + bad + " names no level (scalar, avx2, avxvnni, avx512, avx512bf16, amx): ignored";
             });
         *out = kvrt::api::models().add(std::move(mp));
     });

@@ -224,7 +224,7 @@ TEST_CASE("onednn.sparse.choice") {
         CHECK_FALSE(onednn::sparse_attention_use_onednn(bf.kv, p));
     }
     CHECK(std::string(onednn::onednn_mode_name(onednn::Mode::Auto)) == "auto");
-    // Auto: the model's shape and the ISA level decide (measured on AVX2 only).
+    // Auto: the model's shape and the ISA level decide (measured ahead on AVX2 and on AMX Xeons).
     {
         ModeScope autom(onednn::Mode::Auto);
         AttnParams small = p;
@@ -232,9 +232,9 @@ TEST_CASE("onednn.sparse.choice") {
         small.head_dim = 128;
         for (Isa isa : test::available_isas()) {
             test::IsaScope s(isa);
-            const bool avx2_level = isa == Isa::Avx2 || isa == Isa::AvxVnni;
+            const bool measured_ahead = isa == Isa::Avx2 || isa == Isa::AvxVnni || isa == Isa::Amx;
             CAPTURE(std::string(isa_name(isa)));
-            CHECK(onednn::sparse_attention_use_onednn(bf.kv, p) == avx2_level);  // 16 x 128
+            CHECK(onednn::sparse_attention_use_onednn(bf.kv, p) == measured_ahead);  // 16 x 128
             CHECK_FALSE(onednn::sparse_attention_use_onednn(bf.kv, small));      // 2 x 128
         }
     }

@@ -22,8 +22,9 @@
 //
 // The choice (sparse_attention_use_onednn): KVRT_ONEDNN=on|off|auto (read once; default auto),
 // or onednn_set_mode() (tests). auto takes this path where it measured faster than the hand
-// kernel (see src/kernels/onednn/README.md): the AVX2 level (isa_active() Avx2 or AvxVnni; the
-// AVX-512 levels keep the hand kernel in auto: not measured there yet), f32 / bf16 / f16 banks,
+// kernel (see src/kernels/onednn/README.md): the AVX2 levels (isa_active() Avx2 or AvxVnni) and
+// the amx level (Intel Xeons with AMX; Avx512 and Avx512Bf16 keep the hand kernel: Zen 5 measured
+// it faster), f32 / bf16 / f16 / fp4 banks,
 // H * D >= 1024 (e.g. the base preset's 4 x 256, the public model's 64 x 512). The choice depends on the model's shape alone, never on the
 // batch or the selection, so every call of a model takes the same path. The path needs
 // AVX2 + FMA + F16C for its own gather and softmax code; below that level (isa_active() ==
