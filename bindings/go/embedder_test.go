@@ -187,7 +187,7 @@ func TestChatTemplateMemoryLoggingISA(t *testing.T) {
 		t.Fatalf("level name %q", LogWarn.String())
 	}
 	active, detected, err := ISAGet()
-	if err != nil || active != detected || ISAAVX2.String() != "avx2" {
+	if err != nil || active != detected || ISAAVX2.String() != "avx2" || ISAAMX.String() != "amx" {
 		t.Fatalf("%v %v %v", active, detected, err)
 	}
 	if err := ISASet(ISA(9)); !errors.Is(err, ErrInvalidArgument) {

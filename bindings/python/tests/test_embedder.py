@@ -163,6 +163,7 @@ def test_logging_and_isa(model):
     assert len(lines) == n
     active, detected = kvrt.isa_get()
     assert active == detected and kvrt.isa_name(kvrt.ISA_AVX2) == "avx2"
+    assert kvrt.isa_name(kvrt.ISA_AMX) == "amx" and detected <= kvrt.ISA_AMX
     kvrt.isa_set(kvrt.ISA_SCALAR)
     try:
         assert kvrt.isa_get()[0] == kvrt.ISA_SCALAR

@@ -138,5 +138,7 @@ fn chat_template_memory_logging_isa() {
     let (active, detected) = kvrt::isa_get().unwrap();
     assert_eq!(active, detected);
     assert_eq!(kvrt::isa_name(kvrt::sys::KVRT_ISA_AVX2), "avx2");
+    assert_eq!(kvrt::isa_name(kvrt::sys::KVRT_ISA_AMX), "amx");
+    assert!(detected <= kvrt::sys::KVRT_ISA_AMX);
     assert_eq!(kvrt::isa_set(42).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
