@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -259,9 +260,11 @@ struct OneThread {
     }
 };
 
-// One (query, chunk) item: its partial (m, l, o) at pp[h * stride + {0, 1, 2..}]. Returns
-// false when memory or oneDNN failed.
-bool run_item(const PagedKV& bank, const AttnParams& p, const SparseQuery& sq, const Item& it, float* pp,
+// What stopped an item: nothing, its scratch was refused, or a oneDNN call failed.
+enum class ItemStatus : int { Ok = 0, NoMemory = 1, OnednnFailed = 2 };
+
+// One (query, chunk) item: its partial (m, l, o) at pp[h * stride + {0, 1, 2..}].
+ItemStatus run_item(const PagedKV& bank, const AttnParams& p, const SparseQuery& sq, const Item& it, float* pp,
               size_t stride) {
     constexpr int R = kOnednnSparseTile;
     const int d = p.head_dim, H = p.n_heads;
@@ -271,7 +274,7 @@ bool run_item(const PagedKV& bank, const AttnParams& p, const SparseQuery& sq, c
     float* g = bg.get(size_t(R) * d);
     float* o = bo.get(size_t(H) * d);
     float* ml = bml.get(size_t(2) * H);
-    if (!qs || !s || !g || !o || !ml) return false;
+    if (!qs || !s || !g || !o || !ml) return ItemStatus::NoMemory;
     float* m = ml;
     float* l = ml + H;
     avx2::prescale(sq.q, size_t(H) * d, p.scale * avx2::kLog2e, qs);
@@ -284,9 +287,9 @@ bool run_item(const PagedKV& bank, const AttnParams& p, const SparseQuery& sq, c
     for (int32_t base = it.lo; base <= it.hi; base += R) {
         const int n = static_cast<int>(std::min<int64_t>(it.hi - base + 1, R));
         avx2::gather(bank, sq.rows + base, n, d, g);
-        if (dnnl_sgemm('N', 'T', H, n, d, 1.0f, qs, d, g, d, 0.0f, s, R) != dnnl_success) return false;
+        if (dnnl_sgemm('N', 'T', H, n, d, 1.0f, qs, d, g, d, 0.0f, s, R) != dnnl_success) return ItemStatus::OnednnFailed;
         avx2::softmax_tile(s, R, H, n, m, l, o, d, d);
-        if (dnnl_sgemm('N', 'N', H, d, n, 1.0f, s, R, g, d, 1.0f, o, d) != dnnl_success) return false;
+        if (dnnl_sgemm('N', 'N', H, d, n, 1.0f, s, R, g, d, 1.0f, o, d) != dnnl_success) return ItemStatus::OnednnFailed;
     }
     for (int h = 0; h < H; ++h) {
         float* st = pp + size_t(h) * stride;
@@ -294,7 +297,7 @@ bool run_item(const PagedKV& bank, const AttnParams& p, const SparseQuery& sq, c
         st[1] = l[h];
         std::memcpy(st + 2, o + size_t(h) * d, sizeof(float) * size_t(d));
     }
-    return true;
+    return ItemStatus::Ok;
 }
 
 }  // namespace
@@ -316,15 +319,22 @@ void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuer
     first[size_t(n_queries)] = static_cast<int32_t>(items.size());
     const int n_items = static_cast<int>(items.size());
     std::vector<float> part(size_t(n_items) * H * stride);
-    std::atomic<bool> failed{false};
+    // The worst status of any item (an exception may not leave the OpenMP region): refused
+    // scratch comes back as std::bad_alloc, as from every other kernel; a oneDNN failure as an
+    // internal error.
+    std::atomic<int> status{static_cast<int>(ItemStatus::Ok)};
     const bool par = n_items > 1 && work > double(1 << 20) && !omp_in_parallel();
 #pragma omp parallel for schedule(dynamic, 1) if (par)
     for (int i = 0; i < n_items; ++i) {
         const Item& it = items[size_t(i)];
-        if (!run_item(bank, p, queries[it.q], it, part.data() + size_t(it.part) * H * stride, stride))
-            failed.store(true, std::memory_order_relaxed);
+        const int st = static_cast<int>(run_item(bank, p, queries[it.q], it, part.data() + size_t(it.part) * H * stride, stride));
+        int seen = status.load(std::memory_order_relaxed);
+        while (st > seen && !status.compare_exchange_weak(seen, st, std::memory_order_relaxed)) {
+        }
     }
-    KVRT_CHECK(!failed.load(), KVRT_ERR_OUT_OF_MEMORY, "attention_sparse (oneDNN): out of memory or a oneDNN failure");
+    KVRT_CHECK(status.load() != static_cast<int>(ItemStatus::OnednnFailed), KVRT_ERR_INTERNAL,
+               "attention_sparse (oneDNN): a oneDNN GEMM call failed");
+    if (status.load() == static_cast<int>(ItemStatus::NoMemory)) throw std::bad_alloc();
     std::vector<float> o(static_cast<size_t>(d));
     for (int32_t s = 0; s < n_queries; ++s) {
         const SparseQuery& sq = queries[s];
