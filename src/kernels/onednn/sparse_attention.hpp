@@ -56,7 +56,9 @@ bool sparse_attention_supported(const PagedKV& bank, const AttnParams& p) noexce
 bool sparse_attention_use_onednn(const PagedKV& bank, const AttnParams& p) noexcept;
 
 // The kernel. Arguments already validated (kernels::check_sparse_args) and supported.
-// Semantics as cpu::attention_sparse (kernels/attention.hpp).
+// Semantics as cpu::attention_sparse (kernels/attention.hpp). Throws std::bad_alloc when a
+// thread's scratch is refused (as the hand kernels do), kvrt::Error(KVRT_ERR_INTERNAL) when a
+// oneDNN call fails; the outputs are then unspecified.
 void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries);
 
 }  // namespace kvrt::onednn
