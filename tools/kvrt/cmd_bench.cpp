@@ -160,10 +160,14 @@ int cmd_bench(int argc, char** argv) {
     getloadavg(&load1, 1);
     char load_s[32];
     std::snprintf(load_s, sizeof load_s, "%.2f", load1);
+    // The kernels' ISA level (KVRT_ISA caps it), so that every figure names the path it measured.
+    int32_t isa_level = KVRT_ISA_SCALAR;
+    (void)kvrt_isa_get(&isa_level, nullptr);
+    const char* isa = kvrt_isa_name(isa_level);
     const std::string tag = "\"threads\":" + std::to_string(threads) + ",\"decode_threads\":\"" +
                             (governed ? "governed" : "fixed") + "\",\"omp_wait_policy\":\"" +
                             (wait_env && *wait_env ? wait_env : "default") + "\",\"act_bits\":\"" +
-                            act_bits_name(act_bits) + "\",\"load1\":" + load_s;
+                            act_bits_name(act_bits) + "\",\"isa\":\"" + isa + "\",\"load1\":" + load_s;
     int rc = 0;
 
     std::vector<int32_t> doc_toks;
@@ -366,9 +370,9 @@ int cmd_bench(int argc, char** argv) {
     std::map<std::string, double> base;
     if (a.has("--baseline")) base = read_baseline(a.get("--baseline"), threads);
     if (!json)
-        std::printf("# %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, load average %s, wall-clock times%s\n", threads,
-                    governed ? " (decode steps: the runtime's choice, -t 0)" : "",
-                    wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), load_s,
+        std::printf("# %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, kernels %s, load average %s, wall-clock times%s\n",
+                    threads, governed ? " (decode steps: the runtime's choice, -t 0)" : "",
+                    wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), isa, load_s,
                     base.empty() ? "" : "; llama.cpp from --baseline, ratio = kvrt / llama.cpp");
     for (const Figure& f : figs) {
         auto it = base.find(f.metric);
