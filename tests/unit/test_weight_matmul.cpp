@@ -9,6 +9,7 @@
 
 #include "formats/tensor_type_dequant.hpp"
 #include "kernels/cpu/activation_quant.hpp"
+#include "kernels/cpu/weight_matmul_amx_emulated.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/ref/weight_matmul_ref.hpp"
 #include "kernels/weight_matmul.hpp"
@@ -911,7 +912,7 @@ TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX
         return;
     }
     const bool real = kernel_isa_supported(KernelIsa::Amx);
-    MESSAGE("AMX tiles on this CPU: " << (real ? "real and emulated" : "emulated only"));
+    MESSAGE((std::string("AMX tiles on this CPU: ") + (real ? "real and emulated" : "emulated only")));
     const TensorType types[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0, TensorType::Q5_0,
                                 TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
     const int64_t shapes[][3] = {{16, 17, 256}, {37, 48, 512}, {64, 80, 2304}, {33, 33, 4352}};

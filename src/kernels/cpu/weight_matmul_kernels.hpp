@@ -42,11 +42,9 @@ void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avxvnni(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1);
-// AMX (weight_matmul_amx.cpp): whole tiles of 16 rows on tdpbsud, the other rows and the float
-// weight types through matmul_panels_avx512. The _emulated twin runs the same code with the tile
-// instructions emulated in C++ (tests: the tile bookkeeping checked on any AVX-512 VNNI CPU).
+// AMX (weight_matmul_amx.cpp): whole tiles of 16 rows on tdpbsud, the other rows and the other
+// types through matmul_panels_avx512. (Its emulated twin is in the test-support library.)
 void matmul_panels_amx(const MatmulArgs& args, int64_t p0, int64_t p1);
-void matmul_panels_amx_emulated(const MatmulArgs& args, int64_t p0, int64_t p1);
 // 16-bit activation codes (args.a->q16; ActBits::Q16 in weight_matmul.hpp): the same
 // per-element float operations (Q6_K: two fmas, see there). Float weight types as above.
 void matmul_panels16_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
+// The AMX weight-matmul kernel (weight_matmul_amx.cpp says what it does and why), as a template
+// over the tile unit: `panels<Tiles>(args, p0, p1)`. weight_matmul_amx.cpp instantiates it with
+// the AMX instructions; the test-support library (tests/support/kernels/cpu/
+// weight_matmul_amx_emulated.cpp) with the same arithmetic in C++, so that the tests check the
+// tile layout and bookkeeping on CPUs without AMX and the emulator stays out of libkvrt.
+// Include inside namespace kvrt::kernels, in an anonymous namespace, in a region compiled for
+// avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c (#pragma GCC target), after
+// weight_codes_avx512.hpp. Tiles provides configure(TileConfig), release(), zero<C>(),
+// load<T>(p, stride), dot<C>() (C[c] += A[4 + c / 2] . B[6 + c % 2]) and store<C>(p, stride).
+
+// Palette 1 tile configuration: the 64 bytes ldtilecfg reads.
+struct alignas(64) TileConfig {
+    uint8_t palette = 1;
+    uint8_t start_row = 0;
+    uint8_t reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
+
+TileConfig tile_config() {
+    TileConfig c;
+    for (int t = 0; t < 4; t++) c.rows[t] = 16, c.colsb[t] = 64;
+    for (int t : {4, 5}) c.rows[t] = 16, c.colsb[t] = 32;
+    for (int t : {6, 7}) c.rows[t] = 8, c.colsb[t] = 64;
+    return c;
+}
+
+
+// One panel's weights for a chunk of blocks, laid out for the tiles: per block the B tile
+// (8 rows x 64 bytes), the per-column factor of the integer sum (d, or d * sc for Q4_K /
+// Q5_K) and of the activation block's s (Q4_K / Q5_K: -(dmin * m)).
+constexpr int kChunk = 64;  // blocks per chunk (a multiple of the K-quants' 8)
+struct PanelPrep {
+    alignas(64) uint8_t codes[kChunk][512];
+    alignas(64) float cw[kChunk][16];
+    alignas(64) float mw[kChunk][16];
+};
+struct Prep {
+    PanelPrep panel[2];  // the pair's two panels
+};
+
+// This thread's buffer, or null when it cannot be had (the caller then takes the AVX-512 path).
+Prep* prep_buffer() {
+    thread_local std::unique_ptr<Prep> buf;
+    if (!buf) buf.reset(new (std::nothrow) Prep);
+    return buf.get();
+}
+
+inline __m512 load_f16x16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load_u8x16_ps(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
+// Lays out blocks [b0, b1) of the panel whose first step is `pp` (steps 2 * step bytes apart:
+// the pair's two panels alternate).
+template <TensorType T>
+void prepare(const uint8_t* pp, int64_t b0, int64_t b1, PanelPrep& out) {
+    constexpr size_t step = panel_step_bytes(T);
+    for (int64_t b = b0; b < b1; b++) {
+        const int i = static_cast<int>(b - b0);
+        uint8_t* bt = out.codes[i];
+        if constexpr (T == TensorType::Q8_0 || T == TensorType::Q5_0) {
+            const uint8_t* pb = pp + b * 2 * step;
+            _mm512_store_ps(out.cw[i], load_f16x16(pb));
+            if constexpr (T == TensorType::Q8_0) {
+                std::memcpy(bt, pb + 32, 512);  // chunk g is B row g already
+            } else {
+                for (int c = 0; c < 4; c++) {  // Q5_0: d[16] | hb (64 bytes) | 4 chunks from byte 96
+                    __m512i l, h;
+                    avx512_codes::codes<T>(pb + 96, pb + 32, c, l, h);
+                    _mm512_store_si512(bt + 128 * c, l);
+                    _mm512_store_si512(bt + 128 * c + 64, h);
+                }
+            }
+        } else {  // K-quants: sub-block s of super-block st
+            const int64_t st = b / 8;
+            const int s = static_cast<int>(b % 8);
+            const uint8_t* pb = pp + st * 2 * step;
+            const __m512 dw = load_f16x16(pb);
+            for (int c = 0; c < 4; c++) {
+                __m512i l, h;
+                avx512_codes::codes<T>(pb + kKQs + s * 256, pb + kKHb + s * 64, c, l, h);
+                _mm512_store_si512(bt + 128 * c, l);
+                _mm512_store_si512(bt + 128 * c + 64, h);
+            }
+            {
+                _mm512_store_ps(out.cw[i], _mm512_mul_ps(dw, load_u8x16_ps(pb + kKSc + s * 16)));
+                const __m512 dm = _mm512_mul_ps(load_f16x16(pb + kKDmin), load_u8x16_ps(pb + kKMin + s * 16));
+                // fma(-dm, s, acc) has the bits of the VNNI kernel's fnmadd(dm, s, acc)
+                _mm512_store_ps(out.mw[i], _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(dm), _mm512_set1_epi32(INT32_MIN))));
+            }
+        }
+    }
+}
+
+// The integer offset per activation block sum: the unsigned codes' zero point.
+template <TensorType T>
+constexpr int32_t code_offset() {
+    return T == TensorType::Q5_0 ? 16 : T == TensorType::Q8_0 ? 128 : 0;
+}
+template <TensorType T>
+constexpr bool has_min() {
+    return T == TensorType::Q4_K || T == TensorType::Q5_K;
+}
+
+// The float operations of block b for the 16 rows from m0 (accumulators acc, 32 floats
+// apart), from the stored C tile ct, with panel prep pp at chunk index i.
+template <TensorType T>
+inline void fold(float* acc, const int32_t* ct, const PanelPrep& pp, int i, const QuantizedRows& a, int64_t m0,
+                 int64_t b) {
+    const int64_t nb = a.blocks;
+    const __m512 cw = _mm512_load_ps(pp.cw[i]);
+    const __m512 mw = has_min<T>() ? _mm512_load_ps(pp.mw[i]) : _mm512_setzero_ps();
+    #pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) {
+        const int64_t ab = (m0 + r) * nb + b;
+        __m512i I = _mm512_load_si512(ct + 16 * r);
+        if constexpr (code_offset<T>() != 0) I = _mm512_add_epi32(I, _mm512_set1_epi32(-code_offset<T>() * a.sum[ab]));
+        __m512 v = _mm512_fmadd_ps(_mm512_mul_ps(cw, _mm512_set1_ps(a.d[ab])), _mm512_cvtepi32_ps(I), _mm512_load_ps(acc + 32 * r));
+        if constexpr (has_min<T>()) v = _mm512_fmadd_ps(mw, _mm512_set1_ps(a.s[ab]), v);
+        _mm512_store_ps(acc + 32 * r, v);
+    }
+}
+
+// Row tile I x panel J of block b (NP panels): the product into C tile 2I + J.
+template <class Tiles, int I, int J>
+inline void tile_product() {
+    Tiles::template zero<2 * I + J>();
+    Tiles::template dot<2 * I + J>();
+}
+
+// Blocks [b0, b1) of NM row tiles from m0 (NM = 1 or 2) x the pair's NP panels (NP = 1: the
+// second is padding), accumulated onto y (rows ldy apart, ncols valid columns of the pair;
+// the first chunk starts from zero).
+template <class Tiles, TensorType T, int NM, int NP>
+void pair_rows(const QuantizedRows& a, int64_t m0, const Prep& pr, int64_t b0, int64_t b1, float* y, int64_t ldy,
+               int ncols) {
+    alignas(64) float acc[NM * 16][32];
+    __mmask16 mask[2];
+    for (int j = 0; j < 2; j++) {
+        const int left = ncols - 16 * j;
+        mask[j] = left >= 16 ? static_cast<__mmask16>(0xFFFF) : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1u);
+    }
+    for (int r = 0; r < NM * 16; r++)
+        for (int j = 0; j < 2; j++)
+            _mm512_store_ps(acc[r] + 16 * j, b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[j], y + r * ldy + 16 * j));
+    const int64_t lda = a.blocks * 32;
+    const int8_t* x0 = a.row_qs(m0);
+    alignas(64) int32_t cb[4][256];
+    for (int64_t b = b0; b < b1; b++) {
+        const int i = static_cast<int>(b - b0);
+        Tiles::template load<4>(x0 + b * 32, lda);
+        if constexpr (NM == 2) Tiles::template load<5>(x0 + 16 * lda + b * 32, lda);
+        Tiles::template load<6>(pr.panel[0].codes[i], 64);
+        if constexpr (NP == 2) Tiles::template load<7>(pr.panel[1].codes[i], 64);
+        tile_product<Tiles, 0, 0>();
+        if constexpr (NP == 2) tile_product<Tiles, 0, 1>();
+        if constexpr (NM == 2) tile_product<Tiles, 1, 0>();
+        if constexpr (NM == 2 && NP == 2) tile_product<Tiles, 1, 1>();
+        Tiles::template store<0>(cb[0], 64);
+        if constexpr (NP == 2) Tiles::template store<1>(cb[1], 64);
+        if constexpr (NM == 2) Tiles::template store<2>(cb[2], 64);
+        if constexpr (NM == 2 && NP == 2) Tiles::template store<3>(cb[3], 64);
+        for (int ti = 0; ti < NM; ti++)
+            for (int j = 0; j < NP; j++) fold<T>(acc[16 * ti] + 16 * j, cb[2 * ti + j], pr.panel[j], i, a, m0 + 16 * ti, b);
+    }
+    for (int r = 0; r < NM * 16; r++)
+        for (int j = 0; j < NP; j++) _mm512_mask_storeu_ps(y + r * ldy + 16 * j, mask[j], _mm512_load_ps(acc[r] + 16 * j));
+}
+
+template <class Tiles, TensorType T>
+void panels_typed(const MatmulArgs& args, int64_t p0, int64_t p1, int64_t m_tiles, Prep& pr) {
+    const PackedWeight& w = *args.w;
+    const QuantizedRows& a = *args.a;
+    const int64_t nb = a.blocks;
+    Tiles::configure(tile_config());
+    for (int64_t p = p0; p < p1; p += 2) {
+        const int ncols = static_cast<int>(std::min<int64_t>(2 * kPanel, w.rows() - p * kPanel));
+        const bool two = ncols > kPanel;  // else the second panel is the zero padding
+        for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+            const int64_t b1 = std::min<int64_t>(nb, b0 + kChunk);
+            for (int h = 0; h < (two ? 2 : 1); h++) prepare<T>(w.panel(p) + h * panel_step_bytes(T), b0, b1, pr.panel[h]);
+            float* y = args.Y + p * kPanel;
+            int64_t mt = 0;
+            for (; mt + 2 <= m_tiles; mt += 2) {
+                if (two) pair_rows<Tiles, T, 2, 2>(a, 16 * mt, pr, b0, b1, y + 16 * mt * args.ldy, args.ldy, ncols);
+                else pair_rows<Tiles, T, 2, 1>(a, 16 * mt, pr, b0, b1, y + 16 * mt * args.ldy, args.ldy, ncols);
+            }
+            if (mt < m_tiles) {
+                if (two) pair_rows<Tiles, T, 1, 2>(a, 16 * mt, pr, b0, b1, y + 16 * mt * args.ldy, args.ldy, ncols);
+                else pair_rows<Tiles, T, 1, 1>(a, 16 * mt, pr, b0, b1, y + 16 * mt * args.ldy, args.ldy, ncols);
+            }
+        }
+    }
+    Tiles::release();
+}
+
+template <class Tiles>
+void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
+    const TensorType t = args.w->type();
+    const int64_t m_tiles = args.M / 16;
+    const bool tiles = m_tiles > 0 && (t == TensorType::Q5_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K ||
+                                       t == TensorType::Q5_K);
+    Prep* pr = tiles ? prep_buffer() : nullptr;
+    if (!pr) {
+        matmul_panels_avx512(args, p0, p1);
+        return;
+    }
+    switch (t) {
+        case TensorType::Q8_0: panels_typed<Tiles, TensorType::Q8_0>(args, p0, p1, m_tiles, *pr); break;
+        case TensorType::Q5_0: panels_typed<Tiles, TensorType::Q5_0>(args, p0, p1, m_tiles, *pr); break;
+        case TensorType::Q4_K: panels_typed<Tiles, TensorType::Q4_K>(args, p0, p1, m_tiles, *pr); break;
+        case TensorType::Q5_K: panels_typed<Tiles, TensorType::Q5_K>(args, p0, p1, m_tiles, *pr); break;
+        default: matmul_panels_avx512(args, p0, p1); return;
+    }
+    // The rows past the last whole tile: the AVX-512 kernel (the same bits).
+    const int64_t m0 = 16 * m_tiles;
+    if (m0 < args.M) {
+        MatmulArgs rest = args;
+        const QuantizedRows rows = args.a->from_row(m0);
+        rest.a = &rows;
+        rest.X = args.X ? args.X + m0 * args.ldx : nullptr;
+        rest.Y = args.Y + m0 * args.ldy;
+        rest.M = args.M - m0;
+        matmul_panels_avx512(rest, p0, p1);
+    }
+}
+
