@@ -260,6 +260,8 @@ KVRT_API kvrt_status kvrt_cache_seq_mark_computed(kvrt_cache *cache, uint64_t se
  * KVRT_ERR_INVALID_ARGUMENT (NULL out_hit; NULL tokens with n > 0),
  * KVRT_ERR_INVALID_STATE (the sequence is not empty), KVRT_ERR_OUT_OF_RANGE
  * (n > 2^31-1). Counts n queried and the hit in the statistics.
+ * (A context's prefill goes further: after the whole blocks it reuses a cached
+ * block's rows up to the first changed token, see kvrt/context.h.)
  * Thread-safe. O(n). */
 KVRT_API kvrt_status kvrt_cache_seq_match_prefix(int64_t *out_hit, kvrt_cache *cache, uint64_t seq,
                                                  const int32_t *tokens, size_t n);

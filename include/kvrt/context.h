@@ -33,7 +33,9 @@
  * (an appended chat turn keeps everything; an edit keeps the positions before
  * the first changed token and recomputes from there), reuses the prefix
  * cache for the rest (every cached full block of the exact token prefix with
- * the same model fingerprint and cache salt), computes the remaining
+ * the same model fingerprint and cache salt, then the rows of a cached block
+ * up to the first token that differs: a cache hit, too, recomputes from the
+ * first changed token; CED models resume in whole blocks), computes the remaining
  * positions in chunks, and leaves the logits of the last token readable.
  *
  * Buffers follow kvrt/model.h's (dst, capacity, written) convention.
@@ -90,8 +92,9 @@ typedef struct kvrt_context_config {
                                    softmax weights rounded to bf16, f32 sums), ~1.3x faster
                                    prefill; KVRT_ISA=avx512 keeps f32 products */
     uint32_t block_tokens;      /* tokens per cache block when the context creates its cache; default 16.
-                                   Cached prefixes are shared in whole blocks; longer blocks (64)
-                                   read faster in decode at long contexts (longer contiguous runs) */
+                                   Prefix hits reach the first changed token whatever the size
+                                   (CED: whole blocks); longer blocks (64) read faster in decode
+                                   at long contexts (longer contiguous runs) */
     uint64_t cache_bytes;       /* budget of a cache the context creates (change it later with
                                    kvrt_cache_set_budget). 0 = a default the machine can afford:
                                    room for n_seq_max sequences of n_ctx positions plus as much

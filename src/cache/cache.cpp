@@ -36,6 +36,7 @@ void reserve_for(Vec& v, size_t n) {
 
 Cache::Cache(const CacheConfig& cfg)
     : layout_(resolve_layout(cfg)), pool_(block_sizes(layout_), cfg.budget_bytes, cfg.large_pages) {
+    pool_.on_evict = [this](BlockId id) { on_evict_locked(id); };  // sub-block records; tiers once added
     kvrt::log::at(kvrt::log::Info, [&] {
         const memory::Arena& a = pool_.arena();
         return "cache: budget " + std::to_string(cfg.budget_bytes >> 20) + " MiB over " +
@@ -216,34 +217,56 @@ int64_t Cache::hit_blocks(const SeqKeys&, const Hash128& extra, const int32_t* t
     return H;
 }
 
-void Cache::attach(Sequence& s, const int32_t* tokens, int64_t H, std::vector<Hash128>&& hashes) {
+int64_t Cache::sub_block_tail(const Hash128& extra, const int32_t* tokens, int64_t n, const std::vector<Hash128>& h,
+                              Hash128* child) const {
     const int64_t bt = layout_.block_tokens;
+    const int64_t H = static_cast<int64_t>(h.size());
+    // Positions [H bt, n - 1): the last token is never covered (its logits are needed).
+    const int64_t room = std::min<int64_t>(bt - 1, n - 1 - H * bt);
+    if (room <= 0) return 0;
+    size_t c = 0;
+    *child = children_.longest(H > 0 ? h.back() : hash_root(), extra, tokens + H * bt, size_t(room), &c,
+                               [&](const Hash128& x) {
+                                   for (size_t m = 0; m < layout_.managers.size(); m++)
+                                       if (pool_.lookup(int32_t(m), x) == kNullBlock) return false;
+                                   return true;
+                               });
+    // A window manager resuming at P = H bt + c reads [P - W + 1, P): the blocks before H that it
+    // needs are among those hit_blocks checked for H bt (P - W + 1 >= H bt - W + 1), block H is
+    // the child itself.
+    return static_cast<int64_t>(c);
+}
+
+void Cache::attach(Sequence& s, const int32_t* tokens, int64_t H, std::vector<Hash128>&& hashes, const Hash128& child,
+                   int64_t tail) {
+    const int64_t bt = layout_.block_tokens;
+    const int64_t P = H * bt + tail, nb = H + (tail > 0 ? 1 : 0);
     // Reserve first so that nothing below can throw half-way.
     s.dropped.assign(layout_.managers.size(), 0);
-    s.tokens.reserve(H * bt);
+    s.tokens.reserve(P);
     for (size_t m = 0; m < layout_.managers.size(); m++) {
-        s.tables[m].reserve(H);
-        s.ptrs[m].reserve(H);
+        s.tables[m].reserve(nb);
+        s.ptrs[m].reserve(nb);
     }
     for (size_t m = 0; m < layout_.managers.size(); m++) {
         const ManagerSpec& ms = layout_.managers[m];
         int64_t first = 0;
-        if (ms.kind == LayerKind::Window) first = std::max<int64_t>(0, H * bt - ms.window + 1) / bt;
-        s.tables[m].assign(H, kNullBlock);
-        s.ptrs[m].assign(H, nullptr);
+        if (ms.kind == LayerKind::Window) first = std::max<int64_t>(0, P - ms.window + 1) / bt;
+        s.tables[m].assign(nb, kNullBlock);
+        s.ptrs[m].assign(nb, nullptr);
         s.dropped[m] = first;
-        for (int64_t b = first; b < H; b++) {
-            BlockId id = pool_.lookup(int32_t(m), hashes[b]);
+        for (int64_t b = first; b < nb; b++) {
+            BlockId id = pool_.lookup(int32_t(m), b < H ? hashes[b] : child);
             pool_.acquire(id);
             set_entry(s, int32_t(m), b, id);
         }
     }
-    s.tokens.assign(tokens, tokens + H * bt);
-    s.computed = H * bt;
-    s.hashes = std::move(hashes);
+    s.tokens.assign(tokens, tokens + P);
+    s.computed = P;
+    s.hashes = std::move(hashes);  // whole blocks only: the partly held block is not the sequence's
 }
 
-int64_t Cache::match_prefix(SeqId id, const int32_t* tokens, int64_t n) {
+int64_t Cache::match_prefix(SeqId id, const int32_t* tokens, int64_t n, bool sub_block) {
     KVRT_CHECK(n >= 0 && n <= kMaxPositions, KVRT_ERR_OUT_OF_RANGE, "match_prefix: n is " + std::to_string(n));
     KVRT_CHECK(n == 0 || tokens != nullptr, KVRT_ERR_INVALID_ARGUMENT, "match_prefix: tokens is NULL");
     std::lock_guard<std::mutex> lock(mu_);
@@ -253,19 +276,24 @@ int64_t Cache::match_prefix(SeqId id, const int32_t* tokens, int64_t n) {
                "match_prefix: " + seq_name(id) + " is not empty (length " + std::to_string(s.length()) + ")");
     std::vector<Hash128> hashes;
     int64_t H = hit_blocks(s.keys, s.extra, tokens, n, n > 0 ? (n - 1) / layout_.block_tokens : 0, &hashes);
-    attach(s, tokens, H, std::move(hashes));
+    Hash128 child;
+    const int64_t tail = sub_block ? sub_block_tail(s.extra, tokens, n, hashes, &child) : 0;
+    attach(s, tokens, H, std::move(hashes), child, tail);
+    const int64_t hit = H * layout_.block_tokens + tail;
     queried_tokens_ += static_cast<uint64_t>(n);
-    hit_tokens_ += static_cast<uint64_t>(H * layout_.block_tokens);
-    return H * layout_.block_tokens;
+    hit_tokens_ += static_cast<uint64_t>(hit);
+    return hit;
 }
 
-int64_t Cache::lookup_prefix(const SeqKeys& keys, const int32_t* tokens, int64_t n) const {
+int64_t Cache::lookup_prefix(const SeqKeys& keys, const int32_t* tokens, int64_t n, bool sub_block) const {
     KVRT_CHECK(n >= 0 && n <= kMaxPositions, KVRT_ERR_OUT_OF_RANGE, "lookup_prefix: n is " + std::to_string(n));
     KVRT_CHECK(n == 0 || tokens != nullptr, KVRT_ERR_INVALID_ARGUMENT, "lookup_prefix: tokens is NULL");
     Hash128 extra = hash_extra_keys(keys);
     std::lock_guard<std::mutex> lock(mu_);
-    return hit_blocks(keys, extra, tokens, n, n > 0 ? (n - 1) / layout_.block_tokens : 0, nullptr) *
-           layout_.block_tokens;
+    std::vector<Hash128> hashes;
+    const int64_t H = hit_blocks(keys, extra, tokens, n, n > 0 ? (n - 1) / layout_.block_tokens : 0, &hashes);
+    Hash128 child;
+    return H * layout_.block_tokens + (sub_block ? sub_block_tail(extra, tokens, n, hashes, &child) : 0);
 }
 
 SeqId Cache::pin_prefix(const SeqKeys& keys, const int32_t* tokens, int64_t n, int64_t* pinned_tokens) {
@@ -427,11 +455,27 @@ void Cache::publish_computed_locked(Sequence& s) {
         s.hashes.push_back(h);
         parent = h;
     }
-    for (int64_t b = first; b < full; b++)
+    for (int64_t b = first; b < full; b++) {
         for (size_t m = 0; m < s.tables.size(); m++) {
             BlockId x = s.tables[m][b];
             if (x != kNullBlock && !pool_.block(x).hashed) pool_.publish(x, s.hashes[b]);
         }
+        add_child_locked(b > 0 ? s.hashes[b - 1] : hash_root(), s.extra, s.hashes[b], s.tokens.data() + b * bt);
+    }
+}
+
+void Cache::add_child_locked(const Hash128& parent, const Hash128& extra, const Hash128& h,
+                             const int32_t* tokens) noexcept {
+    // Only a hash some manager indexes (its eviction removes the record again).
+    bool indexed = false;
+    for (size_t m = 0; m < layout_.managers.size() && !indexed; m++)
+        indexed = pool_.lookup(int32_t(m), h) != kNullBlock;
+    if (!indexed) return;
+    try {
+        children_.add(parent, extra, h, tokens, size_t(layout_.block_tokens));
+    } catch (...) {
+        // Out of memory: the block serves whole-block hits only.
+    }
 }
 
 uint8_t* Cache::row_ptr_locked(const Sequence& s, int32_t layer, int64_t row, bool value, bool writable) const {
@@ -660,6 +704,12 @@ void Cache::check_invariants() const {
             }
         }
     }
+    children_.for_each([&](const Hash128& h) {
+        bool indexed = false;
+        for (size_t m = 0; m < layout_.managers.size() && !indexed; m++)
+            indexed = pool_.lookup(int32_t(m), h) != kNullBlock;
+        if (!indexed) fail(KVRT_ERR_INTERNAL, "cache: a sub-block record outlives its block set's index entries");
+    });
     pool_.check(refs);
 }
 

@@ -20,6 +20,7 @@
 // append() copies a shared/indexed partial last block before writing into it.
 #pragma once
 
+#include "cache/block_children.hpp"
 #include "cache/block_hash.hpp"
 #include "cache/block_pool.hpp"
 #include "cache/layout.hpp"
@@ -135,9 +136,15 @@ public:
     // in whole blocks, never covering the last token, intersected over all
     // managers; returns the hit length in tokens (length and computed become
     // it). INVALID_STATE when seq is not empty.
-    int64_t match_prefix(SeqId seq, const int32_t* tokens, int64_t n);
+    // sub_block: the hit may go on into a cached child of the last whole block
+    // hit (block_children.hpp) up to the first token that differs; the sequence
+    // then holds that block as its partly filled last block (shared, immutable:
+    // the next append copies it, as after fork). Every manager must hold the
+    // child. Contexts ask for it; CED's caches (block-aligned checkpoints) and
+    // the C API's match_prefix do not.
+    int64_t match_prefix(SeqId seq, const int32_t* tokens, int64_t n, bool sub_block = false);
     // Same hit length without attaching anything.
-    int64_t lookup_prefix(const SeqKeys& keys, const int32_t* tokens, int64_t n) const;
+    int64_t lookup_prefix(const SeqKeys& keys, const int32_t* tokens, int64_t n, bool sub_block = false) const;
     // Holds the longest cached prefix of tokens (whole blocks, may cover all
     // n) until unpin(); returns the pin id and the pinned token count.
     // NOT_FOUND when no block of it is cached.
@@ -241,7 +248,15 @@ private:
     const Sequence& get(SeqId id, const char* what) const;
     int64_t hit_blocks(const SeqKeys& keys, const Hash128& extra, const int32_t* tokens, int64_t n, int64_t max_blocks,
                        std::vector<Hash128>* hashes) const;
-    void attach(Sequence& s, const int32_t* tokens, int64_t hit, std::vector<Hash128>&& hashes);
+    // After a hit of H whole blocks (hashes h) of tokens[0, n): how many more tokens (< block_tokens,
+    // never the last) a cached child of block H - 1 held by every manager gives, and which (*child).
+    int64_t sub_block_tail(const Hash128& extra, const int32_t* tokens, int64_t n, const std::vector<Hash128>& h,
+                           Hash128* child) const;
+    // Attaches H whole blocks (hashes) and, with tail > 0, the first tail positions of block set
+    // `child` as the partly filled last block.
+    void attach(Sequence& s, const int32_t* tokens, int64_t H, std::vector<Hash128>&& hashes,
+                const Hash128& child = {}, int64_t tail = 0);
+    void add_child_locked(const Hash128& parent, const Hash128& extra, const Hash128& h, const int32_t* tokens) noexcept;
     void release_blocks(Sequence& s, int64_t from_block);
     void set_entry(Sequence& s, int32_t m, int64_t b, BlockId id);
     void publish_computed_locked(Sequence& s);
@@ -266,10 +281,12 @@ private:
     std::vector<PendingSet> pending_;               // mu_: evicted block sets to write out
     std::unordered_set<Hash128, Hash128Hasher> persisted_;  // mu_: block sets the tiers have
     std::atomic<bool> has_pending_{false};
+    bool tiers_on_ = false;                         // mu_: a tier was added (on_evict_locked copies)
 
     ResolvedLayout layout_;
     mutable std::mutex mu_;
     BlockPool pool_;
+    BlockChildren children_;  // mu_: tokens of indexed blocks under their parents (sub-block hits)
     std::unordered_map<SeqId, std::unique_ptr<Sequence>> seqs_;
     SeqId next_id_ = 1;
     uint64_t queried_tokens_ = 0, hit_tokens_ = 0;

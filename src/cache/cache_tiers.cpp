@@ -122,7 +122,7 @@ void Cache::add_tier(std::shared_ptr<BlockTier> tier) {
     std::lock_guard<std::mutex> tl(tiers_mu_);
     if (tiers_.empty()) {
         tier_layout_ = tier_layout_hash(layout_);
-        pool_.on_evict = [this](BlockId id) { on_evict_locked(id); };
+        tiers_on_ = true;
     }
     tiers_.push_back(std::move(slot));
 }
@@ -159,6 +159,15 @@ std::vector<uint8_t> Cache::block_set_payload_locked(const Hash128& h) const {
 }
 
 void Cache::on_evict_locked(BlockId id) {
+    // The last manager to evict the hash ends its sub-block record (the victim is still indexed).
+    {
+        const Block& victim = pool_.block(id);
+        bool elsewhere = false;
+        for (size_t m = 0; m < layout_.managers.size() && !elsewhere; m++)
+            elsewhere = int32_t(m) != victim.manager && pool_.lookup(int32_t(m), victim.hash) != kNullBlock;
+        if (!elsewhere) children_.remove(victim.hash);
+    }
+    if (!tiers_on_) return;
     // Runs inside BlockPool::allocate under mu_; must not throw into the pool half-way:
     // an allocation failure here only loses the copy (the block set stays computable).
     try {
@@ -314,7 +323,10 @@ TierFetch Cache::fetch_from_tiers(const SeqKeys& keys, const int32_t* tokens, in
                     pool_.publish(id, h[b]);
                     held.push_back(id);
                 }
-                if (!stop) persisted_.insert(h[b]);
+                if (!stop) {
+                    persisted_.insert(h[b]);
+                    add_child_locked(b > 0 ? h[b - 1] : hash_root(), extra, h[b], tokens + b * bt);
+                }
             }
             if (stop) break;
             out.loaded_from.push_back(from->remote ? 1 : 0);

@@ -298,7 +298,7 @@ Context::PrefillPlan Context::plan_prefill(Seq& s, const int32_t* tokens, size_t
     if (p_.prefix_caching && !all_logits && cache_->has_tiers())
         fetched = cache_->fetch_from_tiers(keys_, tokens, static_cast<int64_t>(n_look));
     const int64_t hit = p_.prefix_caching && !all_logits
-                            ? cache_->lookup_prefix(keys_, tokens, static_cast<int64_t>(n_look))
+                            ? cache_->lookup_prefix(keys_, tokens, static_cast<int64_t>(n_look), /*sub_block=*/true)
                             : 0;
     s.has_logits = false;
     if (s.id != 0 && static_cast<size_t>(hit) <= common && common > 0) {
@@ -317,7 +317,7 @@ Context::PrefillPlan Context::plan_prefill(Seq& s, const int32_t* tokens, size_t
     if (s.id == 0) {
         s.id = cache_->create_sequence(keys_);
         if (p_.prefix_caching && !all_logits) {
-            plan.from_cache = static_cast<size_t>(cache_->match_prefix(s.id, tokens, static_cast<int64_t>(n_look)));
+            plan.from_cache = static_cast<size_t>(cache_->match_prefix(s.id, tokens, static_cast<int64_t>(n_look), /*sub_block=*/true));
             s.tokens.assign(tokens, tokens + plan.from_cache);
             const int64_t hit_blocks = static_cast<int64_t>(plan.from_cache) / p_.block_tokens;
             for (size_t i = 0; i < fetched.loaded_from.size(); ++i)

@@ -240,7 +240,10 @@ TEST_CASE("runtime[gemma3]: past the 512-token window, cached runs, prefix hits 
         concat(std::vector<int32_t>(P.begin(), P.begin() + int64_t(shared)),
                G.m->tokenizer().encode(" Question: which lorry left last?", EncodeOptions{false, false}));
     ctx.prefill(0, B.data(), B.size(), &st);
-    const size_t hit = std::min(shared, B.size() - 1) / kBt * kBt;
+    size_t common = 0;
+    while (common < B.size() && common < P.size() && B[common] == P[common]) ++common;
+    const size_t hit = std::min(common, B.size() - 1);  // to the first changed token (a sub-block hit)
+    CHECK(hit % kBt != 0);
     CHECK(st.reused_from_cache == hit);
     CHECK(st.reused_tokens == hit);
     CHECK(st.computed_tokens == B.size() - hit);
@@ -275,17 +278,18 @@ TEST_CASE("runtime[gemma3]: past the 512-token window, cached runs, prefix hits 
     }
     // 5. An edit past the window start: the window layers already dropped rows a query
     //    at the edit reads (truncation refused), so the prefix cache serves the
-    //    whole blocks before it (the window blocks there are still cached).
+    //    positions before it (the window blocks there are still cached): the whole
+    //    blocks, then the block holding the edit up to the edit (a sub-block hit).
     {
         std::vector<int32_t> E = b_all;
-        const size_t at = shared - 30 + 5;  // not block-aligned: the two rules give different answers
+        const size_t at = shared - 30 + 5;  // not block-aligned: the block holding it is shared in part
         REQUIRE(at % kBt != 0);
         REQUIRE_FALSE(g.truncate_allowed(int64_t(at), g.dropped(int64_t(b_all.size()) - 1)));
         E[at] = E[at] == 100 ? 101 : 100;
         ctx.prefill(0, E.data(), E.size(), &st);
-        CHECK(st.reused_tokens == at / kBt * kBt);
-        CHECK(st.reused_from_cache == at / kBt * kBt);
-        CHECK(st.computed_tokens == E.size() - at / kBt * kBt);
+        CHECK(st.reused_tokens == at);
+        CHECK(st.reused_from_cache == at);
+        CHECK(st.computed_tokens == E.size() - at);
         CHECK(bit_equal(ctx.logits(0).data(), uncached_last(*G.m, E.data(), E.size()).data(), V));
     }
     ctx.cache()->check_invariants();
