@@ -23,8 +23,11 @@ Hash128 BlockChildren::group_key(const Hash128& parent, const Hash128& extra) {
 
 void BlockChildren::add(const Hash128& parent, const Hash128& extra, const Hash128& h, const int32_t* tokens,
                         size_t n) {
+    add_to_group(group_key(parent, extra), h, tokens, n);
+}
+
+void BlockChildren::add_to_group(const Hash128& g, const Hash128& h, const int32_t* tokens, size_t n) {
     if (where_.count(h)) return;
-    const Hash128 g = group_key(parent, extra);
     auto group = groups_.try_emplace(g).first;
     Children& kids = group->second;
     try {

@@ -43,15 +43,18 @@ public:
                     const std::function<bool(const Hash128&)>& usable) const;
     size_t size() const { return where_.size(); }
     bool contains(const Hash128& h) const { return where_.count(h) != 0; }
-    // Calls f(h) for every recorded block (invariant checks).
+    // Calls f(h, group, tokens) for every recorded block: group names (parent, extra keys) for
+    // add_to_group (prefix files keep the records with their blocks).
     template <class F>
     void for_each(F&& f) const {
-        for (const auto& [h, w] : where_) f(h);
+        for (const auto& [h, w] : where_) f(h, w.group, w.it->first);
     }
+    // add() by group (from for_each).
+    void add_to_group(const Hash128& group, const Hash128& h, const int32_t* tokens, size_t n);
+    static Hash128 group_key(const Hash128& parent, const Hash128& extra);
 
 private:
     using Children = std::map<std::vector<int32_t>, Hash128>;
-    static Hash128 group_key(const Hash128& parent, const Hash128& extra);
     std::unordered_map<Hash128, Children, Hash128Hasher> groups_;  // group_key -> children
     struct Where {
         Hash128 group;

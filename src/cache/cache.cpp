@@ -704,7 +704,7 @@ void Cache::check_invariants() const {
             }
         }
     }
-    children_.for_each([&](const Hash128& h) {
+    children_.for_each([&](const Hash128& h, const Hash128&, const std::vector<int32_t>&) {
         bool indexed = false;
         for (size_t m = 0; m < layout_.managers.size() && !indexed; m++)
             indexed = pool_.lookup(int32_t(m), h) != kNullBlock;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace kvrt::cache {
 
@@ -46,6 +47,11 @@ void check_header(StateReader& r, const ResolvedLayout& l, uint64_t fp_lo, uint6
     KVRT_CHECK(lo == fp_lo && hi == fp_hi, KVRT_ERR_MISMATCH, path + " was saved for another model fingerprint");
 }
 
+// The optional section after a prefix file's blocks: the sub-block records (block_children.hpp)
+// of the saved hashes, so that hits after a load still reach the first changed token. Files
+// without it (before the section existed) load as before, their blocks serving whole-block hits.
+constexpr uint32_t kChildrenTag = 0x42425553;  // "SUBB"
+
 // Largest file a cache could ever have written (all of its budget, plus headers and tokens).
 uint64_t max_file_bytes(uint64_t budget) { return budget * 2 + (uint64_t(1) << 34); }
 }  // namespace
@@ -70,6 +76,16 @@ uint64_t Cache::save_prefixes(const std::string& path, uint64_t fp_lo, uint64_t 
             w.u64(h.lo);
             w.u64(h.hi);
             w.bytes(pool_.mem(id), layout_.managers[m].block_bytes);
+        });
+        w.u32(kChildrenTag);
+        w.u32(static_cast<uint32_t>(layout_.block_tokens));
+        w.u64(children_.size());
+        children_.for_each([&](const Hash128& h, const Hash128& group, const std::vector<int32_t>& tokens) {
+            w.u64(h.lo);
+            w.u64(h.hi);
+            w.u64(group.lo);
+            w.u64(group.hi);
+            w.bytes(tokens.data(), tokens.size() * sizeof(int32_t));
         });
     }
     w.commit(path);  // file I/O outside the lock
@@ -102,6 +118,29 @@ uint64_t Cache::load_prefixes(const std::string& path, uint64_t fp_lo, uint64_t 
         check_quant_scales(layout_, int32_t(m), block, path);  // int8 / fp8 rows: finite scales only
         entries.push_back({int32_t(m), h, block});
     }
+    struct Record {
+        Hash128 h, group;
+        const uint8_t* tokens;
+    };
+    std::vector<Record> records;
+    const size_t bt = size_t(layout_.block_tokens);
+    if (r.remaining() > 0) {
+        KVRT_CHECK(r.u32() == kChildrenTag && r.u32() == bt, KVRT_ERR_BAD_FORMAT,
+                   path + ": unknown section after the blocks");
+        const uint64_t nr = r.u64();
+        KVRT_CHECK(nr <= r.remaining() / (32 + 4 * bt), KVRT_ERR_BAD_FORMAT,
+                   path + ": sub-block record count exceeds the file");
+        records.reserve(nr);
+        for (uint64_t i = 0; i < nr; i++) {
+            Record rec;
+            rec.h.lo = r.u64();
+            rec.h.hi = r.u64();
+            rec.group.lo = r.u64();
+            rec.group.hi = r.u64();
+            rec.tokens = r.bytes(4 * bt);
+            records.push_back(rec);
+        }
+    }
     r.expect_end();
     // Everything is validated: now insert (free bytes only).
     std::lock_guard<std::mutex> lock(mu_);
@@ -114,6 +153,19 @@ uint64_t Cache::load_prefixes(const std::string& path, uint64_t fp_lo, uint64_t 
         pool_.publish(id, e.h);
         pool_.release(id);  // -> cached, at the LRU tail
         added++;
+    }
+    std::vector<int32_t> tokens(bt);
+    for (const Record& rec : records) {
+        bool indexed = false;  // only for hashes this cache now holds (the budget may have cut the load short)
+        for (size_t m = 0; m < layout_.managers.size() && !indexed; m++)
+            indexed = pool_.lookup(int32_t(m), rec.h) != kNullBlock;
+        if (!indexed) continue;
+        std::memcpy(tokens.data(), rec.tokens, 4 * bt);
+        try {
+            children_.add_to_group(rec.group, rec.h, tokens.data(), bt);
+        } catch (const std::bad_alloc&) {
+            break;  // the blocks serve whole-block hits
+        }
     }
     return added;
 }

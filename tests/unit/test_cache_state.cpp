@@ -92,6 +92,15 @@ TEST_CASE("cache state: the prefix cache survives a save and a load into a new c
     CHECK(d.match_prefix(s, t.data(), 23) == 20);
     CHECK(k_at(d, s, 1, 13) == 1013.0f);
     CHECK(k_at(d, s, 2, 19) == 2019.0f);
+    // The file keeps the blocks' tokens: a loaded cache's hits still reach the first changed token.
+    std::vector<int32_t> u = t;
+    u[18] = -1;
+    CHECK(d.lookup_prefix({}, u.data(), 23) == 16);
+    CHECK(d.lookup_prefix({}, u.data(), 23, /*sub_block=*/true) == 18);
+    SeqId su = d.create_sequence();
+    CHECK(d.match_prefix(su, u.data(), 23, true) == 18);
+    CHECK(k_at(d, su, 1, 17) == 1017.0f);
+    d.release(su);
 
     // A budget smaller than the file: loads what fits in free bytes, never evicts.
     // Blocks: full manager 2 layers x (K + V) x 64 = 256 bytes, window manager 128.
