@@ -242,6 +242,27 @@ func (c *Cache) SeqMatchPrefix(seq uint64, tokens []int32) (int64, error) {
 	return int64(hit), err
 }
 
+// SeqMatchPrefixSubBlock is SeqMatchPrefix going on, after the whole blocks, into a cached
+// block up to the first changed token (KVRT_MATCH_SUB_BLOCK): the sequence holds that block as
+// its shared, partly filled last block until its next append copies it.
+func (c *Cache) SeqMatchPrefixSubBlock(seq uint64, tokens []int32) (int64, error) {
+	var hit C.int64_t
+	err := c.with(func(p *C.kvrt_cache) C.kvrt_status {
+		return C.kvrt_cache_seq_match_prefix_v2(&hit, p, C.uint64_t(seq), tokensPtr(tokens), C.size_t(len(tokens)),
+			C.KVRT_MATCH_SUB_BLOCK)
+	})
+	return int64(hit), err
+}
+
+// LookupPrefixSubBlock is the hit SeqMatchPrefixSubBlock would give (default keys).
+func (c *Cache) LookupPrefixSubBlock(tokens []int32) (int64, error) {
+	var hit C.int64_t
+	err := c.with(func(p *C.kvrt_cache) C.kvrt_status {
+		return C.kvrt_cache_lookup_prefix_v2(&hit, p, nil, tokensPtr(tokens), C.size_t(len(tokens)), C.KVRT_MATCH_SUB_BLOCK)
+	})
+	return int64(hit), err
+}
+
 // LookupPrefix is the hit SeqMatchPrefix would give (default keys).
 func (c *Cache) LookupPrefix(tokens []int32) (int64, error) {
 	var hit C.int64_t

@@ -52,6 +52,38 @@ func smallCache(t *testing.T) *Cache {
 	return c
 }
 
+// A hit goes on into a cached block up to the first changed token (KVRT_MATCH_SUB_BLOCK).
+func TestCacheSubBlockHit(t *testing.T) {
+	c := smallCache(t)
+	defer c.Close()
+	tokens := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	a, _ := c.SeqCreate()
+	if err := c.SeqAppend(a, tokens); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SeqMarkComputed(a, 10); err != nil {
+		t.Fatal(err)
+	}
+	edited := append([]int32(nil), tokens...)
+	edited[6] = 99 // inside the second block of 4
+	if hit, err := c.LookupPrefix(edited); err != nil || hit != 4 {
+		t.Fatalf("whole blocks: %d, %v", hit, err)
+	}
+	if hit, err := c.LookupPrefixSubBlock(edited); err != nil || hit != 6 {
+		t.Fatalf("sub-block lookup: %d, %v", hit, err)
+	}
+	b, _ := c.SeqCreate()
+	if hit, err := c.SeqMatchPrefixSubBlock(b, edited); err != nil || hit != 6 {
+		t.Fatalf("sub-block match: %d, %v", hit, err)
+	}
+	if _, err := c.SeqMatchPrefixSubBlock(b, edited); !errors.Is(err, ErrInvalidState) {
+		t.Fatalf("a second match on a non-empty sequence: %v", err)
+	}
+	if _, err := c.SeqMatchPrefixSubBlock(12345, edited); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown sequence: %v", err)
+	}
+}
+
 func TestCachePrefixSharing(t *testing.T) {
 	c := smallCache(t)
 	defer c.Close()

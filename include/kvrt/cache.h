@@ -260,11 +260,32 @@ KVRT_API kvrt_status kvrt_cache_seq_mark_computed(kvrt_cache *cache, uint64_t se
  * KVRT_ERR_INVALID_ARGUMENT (NULL out_hit; NULL tokens with n > 0),
  * KVRT_ERR_INVALID_STATE (the sequence is not empty), KVRT_ERR_OUT_OF_RANGE
  * (n > 2^31-1). Counts n queried and the hit in the statistics.
- * (A context's prefill goes further: after the whole blocks it reuses a cached
- * block's rows up to the first changed token, see kvrt/context.h.)
+ * (kvrt_cache_seq_match_prefix_v2 with KVRT_MATCH_SUB_BLOCK goes further, as a
+ * context's prefill does.)
  * Thread-safe. O(n). */
 KVRT_API kvrt_status kvrt_cache_seq_match_prefix(int64_t *out_hit, kvrt_cache *cache, uint64_t seq,
                                                  const int32_t *tokens, size_t n);
+
+/* Flags of the _v2 prefix matches (bits; others are refused). */
+typedef enum kvrt_match_flags {
+    KVRT_MATCH_WHOLE_BLOCKS = 0, /* as kvrt_cache_seq_match_prefix */
+    /* After the whole blocks, the hit goes on into a cached block whose parent
+     * is the last whole block hit, up to the first token that differs (at most
+     * block_tokens - 1 more, never the last token): rows of position p depend
+     * only on tokens [0, p], so that block's first rows are the ones the prompt
+     * would compute. Every layer must hold the block. The sequence then holds
+     * it as its partly filled last block: shared and immutable (row writes
+     * there return KVRT_ERR_INVALID_STATE) until the next append copies it, as
+     * after kvrt_cache_seq_fork. A prompt thus recomputes from its first changed
+     * token whatever the block size. */
+    KVRT_MATCH_SUB_BLOCK = 1
+} kvrt_match_flags;
+
+/* kvrt_cache_seq_match_prefix with flags (kvrt_match_flags). Returns as it,
+ * and KVRT_ERR_INVALID_ARGUMENT for unknown flag bits. Thread-safe.
+ * O(n + log(cached blocks after the hit)). */
+KVRT_API kvrt_status kvrt_cache_seq_match_prefix_v2(int64_t *out_hit, kvrt_cache *cache, uint64_t seq,
+                                                    const int32_t *tokens, size_t n, uint32_t flags);
 
 typedef struct kvrt_cache_seq_info {
     size_t struct_size;
@@ -296,6 +317,13 @@ KVRT_API kvrt_status kvrt_cache_seq_info_get(kvrt_cache_seq_info *out, const kvr
  * Returns as match_prefix (no NOT_FOUND / INVALID_STATE). Thread-safe. O(n). */
 KVRT_API kvrt_status kvrt_cache_lookup_prefix(int64_t *out_hit, const kvrt_cache *cache,
                                               const kvrt_cache_keys *keys, const int32_t *tokens, size_t n);
+
+/* The hit kvrt_cache_seq_match_prefix_v2 would give with these flags; returns
+ * as kvrt_cache_lookup_prefix, and KVRT_ERR_INVALID_ARGUMENT for unknown flag
+ * bits. Thread-safe. O(n + log(cached blocks after the hit)). */
+KVRT_API kvrt_status kvrt_cache_lookup_prefix_v2(int64_t *out_hit, const kvrt_cache *cache,
+                                                 const kvrt_cache_keys *keys, const int32_t *tokens, size_t n,
+                                                 uint32_t flags);
 
 /* Pins the longest cached prefix of tokens[0, n) (whole blocks, may cover
  * all n): its blocks stay in memory until kvrt_cache_unpin.

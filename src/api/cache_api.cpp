@@ -371,6 +371,24 @@ KVRT_API kvrt_status kvrt_cache_seq_match_prefix(int64_t* out_hit, kvrt_cache* c
     });
 }
 
+namespace {
+bool sub_block_flag(uint32_t flags) {
+    KVRT_CHECK((flags & ~uint32_t(KVRT_MATCH_SUB_BLOCK)) == 0, KVRT_ERR_INVALID_ARGUMENT,
+               "flags has unknown bits (" + std::to_string(flags) + "); known: KVRT_MATCH_SUB_BLOCK");
+    return (flags & KVRT_MATCH_SUB_BLOCK) != 0;
+}
+}  // namespace
+
+KVRT_API kvrt_status kvrt_cache_seq_match_prefix_v2(int64_t* out_hit, kvrt_cache* cache, uint64_t seq,
+                                                    const int32_t* tokens, size_t n, uint32_t flags) {
+    return guard("kvrt_cache_seq_match_prefix_v2", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(out_hit, "out_hit");
+        const bool sub = sub_block_flag(flags);
+        *out_hit = c->match_prefix(seq, tokens, kvrt::api::count_from_size(n, "n"), sub);
+    });
+}
+
 KVRT_API kvrt_status kvrt_cache_seq_info_init(kvrt_cache_seq_info* out, size_t struct_size) {
     return kvrt::api::init_out(out, struct_size, kvrt::api::kSeqInfoV1, "kvrt_cache_seq_info_init");
 }
@@ -397,6 +415,17 @@ KVRT_API kvrt_status kvrt_cache_lookup_prefix(int64_t* out_hit, const kvrt_cache
         auto c = cache_from_handle(cache);
         require_non_null(out_hit, "out_hit");
         *out_hit = c->lookup_prefix(kvrt::api::keys_from_c(keys), tokens, kvrt::api::count_from_size(n, "n"));
+    });
+}
+
+KVRT_API kvrt_status kvrt_cache_lookup_prefix_v2(int64_t* out_hit, const kvrt_cache* cache,
+                                                 const kvrt_cache_keys* keys, const int32_t* tokens, size_t n,
+                                                 uint32_t flags) {
+    return guard("kvrt_cache_lookup_prefix_v2", [&] {
+        auto c = cache_from_handle(cache);
+        require_non_null(out_hit, "out_hit");
+        const bool sub = sub_block_flag(flags);
+        *out_hit = c->lookup_prefix(kvrt::api::keys_from_c(keys), tokens, kvrt::api::count_from_size(n, "n"), sub);
     });
 }
 

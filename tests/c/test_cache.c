@@ -303,6 +303,43 @@ static void test_sequences(void) {
     EXPECT(st.blocks_in_use == 3); /* b shares a's two full blocks */
     EXPECT(st.n_sequences == 2);
 
+    /* _v2: whole blocks, or on up to the first changed token (KVRT_MATCH_SUB_BLOCK) */
+    {
+        int32_t edited[12];
+        uint64_t e = 0;
+        float k[8] = {0}, v[8] = {0};
+        memcpy(edited, toks, sizeof edited);
+        edited[6] = 4242; /* inside a's second full block (positions 4..7) */
+        EXPECT_OK(kvrt_cache_lookup_prefix_v2(&hit, cache, NULL, edited, 12, KVRT_MATCH_WHOLE_BLOCKS));
+        EXPECT(hit == 4);
+        EXPECT_OK(kvrt_cache_lookup_prefix_v2(&hit, cache, NULL, edited, 12, KVRT_MATCH_SUB_BLOCK));
+        EXPECT(hit == 6);
+        EXPECT_OK(kvrt_cache_lookup_prefix_v2(&hit, cache, NULL, toks, 7, KVRT_MATCH_SUB_BLOCK));
+        EXPECT(hit == 6); /* never the last token */
+        EXPECT_ERR(kvrt_cache_lookup_prefix_v2(&hit, cache, NULL, edited, 12, 2u), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(kvrt_cache_lookup_prefix_v2(NULL, cache, NULL, edited, 12, 1u), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(kvrt_cache_lookup_prefix_v2(&hit, cache, NULL, NULL, 12, 1u), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(kvrt_cache_lookup_prefix_v2(&hit, NULL, NULL, edited, 12, 1u), KVRT_ERR_BAD_HANDLE);
+        EXPECT_ERR(kvrt_cache_lookup_prefix_v2(&hit, cache, NULL, edited, (size_t)1 << 40, 1u), KVRT_ERR_OUT_OF_RANGE);
+        EXPECT_OK(kvrt_cache_seq_create(&e, cache, NULL));
+        EXPECT_ERR(kvrt_cache_seq_match_prefix_v2(&hit, cache, e, edited, 12, 0x80u), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_OK(kvrt_cache_seq_info_get(&info, cache, e));
+        EXPECT(info.length == 0); /* refused: nothing attached */
+        EXPECT_ERR(kvrt_cache_seq_match_prefix_v2(NULL, cache, e, edited, 12, 1u), KVRT_ERR_INVALID_ARGUMENT);
+        EXPECT_ERR(kvrt_cache_seq_match_prefix_v2(&hit, cache, 8888, edited, 12, 1u), KVRT_ERR_NOT_FOUND);
+        EXPECT_ERR(kvrt_cache_seq_match_prefix_v2(&hit, FOREIGN_CACHE, e, edited, 12, 1u), KVRT_ERR_BAD_HANDLE);
+        EXPECT_OK(kvrt_cache_seq_match_prefix_v2(&hit, cache, e, edited, 12, KVRT_MATCH_SUB_BLOCK));
+        EXPECT(hit == 6);
+        EXPECT_ERR(kvrt_cache_seq_match_prefix_v2(&hit, cache, e, edited, 12, 1u), KVRT_ERR_INVALID_STATE);
+        EXPECT_OK(kvrt_cache_seq_info_get(&info, cache, e));
+        EXPECT(info.length == 6 && info.computed == 6 && info.n_blocks == 2);
+        /* a's block, shared: immutable until e's append copies it */
+        EXPECT_ERR(kvrt_cache_write_rows(cache, e, 0, 6 - 1, 1, k, v), KVRT_ERR_INVALID_STATE);
+        EXPECT_OK(kvrt_cache_seq_append(cache, e, edited + 6, 1));
+        EXPECT_OK(kvrt_cache_write_rows(cache, e, 0, 6, 1, k, v));
+        EXPECT_OK(kvrt_cache_seq_release(cache, e));
+    }
+
     /* fork */
     EXPECT_OK(kvrt_cache_seq_fork(&c, cache, a));
     EXPECT(c != a && c != b);

@@ -512,6 +512,11 @@ static kvrt_status h_seq_match_prefix(void *h) {
     int32_t t[2] = {1, 2};
     return kvrt_cache_seq_match_prefix(&hit, (kvrt_cache *)h, G.seq, t, 2);
 }
+static kvrt_status h_seq_match_prefix_v2(void *h) {
+    int64_t hit;
+    int32_t t[2] = {1, 2};
+    return kvrt_cache_seq_match_prefix_v2(&hit, (kvrt_cache *)h, G.seq, t, 2, KVRT_MATCH_SUB_BLOCK);
+}
 static kvrt_status h_seq_info_get(void *h) {
     kvrt_cache_seq_info i;
     i.struct_size = sizeof i;
@@ -521,6 +526,11 @@ static kvrt_status h_lookup_prefix(void *h) {
     int64_t hit;
     int32_t t[2] = {1, 2};
     return kvrt_cache_lookup_prefix(&hit, (const kvrt_cache *)h, NULL, t, 2);
+}
+static kvrt_status h_lookup_prefix_v2(void *h) {
+    int64_t hit;
+    int32_t t[2] = {1, 2};
+    return kvrt_cache_lookup_prefix_v2(&hit, (const kvrt_cache *)h, NULL, t, 2, KVRT_MATCH_SUB_BLOCK);
 }
 static kvrt_status h_pin_prefix(void *h) {
     uint64_t pin;
@@ -753,8 +763,10 @@ static const struct {
     {"kvrt_cache_seq_append", H_CACHE, 0, h_seq_append},
     {"kvrt_cache_seq_mark_computed", H_CACHE, 0, h_seq_mark_computed},
     {"kvrt_cache_seq_match_prefix", H_CACHE, 0, h_seq_match_prefix},
+    {"kvrt_cache_seq_match_prefix_v2", H_CACHE, 0, h_seq_match_prefix_v2},
     {"kvrt_cache_seq_info_get", H_CACHE, 0, h_seq_info_get},
     {"kvrt_cache_lookup_prefix", H_CACHE, 0, h_lookup_prefix},
+    {"kvrt_cache_lookup_prefix_v2", H_CACHE, 0, h_lookup_prefix_v2},
     {"kvrt_cache_pin_prefix", H_CACHE, 0, h_pin_prefix},
     {"kvrt_cache_unpin", H_CACHE, 0, h_unpin},
     {"kvrt_cache_layer_info_get", H_CACHE, 0, h_layer_info_get},

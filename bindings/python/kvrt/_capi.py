@@ -23,6 +23,7 @@ status_t = c_int
 
 # ---- cache.h -----------------------------------------------------------------
 CACHE_KIND_SLOTS = 8
+MATCH_SUB_BLOCK = 1  # kvrt_match_flags
 
 
 class cache_layer_config(Structure):
@@ -227,9 +228,11 @@ SIGNATURES = {
     "kvrt_cache_seq_append": (status_t, [P, c_uint64, _i32p, c_size_t]),
     "kvrt_cache_seq_mark_computed": (status_t, [P, c_uint64, c_int64]),
     "kvrt_cache_seq_match_prefix": (status_t, [_i64p, P, c_uint64, _i32p, c_size_t]),
+    "kvrt_cache_seq_match_prefix_v2": (status_t, [_i64p, P, c_uint64, _i32p, c_size_t, c_uint32]),
     "kvrt_cache_seq_info_init": (status_t, [POINTER(cache_seq_info), c_size_t]),
     "kvrt_cache_seq_info_get": (status_t, [POINTER(cache_seq_info), P, c_uint64]),
     "kvrt_cache_lookup_prefix": (status_t, [_i64p, P, POINTER(cache_keys), _i32p, c_size_t]),
+    "kvrt_cache_lookup_prefix_v2": (status_t, [_i64p, P, POINTER(cache_keys), _i32p, c_size_t, c_uint32]),
     "kvrt_cache_pin_prefix": (status_t, [_u64p, _i64p, P, POINTER(cache_keys), _i32p, c_size_t]),
     "kvrt_cache_unpin": (status_t, [P, c_uint64]),
     "kvrt_cache_layer_info_init": (status_t, [POINTER(cache_layer_info), c_size_t]),

@@ -149,17 +149,20 @@ class Cache(Handle):
     def seq_mark_computed(self, seq, n_positions):
         check(C.lib().kvrt_cache_seq_mark_computed(self._p, seq, n_positions))
 
-    def seq_match_prefix(self, seq, tokens):
+    def seq_match_prefix(self, seq, tokens, sub_block=False):
+        """sub_block: go on into a cached block up to the first changed token (KVRT_MATCH_SUB_BLOCK)."""
         arr, n = _tokens(tokens)
         hit = ctypes.c_int64()
-        check(C.lib().kvrt_cache_seq_match_prefix(ctypes.byref(hit), self._p, seq, arr, n))
+        check(C.lib().kvrt_cache_seq_match_prefix_v2(ctypes.byref(hit), self._p, seq, arr, n,
+                                                     C.MATCH_SUB_BLOCK if sub_block else 0))
         return hit.value
 
-    def lookup_prefix(self, tokens, salt=None, fingerprint=(0, 0), adapter_id=0):
+    def lookup_prefix(self, tokens, salt=None, fingerprint=(0, 0), adapter_id=0, sub_block=False):
         k, _keep = _keys(salt, fingerprint, adapter_id)
         arr, n = _tokens(tokens)
         hit = ctypes.c_int64()
-        check(C.lib().kvrt_cache_lookup_prefix(ctypes.byref(hit), self._p, ctypes.byref(k) if k else None, arr, n))
+        check(C.lib().kvrt_cache_lookup_prefix_v2(ctypes.byref(hit), self._p, ctypes.byref(k) if k else None, arr, n,
+                                                  C.MATCH_SUB_BLOCK if sub_block else 0))
         return hit.value
 
     def pin_prefix(self, tokens, salt=None, fingerprint=(0, 0), adapter_id=0):

@@ -40,6 +40,23 @@ def test_prefix_sharing_and_rows(cache):
     assert st["n_sequences"] == 2 and st["hit_tokens"] == 8 and st["block_tokens"] == 4
 
 
+def test_sub_block_hit_reaches_the_first_changed_token(cache):
+    tokens = list(range(10))
+    a = cache.seq_create()
+    cache.seq_append(a, tokens)
+    cache.seq_mark_computed(a, 10)
+    edited = list(tokens)
+    edited[6] = 99  # inside the second block of 4
+    assert cache.lookup_prefix(edited) == 4
+    assert cache.lookup_prefix(edited, sub_block=True) == 6
+    b = cache.seq_create()
+    assert cache.seq_match_prefix(b, edited, sub_block=True) == 6
+    assert cache.seq_info(b)["length"] == 6
+    with pytest.raises(kvrt.KvrtError) as ei:
+        cache.seq_match_prefix(b, edited, sub_block=True)
+    assert ei.value.status is kvrt.Status.INVALID_STATE
+
+
 def test_errors_carry_status_and_message(cache):
     with pytest.raises(kvrt.KvrtError) as ei:
         cache.seq_release(777)

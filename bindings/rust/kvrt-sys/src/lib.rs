@@ -256,11 +256,15 @@ extern "C" {
     pub fn kvrt_cache_seq_mark_computed(cache: *mut kvrt_cache, seq: u64, n_positions: i64) -> kvrt_status;
     pub fn kvrt_cache_seq_match_prefix(out_hit: *mut i64, cache: *mut kvrt_cache, seq: u64,
                                        tokens: *const i32, n: usize) -> kvrt_status;
+    pub fn kvrt_cache_seq_match_prefix_v2(out_hit: *mut i64, cache: *mut kvrt_cache, seq: u64,
+                                          tokens: *const i32, n: usize, flags: u32) -> kvrt_status;
     pub fn kvrt_cache_seq_info_init(out: *mut kvrt_cache_seq_info, struct_size: usize) -> kvrt_status;
     pub fn kvrt_cache_seq_info_get(out: *mut kvrt_cache_seq_info, cache: *const kvrt_cache, seq: u64) -> kvrt_status;
 
     pub fn kvrt_cache_lookup_prefix(out_hit: *mut i64, cache: *const kvrt_cache, keys: *const kvrt_cache_keys,
                                     tokens: *const i32, n: usize) -> kvrt_status;
+    pub fn kvrt_cache_lookup_prefix_v2(out_hit: *mut i64, cache: *const kvrt_cache, keys: *const kvrt_cache_keys,
+                                       tokens: *const i32, n: usize, flags: u32) -> kvrt_status;
     pub fn kvrt_cache_pin_prefix(out_pin: *mut u64, out_pinned: *mut i64, cache: *mut kvrt_cache,
                                  keys: *const kvrt_cache_keys, tokens: *const i32, n: usize) -> kvrt_status;
     pub fn kvrt_cache_unpin(cache: *mut kvrt_cache, pin: u64) -> kvrt_status;
@@ -346,6 +350,8 @@ pub struct kvrt_model_info {
 }
 
 pub const KVRT_TOKENIZE_ADD_BOS: u32 = 1;
+pub const KVRT_MATCH_WHOLE_BLOCKS: u32 = 0;
+pub const KVRT_MATCH_SUB_BLOCK: u32 = 1;
 pub const KVRT_TOKENIZE_PARSE_SPECIAL: u32 = 2;
 pub const KVRT_DETOKENIZE_SPECIAL: u32 = 1;
 

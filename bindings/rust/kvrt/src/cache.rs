@@ -251,6 +251,17 @@ impl Cache {
         check(unsafe { sys::kvrt_cache_seq_match_prefix(&mut hit, self.raw.as_ptr(), seq, tokens.as_ptr(), tokens.len()) })?;
         Ok(hit)
     }
+    /// `seq_match_prefix` going on, after the whole blocks, into a cached block up to the first
+    /// changed token (KVRT_MATCH_SUB_BLOCK); the sequence holds that block as its shared, partly
+    /// filled last block until its next append copies it.
+    pub fn seq_match_prefix_sub_block(&self, seq: u64, tokens: &[i32]) -> Result<i64> {
+        let mut hit = 0i64;
+        check(unsafe {
+            sys::kvrt_cache_seq_match_prefix_v2(&mut hit, self.raw.as_ptr(), seq, tokens.as_ptr(), tokens.len(),
+                                                sys::KVRT_MATCH_SUB_BLOCK)
+        })?;
+        Ok(hit)
+    }
     pub fn seq_info(&self, seq: u64) -> Result<SeqInfo> {
         let mut i = sys::kvrt_cache_seq_info::default();
         check(unsafe { sys::kvrt_cache_seq_info_init(&mut i, size_of::<sys::kvrt_cache_seq_info>()) })?;
@@ -261,6 +272,16 @@ impl Cache {
         let k = keys.map(|k| k.raw()).transpose()?;
         let mut hit = 0i64;
         check(unsafe { sys::kvrt_cache_lookup_prefix(&mut hit, self.raw.as_ptr(), keys_ptr(&k), tokens.as_ptr(), tokens.len()) })?;
+        Ok(hit)
+    }
+    /// The hit `seq_match_prefix_sub_block` would give.
+    pub fn lookup_prefix_sub_block(&self, keys: Option<&CacheKeys>, tokens: &[i32]) -> Result<i64> {
+        let k = keys.map(|k| k.raw()).transpose()?;
+        let mut hit = 0i64;
+        check(unsafe {
+            sys::kvrt_cache_lookup_prefix_v2(&mut hit, self.raw.as_ptr(), keys_ptr(&k), tokens.as_ptr(), tokens.len(),
+                                             sys::KVRT_MATCH_SUB_BLOCK)
+        })?;
         Ok(hit)
     }
     /// Pins the longest cached prefix; returns (pin id, pinned length).

@@ -12,6 +12,24 @@ fn small_cache() -> Cache {
 }
 
 #[test]
+fn sub_block_hit_reaches_the_first_changed_token() {
+    let cache = small_cache();
+    let tokens: Vec<i32> = (0..10).collect();
+    let a = cache.seq_create(None).unwrap();
+    cache.seq_append(a, &tokens).unwrap();
+    cache.seq_mark_computed(a, 10).unwrap();
+    let mut edited = tokens.clone();
+    edited[6] = 99; // inside the second block of 4
+    assert_eq!(cache.lookup_prefix(None, &edited).unwrap(), 4);
+    assert_eq!(cache.lookup_prefix_sub_block(None, &edited).unwrap(), 6);
+    let b = cache.seq_create(None).unwrap();
+    assert_eq!(cache.seq_match_prefix_sub_block(b, &edited).unwrap(), 6);
+    assert_eq!(cache.seq_info(b).unwrap().length, 6);
+    assert_eq!(cache.seq_match_prefix_sub_block(b, &edited).unwrap_err().kind(), ErrorKind::InvalidState);
+    assert_eq!(cache.seq_match_prefix_sub_block(4242, &edited).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
 fn prefix_is_shared_after_mark_computed() {
     let cache = small_cache();
     let tokens: Vec<i32> = (0..10).collect();
