@@ -37,7 +37,7 @@ TEST_CASE("cache concurrent: threads drive their own sequences on one shared cac
             for (int round = 0; round < kRounds; round++) {
                 SeqId s = cache.create_sequence();
                 int64_t n = 8 + int64_t(rng() % 56);
-                int64_t hit = cache.match_prefix(s, shared_prompt.data(), n);
+                int64_t hit = cache.match_prefix(s, shared_prompt.data(), n, /*sub_block=*/round % 2 == 1);
                 hit_total += hit;
                 std::vector<int32_t> rest(shared_prompt.begin() + hit, shared_prompt.begin() + n);
                 if (rng() % 3 == 0 && !rest.empty()) rest.back() = 7 + t;  // private tail
@@ -86,7 +86,7 @@ TEST_CASE("cache concurrent: threads drive their own sequences on one shared cac
         while (!stop.load()) {
             CacheStats st = cache.stats();
             if (st.bytes_in_use + st.bytes_cached + st.bytes_free != st.budget_bytes) errors++;
-            (void)cache.lookup_prefix({}, shared_prompt.data(), 64);
+            (void)cache.lookup_prefix({}, shared_prompt.data(), 64, /*sub_block=*/true);
         }
     });
     std::vector<std::thread> threads;
