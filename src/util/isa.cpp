@@ -27,6 +27,8 @@ CpuFeatures probe() noexcept {
     // AVX-VNNI is CPUID leaf 7 sub-leaf 1, EAX bit 4 (GCC 12's __builtin_cpu_supports
     // does not report it on every CPU that has it).
     unsigned a = 0, b = 0, c = 0, d = 0;
+    // Vendor string (leaf 0: EBX EDX ECX) "GenuineIntel".
+    f.intel = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
     f.avxvnni = f.avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u) != 0;
     f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");

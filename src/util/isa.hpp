@@ -44,6 +44,7 @@ struct CpuFeatures {
     bool avx512vnni = false;  // AVX512_VNNI (with avx512)
     bool avx512bf16 = false;  // AVX512_BF16 (with avx512)
     bool amx = false;         // AMX-TILE + AMX-INT8, tile state granted by the OS (with avx512vnni)
+    bool intel = false;       // vendor GenuineIntel (prefetch tuning only, never the arithmetic)
 };
 const CpuFeatures& cpu_features() noexcept;
 

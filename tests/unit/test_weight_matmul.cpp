@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <cstdlib>
+
 #include "formats/tensor_type_dequant.hpp"
 #include "kernels/cpu/activation_quant.hpp"
 #include "kernels/cpu/weight_matmul_amx_emulated.hpp"
@@ -15,6 +17,7 @@
 #include "kernels/weight_matmul.hpp"
 #include "model/gguf/gguf.hpp"
 #include "test_support.hpp"
+#include "util/isa.hpp"
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 
@@ -243,6 +246,16 @@ int outside_ref_tolerance(TensorType t, const void* raw, int64_t N, int64_t K, c
 }
 
 }  // namespace
+
+TEST_CASE("weight_matmul: the weight prefetch follows the CPU vendor unless KVRT_WEIGHT_PREFETCH sets it") {
+    const kernels::WeightPrefetch& pf = kernels::weight_prefetch();
+    CHECK(pf.ahead % 64 == 0);
+    CHECK(pf.ahead <= (size_t(1) << 20));
+    if (std::getenv("KVRT_WEIGHT_PREFETCH") == nullptr) {
+        CHECK(pf.l2 == cpu_features().intel);  // Intel: into L2, 8 KiB ahead; others: L1, 2 KiB
+        CHECK(pf.ahead == (cpu_features().intel ? 8192u : 2048u));
+    }
+}
 
 TEST_CASE("weight_matmul: packing is lossless and dequantisation matches ggml's formulas") {
     for (TensorType t : kTypes) {

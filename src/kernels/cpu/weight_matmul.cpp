@@ -33,6 +33,29 @@ QuantizedRowsBuffer& scratch() {
 
 }  // namespace
 
+const kernels::WeightPrefetch& kernels::weight_prefetch() noexcept {
+    static const WeightPrefetch policy = [] {
+        WeightPrefetch p;
+        if (cpu_features().intel) {
+            p.ahead = 8192;
+            p.l2 = true;
+        }
+        // KVRT_WEIGHT_PREFETCH=l1:BYTES / l2:BYTES (BYTES 0..1 MiB, a multiple of 64): measurements.
+        if (const char* e = std::getenv("KVRT_WEIGHT_PREFETCH")) {
+            const std::string v(e);
+            char* end = nullptr;
+            const unsigned long n = v.size() > 3 ? std::strtoul(v.c_str() + 3, &end, 10) : 0;
+            if ((v.rfind("l1:", 0) == 0 || v.rfind("l2:", 0) == 0) && end && *end == '\0' && n <= (1ul << 20) &&
+                n % 64 == 0) {
+                p.ahead = n;
+                p.l2 = v[1] == '2';
+            }
+        }
+        return p;
+    }();
+    return policy;
+}
+
 // The best matmul path at the process-wide level (util/isa.hpp: KVRT_ISA, isa_set_limit):
 // the AVX-512 path needs AVX512_VNNI besides AVX-512; below it AVX-VNNI, then AVX2. AMX
 // (tile state granted) at the amx level above it.

@@ -10,11 +10,15 @@
 // No include guard: meant to be included once per translation unit.
 
 constexpr int kMaxRows = 2;
-constexpr size_t kPrefetchBytes = 2048;  // as the AVX-512 path
-
-// Prefetches `bytes` of the weight stream kPrefetchBytes ahead of p.
+// Prefetches `bytes` of the weight stream weight_prefetch().ahead bytes ahead of p, into the level
+// it names (weight_matmul_kernels.hpp: per CPU vendor, as the AVX-512 path).
 inline void prefetch_step(const uint8_t* p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
+    const WeightPrefetch& pf = weight_prefetch();
+    const uint8_t* q = p + pf.ahead;
+    if (pf.l2)
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(q + o), _MM_HINT_T1);
+    else
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(q + o), _MM_HINT_T0);
 }
 
 struct Tile {

@@ -43,9 +43,13 @@ using avx512_codes::codes;
 #endif
 constexpr int kMaxRows = KVRT_WM_MR;  // rows of X per tile (register blocking)
 
-// How far ahead of the block being computed the weight stream is prefetched:
-// the hardware prefetchers alone leave a decode GEMV at ~60% of the STREAM read.
-constexpr size_t kPrefetchBytes = 2048;
+// The weight stream is prefetched weight_prefetch().ahead bytes ahead of the block being computed
+// (weight_matmul_kernels.hpp: the distance and level per CPU vendor): the hardware prefetchers
+// alone leave a decode GEMV at ~60% of the STREAM read.
+inline void prefetch_line(const uint8_t* p, bool l2) {
+    if (l2) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+    else _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+}
 
 struct Tile {
     const uint8_t* panel;  // the panel pair (PackedWeight::panel(p), p even)
@@ -122,6 +126,7 @@ inline void store_tile(const Tile& t, __m512 (&acc)[MR][NP]) {
 
 template <bool Q41, int MR, int NP, int AB>
 void tile_q4(const Tile& t, const QuantizedRows& a) {
+    const WeightPrefetch pf = weight_prefetch();
     constexpr size_t step = Q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
     constexpr size_t qoff = Q41 ? 64 : 32;
     const int64_t nb = a.blocks;
@@ -138,7 +143,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         const uint8_t* pb = t.panel + b * 2 * step;
         if (t.prefetch)
             for (size_t o = 0; o < 2 * step; o += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + o), _MM_HINT_T0);
+                prefetch_line(pb + pf.ahead + o, pf.l2);
         // With few rows the vpdpbusd chains are too few to hide their latency:
         // split each in two (integer sums: exact, the result is unchanged).
         constexpr bool kSplit = MR <= 2;
@@ -198,6 +203,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
 
 template <int MR, int NP, int AB>
 void tile_q8(const Tile& t, const QuantizedRows& a) {
+    const WeightPrefetch pf = weight_prefetch();
     const int64_t nb = a.blocks;
     __m512 acc[MR][NP];
     #pragma GCC unroll 8
@@ -211,7 +217,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
         const uint8_t* pb = t.panel + b * 2 * kQ8_0PanelBlock;
         if (t.prefetch)
             for (size_t o = 0; o < 2 * kQ8_0PanelBlock; o += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(pb + kPrefetchBytes + o), _MM_HINT_T0);
+                prefetch_line(pb + pf.ahead + o, pf.l2);
         constexpr bool kSplit = MR <= 2;  // as in tile_q4
         __m512i ia[MR][NP], ib[MR][NP];
         #pragma GCC unroll 8
@@ -261,6 +267,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
 // weight_matmul_kernels.hpp.
 template <TensorType T, int MR, int NP, int AB>
 void tile_new(const Tile& t, const QuantizedRows& a) {
+    const WeightPrefetch pf = weight_prefetch();
     constexpr size_t step = panel_step_bytes(T);
     constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
     constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
@@ -290,7 +297,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             const int64_t b = st * kSubs + s;
             if (t.prefetch)
                 for (size_t o = 0; o < pf_chunk; o += 64)
-                    _mm_prefetch(reinterpret_cast<const char*>(pb + s * pf_chunk + kPrefetchBytes + o), _MM_HINT_T0);
+                    prefetch_line(pb + s * pf_chunk + pf.ahead + o, pf.l2);
             __m512i ilo[MR][NP], ihi[MR][NP];
             #pragma GCC unroll 8
             for (int r = 0; r < MR; r++)
@@ -401,6 +408,7 @@ inline __m512 load_w(const uint8_t* p) {
 
 template <TensorType T, int MR, int NP>
 void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
+    const WeightPrefetch pf = weight_prefetch();
     constexpr size_t step = panel_step_bytes(T);
     __m512 acc[MR][NP];
     #pragma GCC unroll 8
@@ -414,7 +422,7 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
         const uint8_t* pk = t.panel + k * 2 * step;
         if (t.prefetch)
             for (size_t o = 0; o < 2 * step; o += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(pk + kPrefetchBytes + o), _MM_HINT_T0);
+                prefetch_line(pk + pf.ahead + o, pf.l2);
         __m512 w[NP];
         #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) w[p] = load_w<T>(pk + p * step);

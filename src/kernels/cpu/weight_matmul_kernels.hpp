@@ -38,6 +38,21 @@ struct MatmulArgs {
     int64_t M = 0;
 };
 
+// The weight stream's software prefetch in decode-shaped matmuls: how far ahead of the block being
+// computed, and into which level. Chosen once per process from the CPU's vendor (weight_matmul.cpp;
+// KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides it, for measurements):
+//   AMD (Zen 3 / Zen 5 measured): into L1, 2 KiB ahead.
+//   Intel (Sapphire Rapids class measured): into L2, 8 KiB ahead. An L1 prefetch holds one of the
+//   core's L1 fill buffers until its line arrives, so a core streaming from DRAM has few lines in
+//   flight; L2 prefetches wait in the L2's larger miss queue. Decode at 256 positions, Qwen2.5
+//   Q4_K_M, 2 threads: 0.65-0.75 -> 0.79-0.85 of the STREAM read (src/kernels/README.md).
+// Results never depend on it.
+struct WeightPrefetch {
+    size_t ahead = 2048;
+    bool l2 = false;
+};
+const WeightPrefetch& weight_prefetch() noexcept;
+
 void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avxvnni(const MatmulArgs& args, int64_t p0, int64_t p1);
