@@ -8,6 +8,7 @@
 #include "kernels/onednn/sparse_attention.hpp"
 #include "util/error.hpp"
 
+#include <cstdlib>
 #include <string>
 
 namespace kvrt::cpu {
@@ -23,6 +24,17 @@ const AttentionImpl& attention_impl() {
         case Isa::Scalar: break;
     }
     return attention_impl_scalar();
+}
+
+bool attention_prefetch_l2() noexcept {
+    static const bool l2 = [] {
+        if (const char* e = std::getenv("KVRT_ATTENTION_PREFETCH")) {
+            if (std::string(e) == "l1") return false;
+            if (std::string(e) == "l2") return true;
+        }
+        return cpu_features().intel;
+    }();
+    return l2;
 }
 
 void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,

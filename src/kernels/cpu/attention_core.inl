@@ -103,6 +103,7 @@ struct LineStream {
     int steps;      // step() calls since the lines were queued
     int64_t lines;  // lines queued
     bool paced;     // space the lines out (see step()): the stream comes from memory
+    bool l2;        // prefetcht1 instead of prefetcht0 (attention_prefetch_l2(): per CPU vendor)
     // (The stream lives in raw scratch memory: reset() initialises every field.)
     void reset() {
         n = r = steps = 0;
@@ -110,6 +111,11 @@ struct LineStream {
         per_step = 4;
         cur = cur_end = nullptr;
         paced = true;
+        l2 = attention_prefetch_l2();
+    }
+    __attribute__((always_inline)) void line(const uint8_t* c) const {
+        if (l2) __builtin_prefetch(c, 0, 2);
+        else __builtin_prefetch(c, 0, 3);
     }
     void add(const uint8_t* p, size_t bytes) {
         at[n] = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63));
@@ -131,7 +137,7 @@ struct LineStream {
                 c = at[r];
                 e = end[r];
             }
-            __builtin_prefetch(c, 0, 3);
+            line(c);
             c += 64;
 #if defined(__x86_64__) || defined(__i386__)
             // Paced streams put two multiplies' latency (~6 cycles) between the lines. Prefetches
@@ -149,9 +155,9 @@ struct LineStream {
     // steps, and empties the queue.
     void next_tile() {
         if (r < n) {
-            for (; cur < cur_end; cur += 64) __builtin_prefetch(cur, 0, 3);
+            for (; cur < cur_end; cur += 64) line(cur);
             for (++r; r < n; ++r)
-                for (const uint8_t* c = at[r]; c < end[r]; c += 64) __builtin_prefetch(c, 0, 3);
+                for (const uint8_t* c = at[r]; c < end[r]; c += 64) line(c);
         }
         asm volatile("");
         if (steps > 0) per_step = static_cast<int>((lines + steps - 1) / steps) + 1;
