@@ -42,7 +42,6 @@ public:
     Hash128 longest(const Hash128& parent, const Hash128& extra, const int32_t* query, size_t n, size_t* c,
                     const std::function<bool(const Hash128&)>& usable) const;
     size_t size() const { return where_.size(); }
-    bool contains(const Hash128& h) const { return where_.count(h) != 0; }
     // Calls f(h, group, tokens) for every recorded block: group names (parent, extra keys) for
     // add_to_group (prefix files keep the records with their blocks).
     template <class F>

@@ -226,11 +226,7 @@ int64_t Cache::sub_block_tail(const Hash128& extra, const int32_t* tokens, int64
     if (room <= 0) return 0;
     size_t c = 0;
     *child = children_.longest(H > 0 ? h.back() : hash_root(), extra, tokens + H * bt, size_t(room), &c,
-                               [&](const Hash128& x) {
-                                   for (size_t m = 0; m < layout_.managers.size(); m++)
-                                       if (pool_.lookup(int32_t(m), x) == kNullBlock) return false;
-                                   return true;
-                               });
+                               [&](const Hash128& x) { return indexed_in_all_locked(x); });
     // A window manager resuming at P = H bt + c reads [P - W + 1, P): the blocks before H that it
     // needs are among those hit_blocks checked for H bt (P - W + 1 >= H bt - W + 1), block H is
     // the child itself.
@@ -466,16 +462,24 @@ void Cache::publish_computed_locked(Sequence& s) {
 
 void Cache::add_child_locked(const Hash128& parent, const Hash128& extra, const Hash128& h,
                              const int32_t* tokens) noexcept {
-    // Only a hash some manager indexes (its eviction removes the record again).
-    bool indexed = false;
-    for (size_t m = 0; m < layout_.managers.size() && !indexed; m++)
-        indexed = pool_.lookup(int32_t(m), h) != kNullBlock;
-    if (!indexed) return;
+    if (!indexed_in_any_locked(h)) return;  // (its eviction removes the record again)
     try {
         children_.add(parent, extra, h, tokens, size_t(layout_.block_tokens));
     } catch (...) {
         // Out of memory: the block serves whole-block hits only.
     }
+}
+
+bool Cache::indexed_in_any_locked(const Hash128& h) const {
+    for (size_t m = 0; m < layout_.managers.size(); m++)
+        if (pool_.lookup(int32_t(m), h) != kNullBlock) return true;
+    return false;
+}
+
+bool Cache::indexed_in_all_locked(const Hash128& h) const {
+    for (size_t m = 0; m < layout_.managers.size(); m++)
+        if (pool_.lookup(int32_t(m), h) == kNullBlock) return false;
+    return true;
 }
 
 uint8_t* Cache::row_ptr_locked(const Sequence& s, int32_t layer, int64_t row, bool value, bool writable) const {
@@ -705,10 +709,7 @@ void Cache::check_invariants() const {
         }
     }
     children_.for_each([&](const Hash128& h, const Hash128&, const std::vector<int32_t>&) {
-        bool indexed = false;
-        for (size_t m = 0; m < layout_.managers.size() && !indexed; m++)
-            indexed = pool_.lookup(int32_t(m), h) != kNullBlock;
-        if (!indexed) fail(KVRT_ERR_INTERNAL, "cache: a sub-block record outlives its block set's index entries");
+        if (!indexed_in_any_locked(h)) fail(KVRT_ERR_INTERNAL, "cache: a sub-block record outlives its block set's index entries");
     });
     pool_.check(refs);
 }

@@ -257,6 +257,9 @@ private:
     void attach(Sequence& s, const int32_t* tokens, int64_t H, std::vector<Hash128>&& hashes,
                 const Hash128& child = {}, int64_t tail = 0);
     void add_child_locked(const Hash128& parent, const Hash128& extra, const Hash128& h, const int32_t* tokens) noexcept;
+    // Whether some manager / every manager indexes a block under h.
+    bool indexed_in_any_locked(const Hash128& h) const;
+    bool indexed_in_all_locked(const Hash128& h) const;
     void release_blocks(Sequence& s, int64_t from_block);
     void set_entry(Sequence& s, int32_t m, int64_t b, BlockId id);
     void publish_computed_locked(Sequence& s);

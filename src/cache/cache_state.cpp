@@ -156,10 +156,7 @@ uint64_t Cache::load_prefixes(const std::string& path, uint64_t fp_lo, uint64_t 
     }
     std::vector<int32_t> tokens(bt);
     for (const Record& rec : records) {
-        bool indexed = false;  // only for hashes this cache now holds (the budget may have cut the load short)
-        for (size_t m = 0; m < layout_.managers.size() && !indexed; m++)
-            indexed = pool_.lookup(int32_t(m), rec.h) != kNullBlock;
-        if (!indexed) continue;
+        if (!indexed_in_any_locked(rec.h)) continue;  // the budget may have cut the load short
         std::memcpy(tokens.data(), rec.tokens, 4 * bt);
         try {
             children_.add_to_group(rec.group, rec.h, tokens.data(), bt);

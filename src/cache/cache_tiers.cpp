@@ -248,11 +248,6 @@ TierFetch Cache::fetch_from_tiers(const SeqKeys& keys, const int32_t* tokens, in
     Hash128 parent = hash_root();
     for (int64_t b = 0; b < max_blocks; b++) h[b] = parent = hash_block(parent, extra, tokens + b * bt, size_t(bt));
 
-    auto in_ram = [&](int64_t b) {
-        for (size_t m = 0; m < nm; m++)
-            if (pool_.lookup(int32_t(m), h[b]) == kNullBlock) return false;
-        return true;
-    };
     std::vector<BlockId> held;  // refs taken so that loading never evicts this prompt's own blocks
     auto release_held = [&] {
         std::lock_guard<std::mutex> lock(mu_);
@@ -262,7 +257,7 @@ TierFetch Cache::fetch_from_tiers(const SeqKeys& keys, const int32_t* tokens, in
     int64_t b = 0;
     {
         std::lock_guard<std::mutex> lock(mu_);
-        while (b < max_blocks && in_ram(b)) b++;
+        while (b < max_blocks && indexed_in_all_locked(h[b])) b++;
         out.ram_blocks = b;
         if (b == max_blocks) return out;
         held.reserve(size_t(max_blocks) * nm);

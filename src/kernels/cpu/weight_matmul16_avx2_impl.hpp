@@ -86,7 +86,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
-        if (t.prefetch) prefetch_step(pb, t.stride);
+        if (t.prefetch) prefetch_step(t.pf, pb, t.stride);
         const int16_t* x[MR];
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) x[r] = a.row_q16(t.m0 + r) + b * 32;
@@ -116,7 +116,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
-        if (t.prefetch) prefetch_step(pb, t.stride);
+        if (t.prefetch) prefetch_step(t.pf, pb, t.stride);
         const int16_t* x[MR];
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) x[r] = a.row_q16(t.m0 + r) + b * 32;
@@ -169,7 +169,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
         const uint8_t* pb = t.panel + st * t.stride;
         for (int s = 0; s < kSubs; s++) {
             const int64_t b = st * kSubs + s;
-            if (t.prefetch) prefetch_step(pb + s * pf_chunk, pf_chunk);
+            if (t.prefetch) prefetch_step(t.pf, pb + s * pf_chunk, pf_chunk);
             const uint8_t* qs = pb + qoff + s * 256;
             const uint8_t* hx = pb + hoff + s * hstep;
             const int16_t* x[MR];

@@ -10,10 +10,9 @@
 // No include guard: meant to be included once per translation unit.
 
 constexpr int kMaxRows = 2;
-// Prefetches `bytes` of the weight stream weight_prefetch().ahead bytes ahead of p, into the level
-// it names (weight_matmul_kernels.hpp: per CPU vendor, as the AVX-512 path).
-inline void prefetch_step(const uint8_t* p, size_t bytes) {
-    const WeightPrefetch& pf = weight_prefetch();
+// Prefetches `bytes` of the weight stream pf.ahead bytes ahead of p, into the level pf names
+// (weight_matmul_kernels.hpp: per CPU vendor, as the AVX-512 path).
+inline void prefetch_step(const WeightPrefetch& pf, const uint8_t* p, size_t bytes) {
     const uint8_t* q = p + pf.ahead;
     if (pf.l2)
         for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(q + o), _MM_HINT_T1);
@@ -25,6 +24,7 @@ struct Tile {
     const uint8_t* panel;  // PackedWeight::panel(p)
     size_t stride;         // PackedWeight::panel_stride()
     bool prefetch;         // prefetch the pair's stream (first panel of the pair, first row tile)
+    WeightPrefetch pf;     // how (weight_prefetch(), read once per call)
     int64_t m0;
     float* y;
     int64_t ldy;
@@ -82,8 +82,10 @@ inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& w
 template <void (*Run1)(const MatmulArgs&, const Tile&), void (*Run2)(const MatmulArgs&, const Tile&)>
 void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
+    const WeightPrefetch pf = weight_prefetch();
     for (int64_t p = p0; p < p1; p++) {
         Tile t;
+        t.pf = pf;
         t.panel = w.panel(p);
         t.stride = w.panel_stride();
         t.ldy = args.ldy;

@@ -44,7 +44,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
-        if (t.prefetch) prefetch_step(pb, t.stride);
+        if (t.prefetch) prefetch_step(t.pf, pb, t.stride);
 #if KVRT_AVX2_VNNI
         // Two vpdpbusd chains per accumulator (low and high nibbles) to hide their
         // latency; integer sums, so exact.
@@ -148,7 +148,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
-        if (t.prefetch) prefetch_step(pb, t.stride);
+        if (t.prefetch) prefetch_step(t.pf, pb, t.stride);
         __m256i ia[MR][2];
 #if KVRT_AVX2_VNNI
         // stored q + 128 (unsigned) x signed activations, minus 128 * sum(activations)
@@ -253,7 +253,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
         for (int s = 0; s < kSubs; s++) {
             const int64_t b = st * kSubs + s;
-            if (t.prefetch) prefetch_step(pb + s * pf_chunk, pf_chunk);
+            if (t.prefetch) prefetch_step(t.pf, pb + s * pf_chunk, pf_chunk);
             const uint8_t* qs = pb + qoff + s * 256;
             const uint8_t* hx = pb + hoff + s * hstep;
             __m256i ilo[MR][2], ihi[MR][2];
@@ -370,7 +370,7 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t k = 0; k < K; k++) {
-        if (t.prefetch && (k & 1) == 0) prefetch_step(t.panel + k * t.stride, 2 * t.stride);
+        if (t.prefetch && (k & 1) == 0) prefetch_step(t.pf, t.panel + k * t.stride, 2 * t.stride);
         const __m256 w0 = load_w<T>(t.panel + k * t.stride);
         const __m256 w1 = load_w<T>(t.panel + k * t.stride + half);
         #pragma GCC unroll 8

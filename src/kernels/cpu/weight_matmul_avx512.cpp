@@ -54,6 +54,7 @@ inline void prefetch_line(const uint8_t* p, bool l2) {
 struct Tile {
     const uint8_t* panel;  // the panel pair (PackedWeight::panel(p), p even)
     bool prefetch;         // prefetch the weight stream (first row tile of the pair)
+    WeightPrefetch pf;     // how (weight_prefetch(), read once per call)
     int64_t m0;            // first row of X / Y
     float* y;              // Y + m0 * ldy + first column
     int64_t ldy;
@@ -126,7 +127,7 @@ inline void store_tile(const Tile& t, __m512 (&acc)[MR][NP]) {
 
 template <bool Q41, int MR, int NP, int AB>
 void tile_q4(const Tile& t, const QuantizedRows& a) {
-    const WeightPrefetch pf = weight_prefetch();
+    const WeightPrefetch& pf = t.pf;
     constexpr size_t step = Q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
     constexpr size_t qoff = Q41 ? 64 : 32;
     const int64_t nb = a.blocks;
@@ -203,7 +204,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
 
 template <int MR, int NP, int AB>
 void tile_q8(const Tile& t, const QuantizedRows& a) {
-    const WeightPrefetch pf = weight_prefetch();
+    const WeightPrefetch& pf = t.pf;
     const int64_t nb = a.blocks;
     __m512 acc[MR][NP];
     #pragma GCC unroll 8
@@ -267,7 +268,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
 // weight_matmul_kernels.hpp.
 template <TensorType T, int MR, int NP, int AB>
 void tile_new(const Tile& t, const QuantizedRows& a) {
-    const WeightPrefetch pf = weight_prefetch();
+    const WeightPrefetch& pf = t.pf;
     constexpr size_t step = panel_step_bytes(T);
     constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
     constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
@@ -408,7 +409,7 @@ inline __m512 load_w(const uint8_t* p) {
 
 template <TensorType T, int MR, int NP>
 void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
-    const WeightPrefetch pf = weight_prefetch();
+    const WeightPrefetch& pf = t.pf;
     constexpr size_t step = panel_step_bytes(T);
     __m512 acc[MR][NP];
     #pragma GCC unroll 8
@@ -469,8 +470,10 @@ void run_rows(const MatmulArgs& args, const Tile& t, int mr) {
 template <int AB>
 void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
+    const WeightPrefetch pf = weight_prefetch();
     for (int64_t p = p0; p < p1; p += 2) {  // p0 is even; panels come in pairs
         Tile t;
+        t.pf = pf;
         t.panel = w.panel(p);
         t.ldy = args.ldy;
         t.ncols = static_cast<int>(std::min<int64_t>(2 * kPanel, w.rows() - p * kPanel));
