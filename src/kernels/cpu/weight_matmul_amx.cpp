@@ -4,9 +4,9 @@
 // AMX weight-matmul kernels (KernelIsa::Amx): the quantised weight types against 8-bit
 // activation codes, in blocks of 32 rows of X x 32 output columns (a panel pair): 2 x 2 tiles.
 //
-// Per 32-element block b, tdpbsud computes the block's exact integer dots for 16 rows x 16
-// columns per tile (signed activation codes in the A tiles, straight from the quantised rows;
-// the panels' unsigned weight codes in the B tiles, laid out once per panel and chunk of
+// Per 32-element block b, tdpbsud (tdpbssd for Q5_0 / Q8_0, whose codes are laid out signed)
+// computes the block's exact integer dots for 16 rows x 16 columns per tile (signed activation
+// codes in the A tiles, straight from the quantised rows; the panels' weight codes in the B tiles, laid out once per panel and chunk of
 // blocks: B row kk holds, per column, the 4 codes of elements 4kk..4kk+3, which is what the
 // packed 4-bit chunks hold after a mask or a shift, weight_matmul_layout.hpp). Each A and B
 // tile feeds two products. The C tiles go to memory and the float operations of
@@ -75,14 +75,21 @@ struct AmxTiles {
         else if constexpr (T == 6) _tile_loadd(6, p, stride);
         else _tile_loadd(7, p, stride);
     }
-    // C[c] += A[4 + c / 2] . B[6 + c % 2]
-    template <int C>
+    // C[c] += A[4 + c / 2] . B[6 + c % 2] (A signed; B signed: tdpbssd, unsigned: tdpbsud)
+    template <int C, bool SignedB>
     static void dot() {
         static_assert(C >= 0 && C < 4, "C tiles are tmm0..tmm3");
-        if constexpr (C == 0) _tile_dpbsud(0, 4, 6);
-        else if constexpr (C == 1) _tile_dpbsud(1, 4, 7);
-        else if constexpr (C == 2) _tile_dpbsud(2, 5, 6);
-        else _tile_dpbsud(3, 5, 7);
+        if constexpr (SignedB) {
+            if constexpr (C == 0) _tile_dpbssd(0, 4, 6);
+            else if constexpr (C == 1) _tile_dpbssd(1, 4, 7);
+            else if constexpr (C == 2) _tile_dpbssd(2, 5, 6);
+            else _tile_dpbssd(3, 5, 7);
+        } else {
+            if constexpr (C == 0) _tile_dpbsud(0, 4, 6);
+            else if constexpr (C == 1) _tile_dpbsud(1, 4, 7);
+            else if constexpr (C == 2) _tile_dpbsud(2, 5, 6);
+            else _tile_dpbsud(3, 5, 7);
+        }
     }
     template <int T>
     static void store(void* p, int64_t stride) {

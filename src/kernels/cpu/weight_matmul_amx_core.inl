@@ -9,7 +9,8 @@
 // Include inside namespace kvrt::kernels, in an anonymous namespace, in a region compiled for
 // avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c (#pragma GCC target), after
 // weight_codes_avx512.hpp. Tiles provides configure(TileConfig), release(), zero<C>(),
-// load<T>(p, stride), dot<C>() (C[c] += A[4 + c / 2] . B[6 + c % 2]) and store<C>(p, stride).
+// load<T>(p, stride), dot<C, SignedB>() (C[c] += A[4 + c / 2] . B[6 + c % 2], A signed, B
+// signed or unsigned bytes) and store<C>(p, stride).
 
 // Palette 1 tile configuration: the 64 bytes ldtilecfg reads.
 struct alignas(64) TileConfig {
@@ -29,6 +30,15 @@ TileConfig tile_config() {
     return c;
 }
 
+
+// Q5_0 and Q8_0 codes go into the B tiles signed (the packed panels hold them unsigned, with
+// a zero point of 16 and 128, for vpdpbusd): tdpbssd's sums are then the blocks' dots
+// themselves, with no zero-point correction per row and block in fold() (the integer sums are
+// the same, so are the bits). The K-quants' codes have no zero point: unsigned, tdpbsud.
+template <TensorType T>
+constexpr bool signed_codes() {
+    return T == TensorType::Q5_0 || T == TensorType::Q8_0;
+}
 
 // One panel's weights for a chunk of blocks, laid out for the tiles: per block the B tile
 // (8 rows x 64 bytes), the per-column factor of the integer sum (d, or d * sc for Q4_K /
@@ -67,13 +77,16 @@ void prepare(const uint8_t* pp, int64_t b0, int64_t b1, PanelPrep& out) {
             const uint8_t* pb = pp + b * 2 * step;
             _mm512_store_ps(out.cw[i], load_f16x16(pb));
             if constexpr (T == TensorType::Q8_0) {
-                std::memcpy(bt, pb + 32, 512);  // chunk g is B row g already
+                const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));  // u8 - 128 = u8 ^ 0x80
+                for (int g = 0; g < 8; g++)  // chunk g is B row g already
+                    _mm512_store_si512(bt + 64 * g, _mm512_xor_si512(_mm512_loadu_si512(pb + 32 + 64 * g), flip));
             } else {
+                const __m512i zero_point = _mm512_set1_epi8(16);
                 for (int c = 0; c < 4; c++) {  // Q5_0: d[16] | hb (64 bytes) | 4 chunks from byte 96
                     __m512i l, h;
                     avx512_codes::codes<T>(pb + 96, pb + 32, c, l, h);
-                    _mm512_store_si512(bt + 128 * c, l);
-                    _mm512_store_si512(bt + 128 * c + 64, h);
+                    _mm512_store_si512(bt + 128 * c, _mm512_sub_epi8(l, zero_point));
+                    _mm512_store_si512(bt + 128 * c + 64, _mm512_sub_epi8(h, zero_point));
                 }
             }
         } else {  // K-quants: sub-block s of super-block st
@@ -97,11 +110,6 @@ void prepare(const uint8_t* pp, int64_t b0, int64_t b1, PanelPrep& out) {
     }
 }
 
-// The integer offset per activation block sum: the unsigned codes' zero point.
-template <TensorType T>
-constexpr int32_t code_offset() {
-    return T == TensorType::Q5_0 ? 16 : T == TensorType::Q8_0 ? 128 : 0;
-}
 template <TensorType T>
 constexpr bool has_min() {
     return T == TensorType::Q4_K || T == TensorType::Q5_K;
@@ -118,8 +126,7 @@ inline void fold(float* acc, const int32_t* ct, const PanelPrep& pp, int i, cons
     #pragma GCC unroll 16
     for (int r = 0; r < 16; r++) {
         const int64_t ab = (m0 + r) * nb + b;
-        __m512i I = _mm512_load_si512(ct + 16 * r);
-        if constexpr (code_offset<T>() != 0) I = _mm512_add_epi32(I, _mm512_set1_epi32(-code_offset<T>() * a.sum[ab]));
+        const __m512i I = _mm512_load_si512(ct + 16 * r);
         __m512 v = _mm512_fmadd_ps(_mm512_mul_ps(cw, _mm512_set1_ps(a.d[ab])), _mm512_cvtepi32_ps(I), _mm512_load_ps(acc + 32 * r));
         if constexpr (has_min<T>()) v = _mm512_fmadd_ps(mw, _mm512_set1_ps(a.s[ab]), v);
         _mm512_store_ps(acc + 32 * r, v);
@@ -127,10 +134,10 @@ inline void fold(float* acc, const int32_t* ct, const PanelPrep& pp, int i, cons
 }
 
 // Row tile I x panel J of block b (NP panels): the product into C tile 2I + J.
-template <class Tiles, int I, int J>
+template <class Tiles, TensorType T, int I, int J>
 inline void tile_product() {
     Tiles::template zero<2 * I + J>();
-    Tiles::template dot<2 * I + J>();
+    Tiles::template dot<2 * I + J, signed_codes<T>()>();
 }
 
 // Blocks [b0, b1) of NM row tiles from m0 (NM = 1 or 2) x the pair's NP panels (NP = 1: the
@@ -150,24 +157,34 @@ void pair_rows(const QuantizedRows& a, int64_t m0, const Prep& pr, int64_t b0, i
             _mm512_store_ps(acc[r] + 16 * j, b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[j], y + r * ldy + 16 * j));
     const int64_t lda = a.blocks * 32;
     const int8_t* x0 = a.row_qs(m0);
-    alignas(64) int32_t cb[4][256];
+    // Software-pipelined by one block: the tiles of block b run (and store their C tiles into
+    // cb[b % 2]) before the float work of block b - 1 (from cb[(b - 1) % 2]), so that the core
+    // overlaps the tile unit's latency with the vector work instead of waiting on every store.
+    alignas(64) int32_t cb[2][4][256];
+    const auto fold_block = [&](int64_t b) {
+        const int i = static_cast<int>(b - b0);
+        for (int ti = 0; ti < NM; ti++)
+            for (int j = 0; j < NP; j++)
+                fold<T>(acc[16 * ti] + 16 * j, cb[b & 1][2 * ti + j], pr.panel[j], i, a, m0 + 16 * ti, b);
+    };
     for (int64_t b = b0; b < b1; b++) {
         const int i = static_cast<int>(b - b0);
+        int32_t(*c)[256] = cb[b & 1];
         Tiles::template load<4>(x0 + b * 32, lda);
         if constexpr (NM == 2) Tiles::template load<5>(x0 + 16 * lda + b * 32, lda);
         Tiles::template load<6>(pr.panel[0].codes[i], 64);
         if constexpr (NP == 2) Tiles::template load<7>(pr.panel[1].codes[i], 64);
-        tile_product<Tiles, 0, 0>();
-        if constexpr (NP == 2) tile_product<Tiles, 0, 1>();
-        if constexpr (NM == 2) tile_product<Tiles, 1, 0>();
-        if constexpr (NM == 2 && NP == 2) tile_product<Tiles, 1, 1>();
-        Tiles::template store<0>(cb[0], 64);
-        if constexpr (NP == 2) Tiles::template store<1>(cb[1], 64);
-        if constexpr (NM == 2) Tiles::template store<2>(cb[2], 64);
-        if constexpr (NM == 2 && NP == 2) Tiles::template store<3>(cb[3], 64);
-        for (int ti = 0; ti < NM; ti++)
-            for (int j = 0; j < NP; j++) fold<T>(acc[16 * ti] + 16 * j, cb[2 * ti + j], pr.panel[j], i, a, m0 + 16 * ti, b);
+        tile_product<Tiles, T, 0, 0>();
+        if constexpr (NP == 2) tile_product<Tiles, T, 0, 1>();
+        if constexpr (NM == 2) tile_product<Tiles, T, 1, 0>();
+        if constexpr (NM == 2 && NP == 2) tile_product<Tiles, T, 1, 1>();
+        Tiles::template store<0>(c[0], 64);
+        if constexpr (NP == 2) Tiles::template store<1>(c[1], 64);
+        if constexpr (NM == 2) Tiles::template store<2>(c[2], 64);
+        if constexpr (NM == 2 && NP == 2) Tiles::template store<3>(c[3], 64);
+        if (b > b0) fold_block(b - 1);
     }
+    if (b1 > b0) fold_block(b1 - 1);
     for (int r = 0; r < NM * 16; r++)
         for (int j = 0; j < NP; j++) _mm512_mask_storeu_ps(y + r * ldy + 16 * j, mask[j], _mm512_load_ps(acc[r] + 16 * j));
 }

@@ -27,7 +27,7 @@ namespace {
 
 #include "kernels/cpu/weight_matmul_amx_core.inl"
 
-// The same operations in C++ (Intel SDM: TILELOADD, TILEZERO, TDPBSUD, TILESTORED).
+// The same operations in C++ (Intel SDM: TILELOADD, TILEZERO, TDPBSUD / TDPBSSD, TILESTORED).
 struct EmulatedTiles {
     struct State {
         TileConfig cfg;
@@ -50,7 +50,7 @@ struct EmulatedTiles {
         for (int r = 0; r < s.cfg.rows[T]; r++)
             std::memcpy(s.t[T] + 64 * r, static_cast<const uint8_t*>(p) + r * stride, s.cfg.colsb[T]);
     }
-    template <int C>
+    template <int C, bool SignedB>
     static void dot() {
         constexpr int A = 4 + C / 2, B = 6 + C % 2;
         State& s = st();
@@ -61,7 +61,10 @@ struct EmulatedTiles {
                 int32_t c;
                 std::memcpy(&c, s.t[C] + 64 * m + 4 * j, 4);
                 for (int kk = 0; kk < k4; kk++)
-                    for (int i = 0; i < 4; i++) c += int32_t(a[4 * kk + i]) * int32_t(s.t[B][64 * kk + 4 * j + i]);
+                    for (int i = 0; i < 4; i++) {
+                        const uint8_t b = s.t[B][64 * kk + 4 * j + i];
+                        c += int32_t(a[4 * kk + i]) * (SignedB ? int32_t(static_cast<int8_t>(b)) : int32_t(b));
+                    }
                 std::memcpy(s.t[C] + 64 * m + 4 * j, &c, 4);
             }
         }
