@@ -915,7 +915,7 @@ TEST_CASE("weight_matmul Q16: the activation error against f32 math is ~256x sma
 }
 
 TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX-512 kernel") {
-    // Whole tiles of 16 rows take tdpbsud (Q5_0, Q8_0, Q4_K, Q5_K; the other types go to the
+    // Whole tiles of 16 rows take tdpbssd / tdpbsud (Q5_0, Q8_0, Q4_K, Q5_K, Q6_K; the others go to the
     // AVX-512 kernel), the remaining rows the AVX-512 kernel; both with the
     // same float operations, so every element has the AVX-512 kernel's bits. Shapes: one tile
     // and a row tail, several tiles, a panel tail (N % 16), an odd panel count (padding panel),

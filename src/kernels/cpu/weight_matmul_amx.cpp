@@ -14,12 +14,12 @@
 // the same operations in the same order as the AVX-512 VNNI kernel, so every output element
 // has the bits of every other path (integer sums are exact whatever computes them).
 //
-// Types: Q5_0, Q8_0, Q4_K and Q5_K, where the tiles measured faster end to end (the 5-bit and
+// Types: Q5_0, Q8_0, Q4_K, Q5_K and Q6_K (its two 16-element halves per block as tiles of
+// K = 16, their sums scaled in floats, exactly), where the tiles measured faster end to end (the 5-bit and
 // K-quant codes are unpacked once per panel here, once per 4 rows in the VNNI kernel; Gemma 3
 // 270M and Qwen2.5-Coder-0.5B prefill 1.06-1.16x on a Xeon with AMX, src/kernels/README.md).
 // What goes elsewhere (matmul_panels_avx512): Q4_0 / Q4_1 (their VNNI kernel is lean enough
-// that the tiles' per-block store and float work cost more: SmolLM2's prefill 0.96x), Q6_K
-// (two 16-element halves with their own sums: slower on tiles), rows past the last whole tile
+// that the tiles' per-block store and float work cost more: SmolLM2's prefill 0.96x), rows past the last whole tile
 // of 16 (a decode row, a prefill's last rows), float weights, and any call when this thread's
 // panel buffer cannot be allocated. 16-bit activation codes never come here.
 //
@@ -75,21 +75,34 @@ struct AmxTiles {
         else if constexpr (T == 6) _tile_loadd(6, p, stride);
         else _tile_loadd(7, p, stride);
     }
-    // C[c] += A[4 + c / 2] . B[6 + c % 2] (A signed; B signed: tdpbssd, unsigned: tdpbsud)
-    template <int C, bool SignedB>
+    // C[c] += A[a] . B[b] (A signed; B signed: tdpbssd, unsigned: tdpbsud)
+    template <int C, int A, int B, bool SignedB>
     static void dot() {
-        static_assert(C >= 0 && C < 4, "C tiles are tmm0..tmm3");
+        static_assert(C >= 0 && C < 4 && (A == 4 || A == 5) && (B == 6 || B == 7), "C tmm0..3, A tmm4..5, B tmm6..7");
+        constexpr int k = C * 4 + (A - 4) * 2 + (B - 6);
+#define KVRT_AMX_DOT(op)                                  \
+    if constexpr (k == 0) op(0, 4, 6);                    \
+    else if constexpr (k == 1) op(0, 4, 7);               \
+    else if constexpr (k == 2) op(0, 5, 6);               \
+    else if constexpr (k == 3) op(0, 5, 7);               \
+    else if constexpr (k == 4) op(1, 4, 6);               \
+    else if constexpr (k == 5) op(1, 4, 7);               \
+    else if constexpr (k == 6) op(1, 5, 6);               \
+    else if constexpr (k == 7) op(1, 5, 7);               \
+    else if constexpr (k == 8) op(2, 4, 6);               \
+    else if constexpr (k == 9) op(2, 4, 7);               \
+    else if constexpr (k == 10) op(2, 5, 6);              \
+    else if constexpr (k == 11) op(2, 5, 7);              \
+    else if constexpr (k == 12) op(3, 4, 6);              \
+    else if constexpr (k == 13) op(3, 4, 7);              \
+    else if constexpr (k == 14) op(3, 5, 6);              \
+    else op(3, 5, 7);
         if constexpr (SignedB) {
-            if constexpr (C == 0) _tile_dpbssd(0, 4, 6);
-            else if constexpr (C == 1) _tile_dpbssd(1, 4, 7);
-            else if constexpr (C == 2) _tile_dpbssd(2, 5, 6);
-            else _tile_dpbssd(3, 5, 7);
+            KVRT_AMX_DOT(_tile_dpbssd)
         } else {
-            if constexpr (C == 0) _tile_dpbsud(0, 4, 6);
-            else if constexpr (C == 1) _tile_dpbsud(1, 4, 7);
-            else if constexpr (C == 2) _tile_dpbsud(2, 5, 6);
-            else _tile_dpbsud(3, 5, 7);
+            KVRT_AMX_DOT(_tile_dpbsud)
         }
+#undef KVRT_AMX_DOT
     }
     template <int T>
     static void store(void* p, int64_t stride) {

@@ -50,9 +50,8 @@ struct EmulatedTiles {
         for (int r = 0; r < s.cfg.rows[T]; r++)
             std::memcpy(s.t[T] + 64 * r, static_cast<const uint8_t*>(p) + r * stride, s.cfg.colsb[T]);
     }
-    template <int C, bool SignedB>
+    template <int C, int A, int B, bool SignedB>
     static void dot() {
-        constexpr int A = 4 + C / 2, B = 6 + C % 2;
         State& s = st();
         const int m_rows = s.cfg.rows[A], k4 = s.cfg.colsb[A] / 4, n = s.cfg.colsb[C] / 4;
         for (int m = 0; m < m_rows; m++) {
