@@ -169,7 +169,10 @@ struct LineStream {
 
 // One tile of keys of one KV head, ready for the row kernels. K is transposed into kt (f32,
 // converted while transposing); V rows stay where they are, in the cache's dtype, and are
-// converted as P.V loads them (conversions to f32 are exact: where they happen changes no bit).
+// converted as P.V loads them (conversions to f32 are exact: where they happen changes no bit),
+// except where many row blocks will read the tile (prefill: tile_build's v_f32), which converts
+// 16-bit V rows once into vbuf and hands P.V an f32 tile (one conversion per key instead of one
+// per key and row block: the P.V loop was one vcvtph2ps per 4 FMAs at 4 rows).
 //
 // Pair tiles (Ops::kBf16Dot, bf16 KV, attention): the bf16 dot-product layout instead. K is
 // transposed as 32-bit pairs of dims, kp[i][j] = (k_j[2i], k_j[2i+1]); V as pairs of keys,
@@ -434,7 +437,8 @@ inline float cvt16(uint16_t h, DType dt) { return dt == DType::BF16 ? bf16_to_f3
 // Fills the tile with keys j in [ja, jb]: kp(j) / vp(j) give the head slice of key j (K in the
 // dtype dt, V in vdt). need_v = false skips V (indexer).
 template <class KP, class VP>
-inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, KP kp, VP vp, bool need_v) {
+inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, KP kp, VP vp, bool need_v,
+                       bool v_f32 = false) {
     t.ja = ja;
     t.jb = jb;
     t.vdt = vdt;
@@ -460,6 +464,20 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
     if (need_v && dtype_quantized(vdt)) tile_value_scales(t, d, vdt, ja, jb);
     if constexpr (Ops::kBf16Dot) {
         if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb, need_v);
+    }
+    if (need_v && v_f32 && (vdt == DType::F16 || vdt == DType::BF16)) {
+        constexpr int W = Ops::W;
+        const bool bf = vdt == DType::BF16;
+        for (int j = ja; j <= jb; ++j) {
+            const uint16_t* src = reinterpret_cast<const uint16_t*>(t.vraw[j]);
+            float* row = t.vbuf + size_t(j) * (d + 16);
+            int c = 0;
+            for (; c + W <= d; c += W) Ops::store(row + c, bf ? Ops::load_bf16(src + c) : Ops::load_f16(src + c));
+            for (; c < d; ++c) row[c] = cvt16(src[c], vdt);
+            t.vraw[j] = reinterpret_cast<const uint8_t*>(row);
+            t.vrow[j] = row;
+        }
+        t.vdt = DType::F32;
     }
     // Transpose K into kt[c][j], W keys at a time; groups without keys are zeroed (their lanes
     // are masked out by every row).
@@ -1519,7 +1537,7 @@ inline void prefill_impl(const PagedKV& kv, const AttnParams& p, const float* q,
                 else
                     tile_build(
                         tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
-                        [&](int j) { return vr[j] + voff; }, true);
+                        [&](int j) { return vr[j] + voff; }, true, r1 - r0 > kRowsScore);
                 for (int r = r0; r < r1; ++r) {
                     if (cur[r] != chunk) {
                         if (cur[r] >= 0) fold(mt[r], lt[r], ot + size_t(r) * d, mc[r], lc[r], oc + size_t(r) * d, d);
