@@ -170,9 +170,9 @@ struct LineStream {
 // One tile of keys of one KV head, ready for the row kernels. K is transposed into kt (f32,
 // converted while transposing); V rows stay where they are, in the cache's dtype, and are
 // converted as P.V loads them (conversions to f32 are exact: where they happen changes no bit),
-// except where many row blocks will read the tile (prefill: tile_build's v_f32), which converts
-// 16-bit V rows once into vbuf and hands P.V an f32 tile (one conversion per key instead of one
-// per key and row block: the P.V loop was one vcvtph2ps per 4 FMAs at 4 rows).
+// except where many row blocks will read the tile (prefill: tile_build's v_f32) on AVX-512, which
+// converts 16-bit V rows once into vbuf and hands P.V an f32 tile (one conversion per key instead
+// of one per key and row block: the P.V loop was one vcvtph2ps per 4 FMAs at 4 rows).
 //
 // Pair tiles (Ops::kBf16Dot, bf16 KV, attention): the bf16 dot-product layout instead. K is
 // transposed as 32-bit pairs of dims, kp[i][j] = (k_j[2i], k_j[2i+1]); V as pairs of keys,
@@ -465,7 +465,9 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
     if constexpr (Ops::kBf16Dot) {
         if (t.pairs) return tile_build_pairs<Ops>(t, d, kr, ja, jb, need_v);
     }
-    if (need_v && v_f32 && (vdt == DType::F16 || vdt == DType::BF16)) {
+    // AVX-512 only: on AVX2 (Zen 3 in session 13, the Xeon's AVX2 path in session 20) the
+    // conversion once per tile measured no faster, and 5-10% slower at d 256.
+    if (Ops::W == 16 && need_v && v_f32 && (vdt == DType::F16 || vdt == DType::BF16)) {
         constexpr int W = Ops::W;
         const bool bf = vdt == DType::BF16;
         for (int j = ja; j <= jb; ++j) {
