@@ -157,6 +157,24 @@ inline void fold(float* acc, const int32_t* ct, const PanelPrep& pp, int i, cons
     }
 }
 
+// The accumulators of `rows` rows x a panel pair (32 floats per row): the masks of the pair's
+// ncols valid columns, and the rows' partial sums from y (zero for the first chunk, b0 = 0).
+inline void acc_begin(float* acc, int rows, int ncols, int64_t b0, const float* y, int64_t ldy, __mmask16* mask) {
+    for (int j = 0; j < 2; j++) {
+        const int left = ncols - 16 * j;
+        mask[j] = left >= 16 ? static_cast<__mmask16>(0xFFFF) : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1u);
+    }
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < 2; j++)
+            _mm512_store_ps(acc + 32 * r + 16 * j,
+                            b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[j], y + r * ldy + 16 * j));
+}
+// ... and back to y (np panels of the pair).
+inline void acc_end(const float* acc, int rows, int np, float* y, int64_t ldy, const __mmask16* mask) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < np; j++) _mm512_mask_storeu_ps(y + r * ldy + 16 * j, mask[j], _mm512_load_ps(acc + 32 * r + 16 * j));
+}
+
 // Row tile I x panel J of block b (NP panels): the product into C tile 2I + J.
 template <class Tiles, TensorType T, int I, int J>
 inline void tile_product() {
@@ -172,13 +190,7 @@ void pair_rows(const QuantizedRows& a, int64_t m0, const Prep& pr, int64_t b0, i
                int ncols) {
     alignas(64) float acc[NM * 16][32];
     __mmask16 mask[2];
-    for (int j = 0; j < 2; j++) {
-        const int left = ncols - 16 * j;
-        mask[j] = left >= 16 ? static_cast<__mmask16>(0xFFFF) : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1u);
-    }
-    for (int r = 0; r < NM * 16; r++)
-        for (int j = 0; j < 2; j++)
-            _mm512_store_ps(acc[r] + 16 * j, b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[j], y + r * ldy + 16 * j));
+    acc_begin(acc[0], NM * 16, ncols, b0, y, ldy, mask);
     const int64_t lda = a.blocks * 32;
     const int8_t* x0 = a.row_qs(m0);
     // Software-pipelined by one block: the tiles of block b run (and store their C tiles into
@@ -209,8 +221,7 @@ void pair_rows(const QuantizedRows& a, int64_t m0, const Prep& pr, int64_t b0, i
         if (b > b0) fold_block(b - 1);
     }
     if (b1 > b0) fold_block(b1 - 1);
-    for (int r = 0; r < NM * 16; r++)
-        for (int j = 0; j < NP; j++) _mm512_mask_storeu_ps(y + r * ldy + 16 * j, mask[j], _mm512_load_ps(acc[r] + 16 * j));
+    acc_end(acc[0], NM * 16, NP, y, ldy, mask);
 }
 
 // Q6_K's float operations of block b for the 16 rows from m0: the halves' integer sums times
@@ -240,13 +251,7 @@ void pair_rows_q6(const QuantizedRows& a, int64_t m0, const Prep& pr, int64_t b0
                   int ncols) {
     alignas(64) float acc[16][32];
     __mmask16 mask[2];
-    for (int j = 0; j < 2; j++) {
-        const int left = ncols - 16 * j;
-        mask[j] = left >= 16 ? static_cast<__mmask16>(0xFFFF) : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1u);
-    }
-    for (int r = 0; r < 16; r++)
-        for (int j = 0; j < 2; j++)
-            _mm512_store_ps(acc[r] + 16 * j, b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[j], y + r * ldy + 16 * j));
+    acc_begin(acc[0], 16, ncols, b0, y, ldy, mask);
     const int64_t lda = a.blocks * 32;
     const int8_t* x0 = a.row_qs(m0);
     alignas(64) int32_t cb[2][4][256];  // pipelined by one block, as pair_rows
@@ -282,8 +287,7 @@ void pair_rows_q6(const QuantizedRows& a, int64_t m0, const Prep& pr, int64_t b0
         if (b > b0) fold_block(b - 1);
     }
     if (b1 > b0) fold_block(b1 - 1);
-    for (int r = 0; r < 16; r++)
-        for (int j = 0; j < NP; j++) _mm512_mask_storeu_ps(y + r * ldy + 16 * j, mask[j], _mm512_load_ps(acc[r] + 16 * j));
+    acc_end(acc[0], 16, NP, y, ldy, mask);
 }
 
 template <class Tiles, TensorType T>
