@@ -467,19 +467,21 @@ inline void tile_build(KeyTile& t, int d, DType dt, DType vdt, int ja, int jb, K
     }
     // AVX-512 only: on AVX2 (Zen 3 in session 13, the Xeon's AVX2 path in session 20) the
     // conversion once per tile measured no faster, and 5-10% slower at d 256.
-    if (Ops::W == 16 && need_v && v_f32 && (vdt == DType::F16 || vdt == DType::BF16)) {
-        constexpr int W = Ops::W;
-        const bool bf = vdt == DType::BF16;
-        for (int j = ja; j <= jb; ++j) {
-            const uint16_t* src = reinterpret_cast<const uint16_t*>(t.vraw[j]);
-            float* row = t.vbuf + size_t(j) * (d + 16);
-            int c = 0;
-            for (; c + W <= d; c += W) Ops::store(row + c, bf ? Ops::load_bf16(src + c) : Ops::load_f16(src + c));
-            for (; c < d; ++c) row[c] = cvt16(src[c], vdt);
-            t.vraw[j] = reinterpret_cast<const uint8_t*>(row);
-            t.vrow[j] = row;
+    if constexpr (Ops::W == 16) {
+        if (need_v && v_f32 && (vdt == DType::F16 || vdt == DType::BF16)) {
+            constexpr int W = Ops::W;
+            const bool bf = vdt == DType::BF16;
+            for (int j = ja; j <= jb; ++j) {
+                const uint16_t* src = reinterpret_cast<const uint16_t*>(t.vraw[j]);
+                float* row = t.vbuf + size_t(j) * (d + 16);
+                int c = 0;
+                for (; c + W <= d; c += W) Ops::store(row + c, bf ? Ops::load_bf16(src + c) : Ops::load_f16(src + c));
+                for (; c < d; ++c) row[c] = cvt16(src[c], vdt);
+                t.vraw[j] = reinterpret_cast<const uint8_t*>(row);
+                t.vrow[j] = row;
+            }
+            t.vdt = DType::F32;
         }
-        t.vdt = DType::F32;
     }
     // Transpose K into kt[c][j], W keys at a time; groups without keys are zeroed (their lanes
     // are masked out by every row).

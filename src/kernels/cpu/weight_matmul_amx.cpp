@@ -4,10 +4,10 @@
 // AMX weight-matmul kernels (KernelIsa::Amx): the quantised weight types against 8-bit
 // activation codes, in blocks of 32 rows of X x 32 output columns (a panel pair): 2 x 2 tiles.
 //
-// Per 32-element block b, tdpbsud (tdpbssd for Q5_0 / Q8_0, whose codes are laid out signed)
-// computes the block's exact integer dots for 16 rows x 16 columns per tile (signed activation
-// codes in the A tiles, straight from the quantised rows; the panels' weight codes in the B tiles, laid out once per panel and chunk of
-// blocks: B row kk holds, per column, the 4 codes of elements 4kk..4kk+3, which is what the
+// Per 32-element block b, tdpbsud (tdpbssd for Q5_0, Q8_0 and Q6_K, whose codes are laid out
+// signed) computes the block's exact integer dots for 16 rows x 16 columns per tile (signed
+// activation codes in the A tiles, straight from the quantised rows; the panels' weight codes in
+// the B tiles, laid out once per panel and chunk of blocks: B row kk holds, per column, the 4 codes of elements 4kk..4kk+3, which is what the
 // packed 4-bit chunks hold after a mask or a shift, weight_matmul_layout.hpp). Each A and B
 // tile feeds two products. The C tiles go to memory and the float operations of
 // weight_matmul_kernels.hpp are applied per row on AVX-512 (accumulators in an L1 buffer),
@@ -15,16 +15,18 @@
 // has the bits of every other path (integer sums are exact whatever computes them).
 //
 // Types: Q5_0, Q8_0, Q4_K, Q5_K and Q6_K (its two 16-element halves per block as tiles of
-// K = 16, their sums scaled in floats, exactly), where the tiles measured faster end to end (the 5-bit and
-// K-quant codes are unpacked once per panel here, once per 4 rows in the VNNI kernel; Gemma 3
+// K = 16, their sums scaled in floats, exactly), where the tiles measured faster end to end (the
+// 5-bit and K-quant codes are unpacked once per panel here, once per 4 rows in the VNNI kernel; Gemma 3
 // 270M and Qwen2.5-Coder-0.5B prefill 1.06-1.16x on a Xeon with AMX, src/kernels/README.md).
 // What goes elsewhere (matmul_panels_avx512): Q4_0 / Q4_1 (their VNNI kernel is lean enough
-// that the tiles' per-block store and float work cost more: SmolLM2's prefill 0.96x), rows past the last whole tile
-// of 16 (a decode row, a prefill's last rows), float weights, and any call when this thread's
+// that the tiles' per-block store and float work cost more: SmolLM2's prefill 0.96x), rows past
+// the last whole tile of 16 (a decode row, a prefill's last rows), float weights, and any call when this thread's
 // panel buffer cannot be allocated. 16-bit activation codes never come here.
 //
 // Tiles: tmm0..tmm3 C (16 x 16 int32; C[2i + j] = row tile i x panel j), tmm4, tmm5 A (16 rows
-// x 32 codes: row tiles 0 and 1), tmm6, tmm7 B (8 rows x 64 bytes: panels 0 and 1).
+// x 32 codes: row tiles 0 and 1), tmm6, tmm7 B (8 rows x 64 bytes: panels 0 and 1). Q6_K:
+// tmm4, tmm5 the two halves (16 x 16 codes) of one row tile, tmm6, tmm7 B (4 rows x 64 bytes)
+// of the halves of one panel, C[2j + h] = panel j x half h.
 //
 // The kernel itself is weight_matmul_amx_core.inl, a template over the tile unit: here with the
 // AMX instructions; the test-support library instantiates it with the same arithmetic in C++

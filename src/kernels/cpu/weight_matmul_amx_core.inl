@@ -75,6 +75,20 @@ inline __m512 load_u8x16_ps(const uint8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
+// The B tile of one block: its 4-bit chunk group qs with the high bits hx (Q5_0 / Q5_K hb, Q6_K
+// qh), 8 rows of 64 bytes (chunk c: rows 2c and 2c + 1), minus the codes' zero point where they
+// go in signed (signed_codes: Q5_0 16, Q6_K 32; the K-quants' unsigned codes as they are).
+template <TensorType T>
+inline void store_codes(const uint8_t* qs, const uint8_t* hx, uint8_t* bt) {
+    const __m512i zero_point = _mm512_set1_epi8(T == TensorType::Q5_0 ? 16 : T == TensorType::Q6_K ? 32 : 0);
+    for (int c = 0; c < 4; c++) {
+        __m512i l, h;
+        avx512_codes::codes<T>(qs, hx, c, l, h);
+        _mm512_store_si512(bt + 128 * c, _mm512_sub_epi8(l, zero_point));
+        _mm512_store_si512(bt + 128 * c + 64, _mm512_sub_epi8(h, zero_point));
+    }
+}
+
 // Lays out blocks [b0, b1) of the panel whose first step is `pp` (steps 2 * step bytes apart:
 // the pair's two panels alternate).
 template <TensorType T>
@@ -91,25 +105,13 @@ void prepare(const uint8_t* pp, int64_t b0, int64_t b1, PanelPrep& out) {
                 for (int g = 0; g < 8; g++)  // chunk g is B row g already
                     _mm512_store_si512(bt + 64 * g, _mm512_xor_si512(_mm512_loadu_si512(pb + 32 + 64 * g), flip));
             } else {
-                const __m512i zero_point = _mm512_set1_epi8(16);
-                for (int c = 0; c < 4; c++) {  // Q5_0: d[16] | hb (64 bytes) | 4 chunks from byte 96
-                    __m512i l, h;
-                    avx512_codes::codes<T>(pb + 96, pb + 32, c, l, h);
-                    _mm512_store_si512(bt + 128 * c, _mm512_sub_epi8(l, zero_point));
-                    _mm512_store_si512(bt + 128 * c + 64, _mm512_sub_epi8(h, zero_point));
-                }
+                store_codes<T>(pb + 96, pb + 32, bt);  // Q5_0: d[16] | hb (64 bytes) | 4 chunks from byte 96
             }
         } else if constexpr (T == TensorType::Q6_K) {  // sub-block s of super-block st
             const int64_t st = b / 8;
             const int s = static_cast<int>(b % 8);
             const uint8_t* pb = pp + st * 2 * step;
-            const __m512i zero_point = _mm512_set1_epi8(32);
-            for (int c = 0; c < 4; c++) {  // B rows 0..3: elements 0..15 (c = 0, 1); 4..7: 16..31
-                __m512i l, h;
-                avx512_codes::codes<T>(pb + kQ6Ql + s * 256, pb + kQ6Qh + s * 128, c, l, h);
-                _mm512_store_si512(bt + 128 * c, _mm512_sub_epi8(l, zero_point));
-                _mm512_store_si512(bt + 128 * c + 64, _mm512_sub_epi8(h, zero_point));
-            }
+            store_codes<T>(pb + kQ6Ql + s * 256, pb + kQ6Qh + s * 128, bt);  // rows 0..3: elements 0..15
             _mm512_store_ps(out.cw[i], load_f16x16(pb));
             _mm512_store_ps(out.mw[i], load_i8x16_ps(pb + kQ6Sc + (2 * s) * 16));
             _mm512_store_ps(out.sw[i], load_i8x16_ps(pb + kQ6Sc + (2 * s + 1) * 16));
@@ -118,12 +120,7 @@ void prepare(const uint8_t* pp, int64_t b0, int64_t b1, PanelPrep& out) {
             const int s = static_cast<int>(b % 8);
             const uint8_t* pb = pp + st * 2 * step;
             const __m512 dw = load_f16x16(pb);
-            for (int c = 0; c < 4; c++) {
-                __m512i l, h;
-                avx512_codes::codes<T>(pb + kKQs + s * 256, pb + kKHb + s * 64, c, l, h);
-                _mm512_store_si512(bt + 128 * c, l);
-                _mm512_store_si512(bt + 128 * c + 64, h);
-            }
+            store_codes<T>(pb + kKQs + s * 256, pb + kKHb + s * 64, bt);
             {
                 _mm512_store_ps(out.cw[i], _mm512_mul_ps(dw, load_u8x16_ps(pb + kKSc + s * 16)));
                 const __m512 dm = _mm512_mul_ps(load_f16x16(pb + kKDmin), load_u8x16_ps(pb + kKMin + s * 16));
