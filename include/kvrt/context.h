@@ -87,10 +87,11 @@ typedef struct kvrt_context_config {
                                    program keeps a core busy: every phase of a step waits for its
                                    slowest thread); N = exactly N. Results are the same bits on
                                    any count */
-    int32_t kv_dtype;           /* kvrt_dtype; default KVRT_DTYPE_F16. KVRT_DTYPE_BF16 on CPUs with
-                                   AVX512_BF16: attention multiplies in bf16 (the query and the
-                                   softmax weights rounded to bf16, f32 sums), ~1.3x faster
-                                   prefill; KVRT_ISA=avx512 keeps f32 products */
+    int32_t kv_dtype;           /* kvrt_dtype; default KVRT_DTYPE_F16. KVRT_DTYPE_BF16 on AMD CPUs
+                                   with AVX512_BF16 (Zen 4/5): attention multiplies in bf16 (the
+                                   query and the softmax weights rounded to bf16, f32 sums), ~1.3x
+                                   faster prefill; Intel CPUs keep f32 products (faster there);
+                                   KVRT_BF16_DOT=on|off or KVRT_ISA=avx512 override the choice */
     uint32_t block_tokens;      /* tokens per cache block when the context creates its cache; default 16.
                                    Prefix hits reach the first changed token whatever the size
                                    (CED: whole blocks); longer blocks (64) read faster in decode

@@ -64,7 +64,7 @@ typedef enum kvrt_isa {
     KVRT_ISA_AVX2 = 1,       /* AVX2 + FMA + F16C */
     KVRT_ISA_AVXVNNI = 2,    /* + AVX-VNNI (the weight matmul has its own path) */
     KVRT_ISA_AVX512 = 3,     /* AVX-512 F/BW/VL/DQ (matmul path also needs AVX512_VNNI) */
-    KVRT_ISA_AVX512BF16 = 4, /* + AVX512_BF16 (bf16 KV attention multiplies in bf16) */
+    KVRT_ISA_AVX512BF16 = 4, /* + AVX512_BF16 (bf16 KV attention multiplies in bf16 on AMD) */
     KVRT_ISA_AMX = 5         /* + AMX-TILE, AMX-INT8 (prefill weight matmuls on tiles; same bits) */
 } kvrt_isa;
 

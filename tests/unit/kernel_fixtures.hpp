@@ -6,6 +6,7 @@
 #pragma once
 
 #include "util/isa.hpp"
+#include "kernels/cpu/attention_isa.hpp"
 #include "kernels/paged_kv.hpp"
 #include "util/dtype.hpp"
 #include "util/kv_quant.hpp"
@@ -133,14 +134,25 @@ inline std::vector<Isa> available_isas() {
 // if every error had the same sign, by ~2^-15 * sqrt(32) / sqrt(3) ~ 1e-4 with random signs
 // (measured max over the unit tests' shapes: 2.9e-5). 1e-4.
 inline float attn_tolerance(Isa isa, KvTypes kv, float f32_tol = 2e-5f) {
-    const float t = isa >= Isa::Avx512Bf16 && kv.k == DType::BF16 ? 1e-2f : f32_tol;
+    const float t = isa >= Isa::Avx512Bf16 && kv.k == DType::BF16 && cpu::attention_bf16_dot() ? 1e-2f : f32_tol;
     return kv.v == DType::I8 && t < 1e-4f ? 1e-4f : t;
 }
 
-// The CED indexer (indexer_core.inl) on the avx512bf16 path over bf16 keys rounds each query
-// head to bf16 (nearest even) and multiplies with bf16 dot products; every other path keeps
-// the query in f32.
-inline bool indexer_rounds_q(Isa isa, DType key_dtype) { return isa >= Isa::Avx512Bf16 && key_dtype == DType::BF16; }
+// The CED indexer (indexer_core.inl) on the avx512bf16 path over bf16 keys, where the CPU takes
+// bf16 dot products (cpu::attention_bf16_dot), rounds each query head to bf16 (nearest even) and
+// multiplies with bf16 dot products; every other path keeps the query in f32.
+inline bool indexer_rounds_q(Isa isa, DType key_dtype) {
+    return isa >= Isa::Avx512Bf16 && key_dtype == DType::BF16 && cpu::attention_bf16_dot();
+}
+
+// Sets cpu::attention_bf16_dot for the scope (1 on, 0 off), then gives it back to the unit tests'
+// setting (main.cpp: on).
+struct Bf16DotScope {
+    explicit Bf16DotScope(int mode) { cpu::attention_bf16_dot_override(mode); }
+    ~Bf16DotScope() { cpu::attention_bf16_dot_override(1); }
+    Bf16DotScope(const Bf16DotScope&) = delete;
+    Bf16DotScope& operator=(const Bf16DotScope&) = delete;
+};
 
 // v rounded to bf16 (nearest even) and widened back: the query the indexer computes with
 // where indexer_rounds_q.

@@ -6,6 +6,7 @@
 #include "kernel_fixtures.hpp"
 #include "runtime_test_support.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/indexer.hpp"
 #include "util/error.hpp"
 
 #include <doctest/doctest.h>
@@ -96,9 +97,11 @@ TEST_CASE("kernels.attention.prefill_matches_ref") {
 }
 
 TEST_CASE("kernels.attention.bf16_dot_path_only_changes_bf16_kv") {
-    // The avx512bf16 path (isa.hpp) multiplies bf16 KV in bf16 dot products; f32 and f16 KV keep
-    // the f32 arithmetic of the avx512 path, bit for bit. Prefill and decode alike.
+    // The avx512bf16 path (isa.hpp) multiplies bf16 KV in bf16 dot products where the CPU takes
+    // them (cpu::attention_bf16_dot; the unit tests force it on); f32 and f16 KV keep the f32
+    // arithmetic of the avx512 path, bit for bit. Prefill and decode alike.
     if (isa_detected() < Isa::Avx512Bf16) return;
+    REQUIRE(cpu::attention_bf16_dot());
     const Shape s{9, 3, 64};
     uint32_t seed = 600;
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
@@ -123,6 +126,56 @@ TEST_CASE("kernels.attention.bf16_dot_path_only_changes_bf16_kv") {
             CHECK(test::bit_equal(o512, obf));
         }
     }
+}
+
+TEST_CASE("kernels.attention.bf16_dot_path_off_equals_avx512_bitwise") {
+    // Where the CPU does not take bf16 dot products (Intel: cpu::attention_bf16_dot), the
+    // avx512bf16 path multiplies bf16 KV in f32 products: the bits of the avx512 path, in prefill
+    // and decode (dense and window), and the CED indexer over bf16 keys the same. Turning it off
+    // changes bf16 KV only where it was on.
+    if (isa_detected() < Isa::Avx512Bf16) return;
+    const Shape s{14, 2, 64};
+    uint32_t seed = 650;
+    for (DType dt : {DType::BF16, DType::F16}) {
+        CAPTURE(std::string(dtype_name(dt)));
+        const int32_t n_tok = 600, n_q = 24, q0 = n_tok - n_q;
+        TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
+        auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
+        for (int32_t window : {0, 70}) {
+            const AttnParams p = params(s, window);
+            auto run = [&](Isa isa, int dot) {
+                test::IsaScope scope(isa);
+                test::Bf16DotScope mode(dot);
+                std::vector<float> o(q.size() + size_t(s.h) * s.d);
+                cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o.data());
+                DecodeSeq d{&t.kv, q.data() + (n_q - 1) * size_t(s.h) * s.d, o.data() + q.size(), nullptr, n_tok - 1};
+                cpu::attention_decode(&d, 1, p);
+                // decode == the prefill row, whichever arithmetic
+                CHECK(std::memcmp(o.data() + q.size(), o.data() + (n_q - 1) * size_t(s.h) * s.d,
+                                  size_t(s.h) * s.d * sizeof(float)) == 0);
+                return o;
+            };
+            const auto o512 = run(Isa::Avx512, 1), off = run(Isa::Avx512Bf16, 0), on = run(Isa::Avx512Bf16, 1);
+            CHECK(test::bit_equal(o512, off));
+            if (dt == DType::BF16) CHECK_FALSE(test::bit_equal(off, on));
+            else CHECK(test::bit_equal(off, on));
+        }
+    }
+    // The indexer's scores over bf16 keys: off = the avx512 path's.
+    const int32_t n_keys = 300, heads = 4, dim = 64;
+    TestKV keys(n_keys, 1, dim, DType::BF16, 16, seed++);
+    auto iq = test::random_vec(size_t(heads) * dim, seed++);
+    auto w = test::random_vec(size_t(heads), seed++);
+    auto score = [&](Isa isa, int dot) {
+        test::IsaScope scope(isa);
+        test::Bf16DotScope mode(dot);
+        std::vector<float> out(n_keys);
+        cpu::indexer_scores(keys.kv, IndexerQuery{iq.data(), w.data(), heads}, n_keys, out.data());
+        return out;
+    };
+    const auto i512 = score(Isa::Avx512, 1), ioff = score(Isa::Avx512Bf16, 0), ion = score(Isa::Avx512Bf16, 1);
+    CHECK(test::bit_equal(i512, ioff));
+    CHECK_FALSE(test::bit_equal(ioff, ion));
 }
 
 TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {

@@ -8,6 +8,7 @@
 #include "kernels/onednn/sparse_attention.hpp"
 #include "util/error.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -35,6 +36,26 @@ bool attention_prefetch_l2() noexcept {
         return cpu_features().intel;
     }();
     return l2;
+}
+
+namespace {
+std::atomic<int> g_bf16_dot_override{-1};
+}  // namespace
+
+bool attention_bf16_dot() noexcept {
+    static const bool rule = [] {
+        if (const char* e = std::getenv("KVRT_BF16_DOT")) {
+            if (std::string(e) == "on") return true;
+            if (std::string(e) == "off") return false;
+        }
+        return !cpu_features().intel;
+    }();
+    const int o = g_bf16_dot_override.load(std::memory_order_relaxed);
+    return o < 0 ? rule : o != 0;
+}
+
+void attention_bf16_dot_override(int mode) noexcept {
+    g_bf16_dot_override.store(mode < 0 ? -1 : mode != 0 ? 1 : 0, std::memory_order_relaxed);
 }
 
 void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,

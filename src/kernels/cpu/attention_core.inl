@@ -311,9 +311,9 @@ inline void tile_value_scales(KeyTile& t, int d, DType vdt, int ja, int jb) {
 }
 
 // True when a tile of K type kdt and V type vdt is a pair tile (bf16 both, where Ops has bf16
-// dot products). need_v = false: K only.
+// dot products and the CPU takes them: attention_bf16_dot). need_v = false: K only.
 inline bool pair_tile(DType kdt, DType vdt, bool need_v) {
-    return Ops::kBf16Dot && kdt == DType::BF16 && (!need_v || vdt == DType::BF16);
+    return Ops::kBf16Dot && kdt == DType::BF16 && (!need_v || vdt == DType::BF16) && attention_bf16_dot();
 }
 
 // Raw elements of a quantised head (kv_quant.hpp): W of them from h, or one.

@@ -47,4 +47,18 @@ const AttentionImpl& attention_impl();
 // the stream at its unprefetched speed). Results never depend on it.
 bool attention_prefetch_l2() noexcept;
 
+// Whether the avx512bf16 path multiplies bf16 KV (attention: pair tiles) and bf16 keys (the CED
+// indexer) in bf16 dot products (vdpbf16ps: the query and the softmax weights rounded to bf16,
+// f32 sums), or in f32 products as the avx512 path does (the same bits as that path). Chosen once
+// from the CPU's vendor: AMD yes (Zen 5: SmolLM2's bf16-KV prefill ~1.3x f16's, the indexer's
+// scores 1.6x), Intel no (Sapphire Rapids class: vdpbf16ps multiplies at the rate of two f32
+// FMAs, so the pair tiles' transposes and roundings were pure cost there; f32 products measured
+// bf16-KV decode 1.25-1.4x, attention prefill 1.3-1.45x and the indexer's scores 1.5x faster,
+// session 21). KVRT_BF16_DOT=on|off overrides the rule (measurements); results are the bits of
+// the path chosen, decode == prefill either way.
+bool attention_bf16_dot() noexcept;
+// Tests: 1 forces bf16 dot products (where the ISA has them), 0 f32 products, -1 gives the choice
+// back to the rule above. Not for use while another thread runs attention.
+void attention_bf16_dot_override(int mode) noexcept;
+
 }  // namespace kvrt::cpu

@@ -26,8 +26,9 @@
 // the batch equals the per-query kernel bit for bit: a prefill chunk's selections equal
 // token-by-token decode's.
 
-// True when `dt` keys are scored from pair tiles on this ISA (tile_build's K-only pair tiles).
-inline bool idx_pairs(DType dt) { return Ops::kBf16Dot && dt == DType::BF16; }
+// True when `dt` keys are scored from pair tiles on this ISA and CPU (tile_build's K-only pair
+// tiles; attention_bf16_dot).
+inline bool idx_pairs(DType dt) { return Ops::kBf16Dot && dt == DType::BF16 && attention_bf16_dot(); }
 
 // The pairs of n_heads query heads (q: [n_heads][d]) in scratch slot 3 of the calling thread,
 // tile_qbuf(d) entries per head, where idx_pairs(dt); else null. Computed once per call,
