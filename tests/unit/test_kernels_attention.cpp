@@ -235,8 +235,8 @@ TEST_CASE("kernels.attention.decode_direct_tiles_equal_prefill_on_model_shapes")
     // no transpose, int8/fp8 dequantised in registers), prefill scores transposed tiles with the
     // same lane chains and tree: the rows must agree bit for bit. The real models' groups
     // (SmolLM2 9/3, Qwen2.5-0.5B 14/2, Gemma 3 270M 4/1 at d 256, 6/1, 5/1 and 10/1: direct tiles
-    // in blocks of 4 rows, 4 + 3, 4 + 2, 4 + 1, 4 + 4 + 2; int8 tiles on AVX-512 in blocks of up
-    // to 8, one block of 7, 6 or 5 rows and 8 + 2),
+    // in blocks of 4 rows, 4 + 3, 4 + 2, 4 + 1, 4 + 4 + 2; int8 tiles and fp8 K's direct tiles on
+    // AVX-512 in blocks of up to 8, one block of 7, 6 or 5 rows and 8 + 2),
     // K and V of different types, 16- and 7-position blocks (rows across block ends), windows.
     const Shape shapes[] = {{9, 3, 64}, {14, 2, 64}, {4, 1, 256}, {6, 1, 32}, {5, 1, 64}, {10, 1, 64}};
     const KvTypes dts[] = {DType::F16, DType::I8, DType::FP8_E4M3, DType::BF16, DType::F32, {DType::I8, DType::F16},

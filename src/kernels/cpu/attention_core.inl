@@ -69,13 +69,15 @@ constexpr int kVecRegs = 32;  // (the compiler's own vectors: no register budget
 // Rows per block on direct tiles (decode, see KeyTile): each key row is loaded and converted once
 // per block, so a GQA group of up to 4 query heads reads its keys and values once.
 constexpr int kRowsDirect = 4;
-// Rows per block on int8 tiles (prefill and decode): on AVX-512 up to 8, so that Qwen2.5's GQA
-// group of 7 reads its int8 keys and values once (in place of 4 + 3). Measured (session 21, Intel
-// Xeon, Sapphire Rapids class, 1 thread): int8 decode 14/2 at 2,048 keys in cache 82-84 -> 75-76
-// us, at 32,768 keys beyond the LLC 1,474-1,508 -> 1,310-1,346 us; int8 prefill 32/8 and 11 x
-// 3,661 keys 5-15% faster. The same blocks on direct f16 tiles (scores then take 2 keys at a time)
-// were 12% faster in cache but no faster beyond the LLC and ~5% slower in Qwen2.5's decode at
-// 32K, so direct tiles keep 4.
+// Rows per block on int8 tiles (prefill and decode) and on direct tiles of fp8 K: on AVX-512 up
+// to 8, so that Qwen2.5's GQA group of 7 reads its int8 / fp8 keys and values once (in place of
+// 4 + 3; fp8 converts in 5 instructions per 16 elements where f16 takes 2). Measured (session 21,
+// Intel Xeon, Sapphire Rapids class, 1 thread): int8 decode 14/2 at 2,048 keys in cache 82-84 ->
+// 75-76 us, at 32,768 keys beyond the LLC 1,474-1,508 -> 1,310-1,346 us; int8 prefill 32/8 and
+// 11 x 3,661 keys 5-15% faster; fp8 decode 14/2 at 131,072 keys 8,303-8,350 -> 7,213-7,509 us.
+// The same blocks on direct f16 tiles (scores then take 2 keys at a time) were 12% faster in
+// cache once but no faster beyond the LLC and ~5% slower in Qwen2.5's decode at 32K, so direct
+// tiles of other types keep 4.
 constexpr int kRowsInts = kVecRegs == 32 && kRowsScore == 4 ? 8 : kRowsDirect;
 constexpr int kMaxRowsDS = kRowsDirect > kRowsScore ? kRowsDirect : kRowsScore;
 constexpr int kMaxRowsBlock = kRowsInts > kMaxRowsDS ? kRowsInts : kMaxRowsDS;
@@ -723,7 +725,8 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
     // Zen 3); AVX-512 takes 4 keys for 3 and 4 rows (8 / R = 2 before: 4-8% faster at 9/3, 14/2
     // and 32/8 with the KV in cache, Zen 5; 8 keys for 3 rows measured no better than 4), 8 / R
     // for 1 and 2.
-    constexpr int KB_regs = kVecRegs == 16 ? pow2_floor(vectors_per_row(R)) : (R >= 3 ? 4 : 8 / R);
+    // R > 4 (fp8 K's blocks of up to 8 rows): 2 keys (2 x R accumulators, R queries, one key).
+    constexpr int KB_regs = kVecRegs == 16 ? pow2_floor(vectors_per_row(R)) : (R > 4 ? 2 : R >= 3 ? 4 : 8 / R);
     constexpr int KB0 = KB_regs < 1 ? 1 : KB_regs;
     constexpr int KB = KB0 > W ? W : KB0;  // keys per block: KB x R accumulators
     static_assert(W % KB == 0, "key blocks divide a vector");
@@ -1329,7 +1332,10 @@ inline void tile_rows_blocks(const KeyTile& t, int d, const RowRef* rows, int n)
 
 inline void tile_rows(const KeyTile& t, int d, const RowRef* rows, int n) {
     if (t.ints) return tile_rows_blocks<kRowsInts>(t, d, rows, n);
-    if (t.direct) return tile_rows_blocks<kRowsDirect>(t, d, rows, n);
+    if (t.direct) {
+        if (t.kdt == DType::FP8_E4M3) return tile_rows_blocks<kRowsInts>(t, d, rows, n);
+        return tile_rows_blocks<kRowsDirect>(t, d, rows, n);
+    }
     tile_rows_blocks<kRowsScore>(t, d, rows, n);
 }
 
