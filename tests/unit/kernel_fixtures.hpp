@@ -145,13 +145,15 @@ inline bool indexer_rounds_q(Isa isa, DType key_dtype) {
     return isa >= Isa::Avx512Bf16 && key_dtype == DType::BF16 && cpu::attention_bf16_dot();
 }
 
-// Sets cpu::attention_bf16_dot for the scope (1 on, 0 off), then gives it back to the unit tests'
-// setting (main.cpp: on).
+// Sets cpu::attention_bf16_dot for the scope (1 on, 0 off), then puts back the choice it found.
 struct Bf16DotScope {
-    explicit Bf16DotScope(int mode) { cpu::attention_bf16_dot_override(mode); }
-    ~Bf16DotScope() { cpu::attention_bf16_dot_override(1); }
+    explicit Bf16DotScope(int mode) : prev_(cpu::attention_bf16_dot() ? 1 : 0) { cpu::attention_bf16_dot_override(mode); }
+    ~Bf16DotScope() { cpu::attention_bf16_dot_override(prev_); }
     Bf16DotScope(const Bf16DotScope&) = delete;
     Bf16DotScope& operator=(const Bf16DotScope&) = delete;
+
+private:
+    int prev_;
 };
 
 // v rounded to bf16 (nearest even) and widened back: the query the indexer computes with

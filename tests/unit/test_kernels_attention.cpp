@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 using namespace kvrt;
@@ -100,7 +101,10 @@ TEST_CASE("kernels.attention.bf16_dot_path_only_changes_bf16_kv") {
     // The avx512bf16 path (isa.hpp) multiplies bf16 KV in bf16 dot products where the CPU takes
     // them (cpu::attention_bf16_dot; the unit tests force it on); f32 and f16 KV keep the f32
     // arithmetic of the avx512 path, bit for bit. Prefill and decode alike.
-    if (isa_detected() < Isa::Avx512Bf16) return;
+    if (isa_detected() < Isa::Avx512Bf16) {
+        std::printf("KVRT_TEST_NOT_RUN: no AVX512_BF16 on this CPU\n");  // ctest reports it as not run
+        return;
+    }
     REQUIRE(cpu::attention_bf16_dot());
     const Shape s{9, 3, 64};
     uint32_t seed = 600;
@@ -133,7 +137,10 @@ TEST_CASE("kernels.attention.bf16_dot_path_off_equals_avx512_bitwise") {
     // avx512bf16 path multiplies bf16 KV in f32 products: the bits of the avx512 path, in prefill
     // and decode (dense and window), and the CED indexer over bf16 keys the same. Turning it off
     // changes bf16 KV only where it was on.
-    if (isa_detected() < Isa::Avx512Bf16) return;
+    if (isa_detected() < Isa::Avx512Bf16) {
+        std::printf("KVRT_TEST_NOT_RUN: no AVX512_BF16 on this CPU\n");  // ctest reports it as not run
+        return;
+    }
     const Shape s{14, 2, 64};
     uint32_t seed = 650;
     for (DType dt : {DType::BF16, DType::F16}) {

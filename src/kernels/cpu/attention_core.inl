@@ -78,9 +78,9 @@ constexpr int kRowsDirect = 4;
 // The same blocks on direct f16 tiles (scores then take 2 keys at a time) were 12% faster in
 // cache once but no faster beyond the LLC and ~5% slower in Qwen2.5's decode at 32K, so direct
 // tiles of other types keep 4.
-constexpr int kRowsInts = kVecRegs == 32 && kRowsScore == 4 ? 8 : kRowsDirect;
-constexpr int kMaxRowsDS = kRowsDirect > kRowsScore ? kRowsDirect : kRowsScore;
-constexpr int kMaxRowsBlock = kRowsInts > kMaxRowsDS ? kRowsInts : kMaxRowsDS;
+constexpr int kRowsQuant = kVecRegs == 32 && kRowsScore == 4 ? 8 : kRowsDirect;
+constexpr int kMaxRowsBlock = kRowsQuant;
+static_assert(kMaxRowsBlock >= kRowsDirect && kMaxRowsBlock >= kRowsScore, "the largest row block");
 
 // No standard-library templates below: their instantiations would be compiled for this ISA
 // and could be shared (COMDAT) with baseline code. Scratch comes from thread_scratch().
@@ -1331,11 +1331,10 @@ inline void tile_rows_blocks(const KeyTile& t, int d, const RowRef* rows, int n)
 }
 
 inline void tile_rows(const KeyTile& t, int d, const RowRef* rows, int n) {
-    if (t.ints) return tile_rows_blocks<kRowsInts>(t, d, rows, n);
-    if (t.direct) {
-        if (t.kdt == DType::FP8_E4M3) return tile_rows_blocks<kRowsInts>(t, d, rows, n);
-        return tile_rows_blocks<kRowsDirect>(t, d, rows, n);
-    }
+    // Quantised K (int8 tiles, fp8 direct tiles): each key's conversion is costly, so the larger
+    // blocks (kRowsQuant).
+    if (t.ints || (t.direct && t.kdt == DType::FP8_E4M3)) return tile_rows_blocks<kRowsQuant>(t, d, rows, n);
+    if (t.direct) return tile_rows_blocks<kRowsDirect>(t, d, rows, n);
     tile_rows_blocks<kRowsScore>(t, d, rows, n);
 }
 
