@@ -13,6 +13,9 @@
 // has the f32 path's arithmetic on the decoded values (a row's result depends on its own rows
 // only; chunking, threads and decode vs prefill change no bit), and a bank row is decoded once
 // per tile for both its roles.
+//
+// The indexer's scan reads 4-bit keys as integer tiles instead (tile_build_fp4_i8, at the end of
+// this file; indexer_core.inl, "Integer tiles").
 
 // Half of scale gi of a 4-bit head (sc: the scales after the codes); kv_raw_unit(t) is 0.5.
 inline float fp4_half_scale(const uint8_t* sc, DType t, int gi) {
@@ -67,4 +70,71 @@ inline void tile_build_rows(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, 
     for (int j = ja; j <= jb; ++j) fp4_dequant_head(kp(j), dt, d, t.kbuf + size_t(j) * d, t.pf);
     auto row = [&](int j) { return reinterpret_cast<const uint8_t*>(t.kbuf + size_t(j) * d); };
     tile_build(t, d, DType::F32, DType::F32, ja, jb, row, row, need_v);
+}
+
+// The indexer's integer tiles of 4-bit keys (indexer_core.inl): an int8 tile (KeyTile::ints, as
+// tile_build_i8 builds over int8 K) of the codes' integer values, twice the e2m1 value (0, +-1,
+// 2, 3, 4, 6, 8, 12: kFp4Twice), with half of each group's scale as the key's group scale (ksc).
+// A key's element c is then exactly code(c) * ksc[c / 32], the value kv_load gives, and
+// tile_scores_i8 scores it against a query quantised per 32 dims (quantize_query_i8) with exact
+// int32 group dot products: s = ((0 + f32(dot_0) * (q's scale_0 * ksc_0)) + ...) over the groups
+// in increasing order. Each present row is decoded into int8 rows in kbuf (32 codes through a
+// 16-entry table at a time), then its 4-dim words are transposed as int8 keys' are. Absent keys:
+// the zero head, scale 0.
+template <class KP>
+inline void tile_build_fp4_i8(KeyTile& t, int d, DType dt, int ja, int jb, KP kp) {
+    constexpr int W = Ops::W;
+    t.ja = ja;
+    t.jb = jb;
+    t.vdt = DType::I8;  // (no V: the indexer's keys)
+    t.kdt = DType::I8;
+    t.pairs = false;
+    t.direct = false;
+    t.ints = true;
+    t.lanes = true;
+    t.kti = reinterpret_cast<uint32_t*>(t.kt);
+    const int ng = d / 32;
+    t.kng = ng;
+    uint8_t* rows = reinterpret_cast<uint8_t*>(t.kbuf);  // [T][d] int8 codes
+    const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
+    for (int j = 0; j < T; ++j) {
+        const bool in = j >= ja && j <= jb;
+        t.kraw[j] = in ? rows + size_t(j) * d : zero;
+        t.vraw[j] = zero;
+        if (!in)
+            for (int gi = 0; gi < ng; ++gi) t.ksc[gi * T + j] = 0.0f;
+    }
+    for (int j = ja; j <= jb; ++j) {
+        const uint8_t* h = kp(j);
+        const uint8_t* sc = h + d / 2;
+        uint8_t* out = rows + size_t(j) * d;
+        for (int gi = 0; gi < ng; ++gi) {
+            if (t.pf && (gi & 1) == 0) t.pf->step();
+            t.ksc[gi * T + j] = fp4_half_scale(sc, dt, gi);
+#if defined(KVRT_ISA_AVX2) || defined(KVRT_ISA_AVX512)
+            __m128i e0, e1;
+            fp4_codes32_i8(h + gi * 16, e0, e1);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + gi * 32), e0);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + gi * 32 + 16), e1);
+#else
+            for (int i = 0; i < 16; ++i) {
+                out[gi * 32 + 2 * i] = uint8_t(kFp4Twice[h[gi * 16 + i] & 15u]);
+                out[gi * 32 + 2 * i + 1] = uint8_t(kFp4Twice[h[gi * 16 + i] >> 4]);
+            }
+#endif
+        }
+    }
+    const int nw = d / 4;
+    const uint32_t flip = Ops::kI8Unsigned ? 0x80808080u : 0u;
+    for (int g = 0; g < T; g += W) {
+        if (g + W - 1 < ja || g > jb) continue;
+        int c = 0;
+        for (; c + W <= nw; c += W) Ops::i8_transpose(t.kraw + g, c, t.kti + size_t(c) * T + g, T);
+        for (; c < nw; ++c)
+            for (int j = 0; j < W; ++j) {
+                uint32_t w;
+                std::memcpy(&w, t.kraw[g + j] + 4 * c, 4);
+                t.kti[size_t(c) * T + g + j] = w ^ flip;
+            }
+    }
 }

@@ -5,8 +5,7 @@
 // (indexer: decode, explicit row lists) and the batched one (indexer_batch: a prefill
 // chunk's queries against the same keys, each key tile built once for all of them).
 // Compiled once per ISA right after attention_core.inl (whose KeyTile, tile_build_rows,
-// tile_scores and q_pairs it reuses), inside that ISA's namespace. 4-bit keys (FP4_E8: e8m0
-// scales) are decoded per tile into f32 rows (fp4_core.inl) and scored like f32 keys.
+// tile_scores, tile_scores_i8 and q_pairs it reuses), inside that ISA's namespace.
 //
 // Arithmetic of one score (both kernels): keys in tiles of T slots (aligned to multiples
 // of T: positions, or list indices for explicit rows); per key lane the dot q_h . k (two
@@ -20,6 +19,17 @@
 // over even / odd pairs (tile_scores_pairs). The indexer's query is low precision by
 // design (DeepSeek's lightning indexer runs in FP8); bf16 q moves a dot by at most
 // 2^-9 * sum_c |q_c k_c|. f32 and f16 keys, and every other ISA, keep f32 arithmetic.
+//
+// Integer tiles (4-bit keys, FP4_E8 / FP4, on every ISA path): the keys' codes are integers
+// (twice the e2m1 value) times half their group's scale, so the scan runs as int8 attention's
+// Q.K does (tile_build_fp4_i8, tile_scores_i8): every query head is quantised to int8 per 32
+// dims once per call (quantize_query_i8, as llama.cpp's q8_0 x q8_0 dot and DeepSeek's FP8
+// lightning indexer round their operands), the group dot products are exact int32 sums
+// (vpdpbusd, vpmaddwd or scalar: one value whatever computes it), and dot_h = ((0 + f32(dot_0) *
+// (q's scale_0 * k's half scale_0)) + ...) over the groups in increasing order; then the same
+// head fold. The query's rounding moves a dot by at most 2^-8 * sum_g amax_g(q) * sum_(c in g)
+// |k_c|: small beside the keys' own 4-bit rounding, and it spares the scan the f32 FMAs that
+// bound it (32 heads of 128: 4,096 multiplies per key).
 //
 // Bits: which rows share a register block (heads of one query, or of several in the
 // batch) never enters a lane's arithmetic, and both kernels round q the same way, so
@@ -39,6 +49,69 @@ inline const uint32_t* idx_q_pairs(const float* q, int32_t n_heads, int d, DType
     uint32_t* out = scratch<uint32_t>(3, size_t(n_heads) * qs);
     for (int32_t h = 0; h < n_heads; ++h) rows_q_pairs(q + size_t(h) * d, d, out + size_t(h) * qs);
     return out;
+}
+
+// True when `dt` keys are scored from integer tiles (4-bit keys: see the top of this file).
+inline bool idx_ints(DType dt) { return dtype_fp4(dt); }
+
+// The int8 words (q_i8) of n_heads query heads in scratch slot 3 of the calling thread,
+// q_i8_words(d) per head, where idx_ints(dt); else null. Once per call, as idx_q_pairs.
+inline const uint32_t* idx_q_words(const float* q, int32_t n_heads, int d, DType dt) {
+    if (!idx_ints(dt)) return nullptr;
+    const size_t qs = q_i8_words(d);
+    uint32_t* out = scratch<uint32_t>(3, size_t(n_heads) * qs);
+    for (int32_t h = 0; h < n_heads; ++h) q_i8(q + size_t(h) * d, d, out + size_t(h) * qs);
+    return out;
+}
+
+// The tile of keys [0, jb] (kr[j]: key j's row): integer tiles for 4-bit keys, else
+// tile_build_rows.
+inline void idx_tile(KeyTile& t, int d, DType dt, int jb, const uint8_t* const* kr) {
+    auto row = [&](int j) { return kr[j]; };
+    if (idx_ints(dt)) tile_build_fp4_i8(t, d, dt, 0, jb, row);
+    else tile_build_rows(t, d, dt, 0, jb, row, false);
+}
+
+// Lane scores of rows [0, n) against a tile, in register blocks, handed to fold(i, s) for
+// i = 0, 1, ... in order. q(i), qp(i), qw(i): row i's query (f32), its bf16 pairs (pair tiles;
+// else null) and its int8 words (integer tiles).
+template <class QF, class QPF, class QWF, class Fold>
+inline void idx_score_rows(const KeyTile& t, int d, int n, QF q, QPF qp, QWF qw, Fold fold) {
+    int i = 0;
+    if (t.ints) {
+        for (; i + kRowsQuant <= n; i += kRowsQuant) {
+            const uint32_t* w[kRowsQuant];
+            for (int r = 0; r < kRowsQuant; ++r) w[r] = qw(i + r);
+            V s[kRowsQuant][NV];
+            tile_scores_i8<kRowsQuant>(t, d, w, s);
+            for (int r = 0; r < kRowsQuant; ++r) fold(i + r, s[r]);
+        }
+        for (; i < n; ++i) {
+            const uint32_t* w[1] = {qw(i)};
+            V s[1][NV];
+            tile_scores_i8<1>(t, d, w, s);
+            fold(i, s[0]);
+        }
+        return;
+    }
+    for (; i + kRowsScore <= n; i += kRowsScore) {
+        const float* qr[kRowsScore];
+        const uint32_t* pr[kRowsScore];
+        for (int r = 0; r < kRowsScore; ++r) {
+            qr[r] = q(i + r);
+            pr[r] = qp(i + r);
+        }
+        V s[kRowsScore][NV];
+        tile_scores<kRowsScore>(t, d, qr, s, pr);
+        for (int r = 0; r < kRowsScore; ++r) fold(i + r, s[r]);
+    }
+    for (; i < n; ++i) {
+        const float* qr[1] = {q(i)};
+        const uint32_t* pr[1] = {qp(i)};
+        V s[1][NV];
+        tile_scores<1>(t, d, qr, s, pr);
+        fold(i, s[0]);
+    }
 }
 
 // The per-query kernel streams its keys once (decode over a long context: the bank's
@@ -73,6 +146,8 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
     const int d = keys.head_dim;
     const size_t qs = tile_qbuf(d);
     const uint32_t* qp_all = idx_q_pairs(iq.q, iq.n_heads, d, keys.dtype);
+    const uint32_t* qw_all = idx_q_words(iq.q, iq.n_heads, d, keys.dtype);
+    const size_t qws = q_i8_words(d);
     const int n_tiles = (n + T - 1) / T;
     const size_t tile_bytes = size_t(T) * kv_head_bytes(keys.dtype, d);
     const int ahead = static_cast<int>(mx(1, int64_t(kIdxPrefetchBytes / tile_bytes)));
@@ -115,30 +190,16 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
             } else {
                 row_ptrs(keys, base, 0, jb, kr, vr);
             }
-            tile_build_rows(tile, d, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, false);
+            idx_tile(tile, d, keys.dtype, jb, kr);
             V acc[NV];
             for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
-            int h = 0;
-            for (; h + kRowsScore <= iq.n_heads; h += kRowsScore) {
-                const float* q[kRowsScore];
-                const uint32_t* qp[kRowsScore];
-                for (int r = 0; r < kRowsScore; ++r) {
-                    q[r] = iq.q + size_t(h + r) * d;
-                    qp[r] = qp_all ? qp_all + size_t(h + r) * qs : nullptr;
-                }
-                V s[kRowsScore][NV];
-                tile_scores<kRowsScore>(tile, d, q, s, qp);
-                for (int r = 0; r < kRowsScore; ++r)
-                    for (int v = 0; v < NV; ++v)
-                        acc[v] = Ops::fma(Ops::set1(iq.w[h + r]), Ops::max(s[r][v], Ops::zero()), acc[v]);
-            }
-            for (; h < iq.n_heads; ++h) {
-                const float* q[1] = {iq.q + size_t(h) * d};
-                const uint32_t* qp[1] = {qp_all ? qp_all + size_t(h) * qs : nullptr};
-                V s[1][NV];
-                tile_scores<1>(tile, d, q, s, qp);
-                for (int v = 0; v < NV; ++v) acc[v] = Ops::fma(Ops::set1(iq.w[h]), Ops::max(s[0][v], Ops::zero()), acc[v]);
-            }
+            idx_score_rows(
+                tile, d, iq.n_heads, [&](int h) { return iq.q + size_t(h) * d; },
+                [&](int h) { return qp_all ? qp_all + size_t(h) * qs : nullptr; },
+                [&](int h) { return qw_all ? qw_all + size_t(h) * qws : nullptr; },
+                [&](int h, const V(&s)[NV]) {
+                    for (int v = 0; v < NV; ++v) acc[v] = Ops::fma(Ops::set1(iq.w[h]), Ops::max(s[v], Ops::zero()), acc[v]);
+                });
             ls.next_tile();
             alignas(64) float tmp[T];
             for (int v = 0; v < NV; ++v) Ops::store(tmp + v * Ops::W, acc[v]);
@@ -153,6 +214,7 @@ inline void indexer(const PagedKV& keys, const IndexerQuery& iq, const int32_t* 
 struct IdxRow {
     const float* q;      // the head's query
     const uint32_t* qp;  // pair tiles: the head's query in bf16 pairs, else null
+    const uint32_t* qw;  // integer tiles: the head's query's int8 words, else null
     int32_t query;       // index into the batch
     int32_t head;
 };
@@ -185,6 +247,15 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
         for (int32_t i = 0; i < n_queries; ++i)
             for (int32_t h = 0; h < qs[i].n_heads; ++h, at += qstride) rows_q_pairs(qs[i].q + size_t(h) * d, d, qp_all + at);
     }
+    // Integer tiles: every (query, head)'s int8 words likewise (slot 3 too: never both).
+    const size_t wstride = q_i8_words(d);
+    uint32_t* qw_all = nullptr;
+    if (idx_ints(keys.dtype)) {
+        qw_all = scratch<uint32_t>(3, size_t(n_heads_all) * wstride);
+        size_t at = 0;
+        for (int32_t i = 0; i < n_queries; ++i)
+            for (int32_t h = 0; h < qs[i].n_heads; ++h, at += wstride) q_i8(qs[i].q + size_t(h) * d, d, qw_all + at);
+    }
     const int n_tiles = (n_max + T - 1) / T;
     RegionError err;  // (scratch memory refused inside the region: rethrown after it)
     auto run_tile = [&](int ti) {
@@ -195,25 +266,27 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
         const uint8_t* kr[T];
         const uint8_t* vr[T];
         row_ptrs(keys, base, 0, jb, kr, vr);
-        tile_build_rows(tile, d, keys.dtype, 0, jb, [&](int j) { return kr[j]; }, false);
+        idx_tile(tile, d, keys.dtype, jb, kr);
         // The (query, head) rows of the queries that see this tile, query-major.
         int32_t n_rows = 0;
         for (int32_t i = 0; i < n_queries; ++i)
             if (n_visible[i] > base) n_rows += qs[i].n_heads;
         IdxRow* rows = scratch<IdxRow>(1, size_t(n_rows));  // slot 0 holds the tile
         n_rows = 0;
-        size_t at = 0;
+        size_t at = 0, wat = 0;
         for (int32_t i = 0; i < n_queries; ++i) {
             if (n_visible[i] > base)
                 for (int32_t h = 0; h < qs[i].n_heads; ++h)
-                    rows[n_rows++] = IdxRow{qs[i].q + size_t(h) * d, qp_all ? qp_all + at + size_t(h) * qstride : nullptr, i, h};
+                    rows[n_rows++] = IdxRow{qs[i].q + size_t(h) * d, qp_all ? qp_all + at + size_t(h) * qstride : nullptr,
+                                            qw_all ? qw_all + wat + size_t(h) * wstride : nullptr, i, h};
             at += size_t(qs[i].n_heads) * qstride;
+            wat += size_t(qs[i].n_heads) * wstride;
         }
         V acc[NV];
         for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
         // Folds row r's lane scores into its query's accumulator; stores the query's
         // scores after its last head.
-        auto fold_row = [&](const IdxRow& r, V(&s)[NV]) {
+        auto fold_row = [&](const IdxRow& r, const V(&s)[NV]) {
             const IndexerQuery& q = qs[r.query];
             for (int v = 0; v < NV; ++v) acc[v] = Ops::fma(Ops::set1(q.w[r.head]), Ops::max(s[v], Ops::zero()), acc[v]);
             if (r.head == q.n_heads - 1) {
@@ -225,25 +298,9 @@ inline void indexer_batch(const PagedKV& keys, const IndexerQuery* qs, const int
                 for (int v = 0; v < NV; ++v) acc[v] = Ops::zero();
             }
         };
-        int r = 0;
-        for (; r + kRowsScore <= n_rows; r += kRowsScore) {
-            const float* q[kRowsScore];
-            const uint32_t* qp[kRowsScore];
-            for (int i = 0; i < kRowsScore; ++i) {
-                q[i] = rows[r + i].q;
-                qp[i] = rows[r + i].qp;
-            }
-            V s[kRowsScore][NV];
-            tile_scores<kRowsScore>(tile, d, q, s, qp);
-            for (int i = 0; i < kRowsScore; ++i) fold_row(rows[r + i], s[i]);
-        }
-        for (; r < n_rows; ++r) {
-            const float* q[1] = {rows[r].q};
-            const uint32_t* qp[1] = {rows[r].qp};
-            V s[1][NV];
-            tile_scores<1>(tile, d, q, s, qp);
-            fold_row(rows[r], s[0]);
-        }
+        idx_score_rows(
+            tile, d, n_rows, [&](int i) { return rows[i].q; }, [&](int i) { return rows[i].qp; },
+            [&](int i) { return rows[i].qw; }, [&](int i, const V(&s)[NV]) { fold_row(rows[i], s); });
     };
 #pragma omp parallel for schedule(dynamic, 4) if (n_tiles > 1 && work > kParallelWork)
     for (int ti = 0; ti < n_tiles; ++ti) {
