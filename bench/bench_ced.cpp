@@ -17,7 +17,9 @@
 //   sparse    sparse K=V attention over k selected rows vs the same selection
 //             computed densely over every row with a mask.
 // Usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T]
-//                  [--decode-only | --prefill-only] [--cache-dtype f32|bf16|f16]
+//                  [--decode-only | --prefill-only] [--cache-dtype f32|bf16|f16] [--bank-dtype fp4]
+//   (--bank-dtype fp4: 4-bit bank rows and indexer keys, util/kv_quant.hpp; windows in
+//   --cache-dtype.)
 //   (no --model: the base preset, q8_0, seed 1, generated in memory).
 // Times are the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) with one
 // OpenMP thread by default: on a shared, oversubscribed machine wall time
@@ -84,10 +86,12 @@ Model load(const std::string& path, const std::string& preset_name) {
 }
 
 DType g_cache_dtype = DType::F32;  // --cache-dtype
+bool g_fp4_banks = false;          // --bank-dtype fp4
 
 CedRuntimeOptions runtime_opts(uint64_t bank_budget) {
     CedRuntimeOptions o;
     o.cache_dtype = g_cache_dtype;
+    if (g_fp4_banks) o.bank_dtype = DType::FP4;
     o.block_tokens = 16;
     o.chunk = 512;
     o.bank_budget_bytes = bank_budget;
@@ -189,7 +193,8 @@ void bench_decode(const Model& m, const std::vector<int64_t>& ctxs, int steps) {
         const double rest = std::max(0.0, med - scans[1]);
         const double core = std::max(0.0, med - scans[1] - selects[1]);
         const std::string extra = "\"context\":" + std::to_string(ctx) + ",\"steps\":" + std::to_string(steps) +
-                                  ",\"cache_dtype\":\"" + dtype_name(g_cache_dtype) + "\"";
+                                  ",\"cache_dtype\":\"" + dtype_name(g_cache_dtype) + "\"" +
+                                  (g_fp4_banks ? ",\"bank_dtype\":\"fp4\"" : "");
         emit("ced_decode", "indexer_full_scans_cpu_ms", scans[1] * 1e3, "ms", extra);
         emit("ced_decode", "indexer_full_selections_cpu_ms", selects[1] * 1e3, "ms", extra);
         if (base == 0) {
@@ -297,11 +302,18 @@ int main(int argc, char** argv) {
                 return 2;
             }
         }
+        else if (std::strcmp(argv[i], "--bank-dtype") == 0 && i + 1 < argc) {
+            if (std::strcmp(argv[++i], "fp4") != 0) {
+                std::fprintf(stderr, "bench_ced: --bank-dtype takes fp4 (else the banks take --cache-dtype)\n");
+                return 2;
+            }
+            g_fp4_banks = true;
+        }
         else if (std::strcmp(argv[i], "--prefill") == 0 && i + 1 < argc) prefill_n = std::atoll(argv[++i]);
         else if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
         else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else {
-            std::fprintf(stderr, "usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T] [--decode-only | --prefill-only] [--cache-dtype f32|bf16|f16]\n");
+            std::fprintf(stderr, "usage: bench_ced [--quick] [--prefill N] [--model FILE.gguf] [--no-1m] [--threads T] [--decode-only | --prefill-only] [--cache-dtype f32|bf16|f16] [--bank-dtype fp4]\n");
             return 2;
         }
     }

@@ -238,11 +238,13 @@ TEST_CASE("kv fp4: the indexer scan over 4-bit keys matches ref, per-query == ba
     for (Isa isa : test::available_isas()) {
         test::IsaScope scope(isa);
         for (int32_t n : {1, 33, 700})
-        for (DType dt : {DType::FP4_E8, DType::FP4}) {  // (indexer keys have e8m0 scales; f16 ones score alike)
+        for (DType dt : {DType::FP4_E8, DType::FP4})  // (indexer keys have e8m0 scales; f16 ones score alike)
+        for (int shape = 0; shape < 2; ++shape) {  // the public 32 heads of 128; 5 of 64 (a partial row block)
             CAPTURE(std::string(isa_name(isa)));
             CAPTURE(n);
-            CAPTURE(dtype_name(dt));
-            const int32_t Hi = 32, Di = 128;
+            CAPTURE(std::string(dtype_name(dt)));
+            CAPTURE(shape);
+            const int32_t Hi = shape == 0 ? 32 : 5, Di = shape == 0 ? 128 : 64;
             TestKV keys(n, 1, Di, dt, 64, 1900 + n, true);
             const TestKV twin = f32_twin(keys, n, Di);
             auto q = test::random_vec(size_t(3) * Hi * Di, 1901);
