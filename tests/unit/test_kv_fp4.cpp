@@ -239,12 +239,12 @@ TEST_CASE("kv fp4: the indexer scan over 4-bit keys matches ref, per-query == ba
         test::IsaScope scope(isa);
         for (int32_t n : {1, 33, 700})
         for (DType dt : {DType::FP4_E8, DType::FP4})  // (indexer keys have e8m0 scales; f16 ones score alike)
-        for (int shape = 0; shape < 2; ++shape) {  // the public 32 heads of 128; 5 of 64 (a partial row block)
+        for (int shape = 0; shape < 3; ++shape) {  // the public 32 heads of 128; 5 of 64 (a partial row block); 3 of 256
             CAPTURE(std::string(isa_name(isa)));
             CAPTURE(n);
             CAPTURE(std::string(dtype_name(dt)));
             CAPTURE(shape);
-            const int32_t Hi = shape == 0 ? 32 : 5, Di = shape == 0 ? 128 : 64;
+            const int32_t Hi = shape == 0 ? 32 : shape == 1 ? 5 : 3, Di = shape == 0 ? 128 : shape == 1 ? 64 : 256;
             TestKV keys(n, 1, Di, dt, 64, 1900 + n, true);
             const TestKV twin = f32_twin(keys, n, Di);
             auto q = test::random_vec(size_t(3) * Hi * Di, 1901);

@@ -31,6 +31,22 @@ inline float fp4_half_scale(const uint8_t* sc, DType t, int gi) {
     return Ops::h2f(h) * 0.5f;
 }
 
+// fp4_half_scale of every e8m0 byte, built once per ISA namespace: the indexer's integer tiles
+// take a load per key and group instead of the branches.
+struct E8HalfScales {
+    float v[256];
+    E8HalfScales() {
+        for (int b = 0; b < 256; ++b) {
+            const uint8_t byte = static_cast<uint8_t>(b);
+            v[b] = fp4_half_scale(&byte, DType::FP4_E8, 0);
+        }
+    }
+};
+inline const float* e8_half_scales() {
+    static const E8HalfScales t;
+    return t.v;
+}
+
 #if defined(KVRT_ISA_AVX2) || defined(KVRT_ISA_AVX512)
 #include "kernels/cpu/fp4_decode_avx2.hpp"
 #endif
@@ -72,15 +88,88 @@ inline void tile_build_rows(KeyTile& t, int d, DType dt, int ja, int jb, KP kp, 
     tile_build(t, d, DType::F32, DType::F32, ja, jb, row, row, need_v);
 }
 
+#if defined(KVRT_ISA_AVX512) || defined(KVRT_ISA_AVX2)
+#if defined(KVRT_ISA_AVX512)
+using Fp4VW = __m512i;
+#else
+using Fp4VW = __m256i;
+#endif
+// One vector of transposed code units (32 bits = 8 dims per key) -> the keys' 4-dim words of
+// their first 4 dims (lo) and last 4 (hi), int8 (+ 128 where FLIP). (A function, not a lambda:
+// GCC 12 compiles lambdas without the file's target pragma.)
+template <bool FLIP>
+inline void fp4_split_units(Fp4VW x, Fp4VW& lo, Fp4VW& hi) {
+#if defined(KVRT_ISA_AVX512)
+    const Fp4VW lut = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
+    const Fp4VW m4 = _mm512_set1_epi8(15);
+    const Fp4VW a = _mm512_shuffle_epi8(lut, _mm512_and_si512(x, m4));                        // even dims
+    const Fp4VW b = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(x, 4), m4));  // odd dims
+    // Per 128-bit lane (keys 4l .. 4l + 3): u = (k0 lo, k0 hi, k1 lo, k1 hi), v = the same of k2, k3.
+    const __m512 u = _mm512_castsi512_ps(_mm512_unpacklo_epi8(a, b)), v = _mm512_castsi512_ps(_mm512_unpackhi_epi8(a, b));
+    lo = _mm512_castps_si512(_mm512_shuffle_ps(u, v, 0x88));
+    hi = _mm512_castps_si512(_mm512_shuffle_ps(u, v, 0xDD));
+    if constexpr (FLIP) {
+        lo = _mm512_xor_si512(lo, _mm512_set1_epi8(static_cast<char>(0x80)));
+        hi = _mm512_xor_si512(hi, _mm512_set1_epi8(static_cast<char>(0x80)));
+    }
+#else
+    const Fp4VW lut = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
+    const Fp4VW m4 = _mm256_set1_epi8(15);
+    const Fp4VW a = _mm256_shuffle_epi8(lut, _mm256_and_si256(x, m4));
+    const Fp4VW b = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(x, 4), m4));
+    const __m256 u = _mm256_castsi256_ps(_mm256_unpacklo_epi8(a, b)), v = _mm256_castsi256_ps(_mm256_unpackhi_epi8(a, b));
+    lo = _mm256_castps_si256(_mm256_shuffle_ps(u, v, 0x88));
+    hi = _mm256_castps_si256(_mm256_shuffle_ps(u, v, 0xDD));
+    if constexpr (FLIP) {
+        lo = _mm256_xor_si256(lo, _mm256_set1_epi8(static_cast<char>(0x80)));
+        hi = _mm256_xor_si256(hi, _mm256_set1_epi8(static_cast<char>(0x80)));
+    }
+#endif
+}
+
+// W keys at once (16 on AVX-512, 8 on AVX2; rows[j]: key j's 4-bit head, or a zero one): the packed
+// codes are transposed as 32-bit units (8 dims each) and then decoded, so each decode serves W
+// keys and writes two whole rows of kti (the 4-dim words 2i and 2i + 1): out[w * ld + j] = word w
+// of key j (bytes + 128 where FLIP). Half the instructions per key of decoding the rows and then
+// transposing their int8 words. d a multiple of 64.
+template <bool FLIP>
+inline void fp4_i8_words(const uint8_t* const* rows, int d, uint32_t* out, int ld) {
+    constexpr int W = Ops::W;
+    const int nu = d / 8;  // 32-bit units of codes per key (a multiple of W)
+    for (int c0 = 0; c0 < nu; c0 += W) {
+#if defined(KVRT_ISA_AVX512)
+        __m512 r[16];
+        for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(reinterpret_cast<const float*>(rows[j]) + c0);
+        Ops::transpose16x16(r);
+#else
+        __m256 r[8];
+        for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[j]) + c0);
+        Ops::transpose8x8(r);
+#endif
+        for (int i = 0; i < W; ++i) {
+            Fp4VW lo, hi;
+#if defined(KVRT_ISA_AVX512)
+            fp4_split_units<FLIP>(_mm512_castps_si512(r[i]), lo, hi);
+#else
+            fp4_split_units<FLIP>(_mm256_castps_si256(r[i]), lo, hi);
+#endif
+            std::memcpy(out + size_t(2 * (c0 + i)) * ld, &lo, sizeof lo);
+            std::memcpy(out + size_t(2 * (c0 + i) + 1) * ld, &hi, sizeof hi);
+        }
+    }
+}
+#endif
+
 // The indexer's integer tiles of 4-bit keys (indexer_core.inl): an int8 tile (KeyTile::ints, as
 // tile_build_i8 builds over int8 K) of the codes' integer values, twice the e2m1 value (0, +-1,
 // 2, 3, 4, 6, 8, 12: kFp4Twice), with half of each group's scale as the key's group scale (ksc).
 // A key's element c is then exactly code(c) * ksc[c / 32], the value kv_load gives, and
 // tile_scores_i8 scores it against a query quantised per 32 dims (quantize_query_i8) with exact
 // int32 group dot products: s = ((0 + f32(dot_0) * (q's scale_0 * ksc_0)) + ...) over the groups
-// in increasing order. Each present row is decoded into int8 rows in kbuf (32 codes through a
-// 16-entry table at a time), then its 4-dim words are transposed as int8 keys' are. Absent keys:
-// the zero head, scale 0.
+// in increasing order. AVX-512 and AVX2 with d a multiple of 64: the codes of W keys are
+// transposed packed and decoded after (fp4_i8_words); otherwise each present row is decoded into
+// int8 rows in kbuf (32 codes through a 16-entry table at a time) and its 4-dim words are
+// transposed as int8 keys' are. Absent keys: the zero head, scale 0.
 template <class KP>
 inline void tile_build_fp4_i8(KeyTile& t, int d, DType dt, int ja, int jb, KP kp) {
     constexpr int W = Ops::W;
@@ -95,8 +184,29 @@ inline void tile_build_fp4_i8(KeyTile& t, int d, DType dt, int ja, int jb, KP kp
     t.kti = reinterpret_cast<uint32_t*>(t.kt);
     const int ng = d / 32;
     t.kng = ng;
-    uint8_t* rows = reinterpret_cast<uint8_t*>(t.kbuf);  // [T][d] int8 codes
     const uint8_t* zero = reinterpret_cast<const uint8_t*>(t.zero);
+#if defined(KVRT_ISA_AVX512) || defined(KVRT_ISA_AVX2)
+    if (d % 64 == 0) {
+        for (int j = 0; j < T; ++j) t.kraw[j] = t.vraw[j] = zero;
+        const float* e8 = dt == DType::FP4_E8 ? e8_half_scales() : nullptr;
+        for (int g = 0; g < T; g += W) {
+            if (g + W - 1 < ja || g > jb) continue;  // (no keys: every row skips these lanes)
+            const uint8_t* pr[W];
+            for (int j = 0; j < W; ++j) {
+                const bool in = g + j >= ja && g + j <= jb;
+                pr[j] = in ? kp(g + j) : zero;
+                const uint8_t* sc = pr[j] + d / 2;
+                for (int gi = 0; gi < ng; ++gi) t.ksc[gi * T + g + j] = !in ? 0.0f : e8 ? e8[sc[gi]] : fp4_half_scale(sc, dt, gi);
+            }
+            if (t.pf) t.pf->step();
+            if (Ops::kI8Unsigned) fp4_i8_words<true>(pr, d, t.kti + g, T);
+            else fp4_i8_words<false>(pr, d, t.kti + g, T);
+            if (t.pf) t.pf->step();
+        }
+        return;
+    }
+#endif
+    uint8_t* rows = reinterpret_cast<uint8_t*>(t.kbuf);  // [T][d] int8 codes
     for (int j = 0; j < T; ++j) {
         const bool in = j >= ja && j <= jb;
         t.kraw[j] = in ? rows + size_t(j) * d : zero;
