@@ -131,22 +131,24 @@ inline void fp4_split_units(Fp4VW x, Fp4VW& lo, Fp4VW& hi) {
 // codes are transposed as 32-bit units (8 dims each) and then decoded, so each decode serves W
 // keys and writes two whole rows of kti (the 4-dim words 2i and 2i + 1): out[w * ld + j] = word w
 // of key j (bytes + 128 where FLIP). Half the instructions per key of decoding the rows and then
-// transposing their int8 words. d a multiple of 64.
+// transposing their int8 words. d a multiple of 64; only the codes are read (d / 2 bytes).
 template <bool FLIP>
 inline void fp4_i8_words(const uint8_t* const* rows, int d, uint32_t* out, int ld) {
     constexpr int W = Ops::W;
-    const int nu = d / 8;  // 32-bit units of codes per key (a multiple of W)
+    const int nu = d / 8;  // 32-bit units of codes per key (a multiple of 8)
     for (int c0 = 0; c0 < nu; c0 += W) {
+        const int n = nu - c0 < W ? nu - c0 : W;  // (AVX-512 at d = 64: 8 units; loads stop at the codes)
 #if defined(KVRT_ISA_AVX512)
+        const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
         __m512 r[16];
-        for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(reinterpret_cast<const float*>(rows[j]) + c0);
+        for (int j = 0; j < 16; ++j) r[j] = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(rows[j]) + c0);
         Ops::transpose16x16(r);
 #else
         __m256 r[8];
         for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[j]) + c0);
         Ops::transpose8x8(r);
 #endif
-        for (int i = 0; i < W; ++i) {
+        for (int i = 0; i < n; ++i) {
             Fp4VW lo, hi;
 #if defined(KVRT_ISA_AVX512)
             fp4_split_units<FLIP>(_mm512_castps_si512(r[i]), lo, hi);
