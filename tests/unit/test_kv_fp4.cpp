@@ -396,3 +396,39 @@ TEST_CASE("kv fp4: a block with a NaN scale is refused, naming the layer and the
         }
     }
 }
+
+TEST_CASE("kv fp4: the indexer scan reads no byte past a 4-bit key's head (keys at the end of their allocation)") {
+    // One block whose memory ends with its last key's head, in its own heap allocation, so that
+    // AddressSanitizer sees any vector load that runs past the codes and scales.
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (int32_t d : {64, 128, 256}) {
+            CAPTURE(std::string(isa_name(isa)));
+            CAPTURE(d);
+            const int32_t n = 16, H = 3;
+            const size_t rb = kv_head_bytes(DType::FP4_E8, d);
+            std::vector<uint8_t> block(size_t(n) * rb);
+            auto x = test::random_vec(size_t(n) * d, 2100 + d);
+            for (int32_t i = 0; i < n; ++i) kv_store_head(block.data() + size_t(i) * rb, x.data() + size_t(i) * d, DType::FP4_E8, d);
+            const uint8_t* blocks[1] = {block.data()};
+            PagedKV kv;
+            kv.blocks = blocks;
+            kv.n_blocks = 1;
+            kv.block_tokens = n;
+            kv.row_bytes = rb;
+            kv.n_kv_heads = 1;
+            kv.head_dim = d;
+            kv.dtype = DType::FP4_E8;
+            kv.n_tokens = n;
+            auto q = test::random_vec(size_t(H) * d, 2101);
+            auto w = test::random_vec(size_t(H), 2102, 0.0f, 1.0f);
+            const IndexerQuery iq{q.data(), w.data(), H};
+            std::vector<float> s_ref(n), s_cpu(n);
+            ref::indexer_scores(kv, iq, n, s_ref.data());
+            cpu::indexer_scores(kv, iq, n, s_cpu.data());
+            CHECK(test::max_abs_diff(s_ref, s_cpu) < 1e-3f);
+            for (int32_t i = 0; i < n; ++i)
+                CHECK(s_cpu[size_t(i)] == fp4_index_score(iq, block.data() + size_t(i) * rb, DType::FP4_E8, d, isa != Isa::Scalar));
+        }
+    }
+}
