@@ -768,10 +768,19 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
 // Integer scores of R rows against an int8 tile (KeyTile::ints): per group of 32 dims the exact
 // int32 dot products of the rows' codes (qw[r], q_i8) with the keys' words, then
 // s = ((0 + f32(dot_0) * (q's scale_0 * k's scale_0)) + ...), groups in increasing order.
+//
+// Each row's group sum runs as C chains over the group's words (word i to chain i mod C), added
+// after: the sums are exact int32, so the chains change no bit, and on VNNI paths they hide
+// vpdpbusd's latency where a block has few rows (the indexer's 4 heads of the base preset, GQA
+// groups of 2-4 query heads): about 8 accumulators in all (16 measured no faster; blocks of 5 or
+// more rows keep one chain each).
 template <int R>
 inline void tile_scores_i8(const KeyTile& t, int d, const uint32_t* const* qw, V (&s)[R][NV]) {
     constexpr int W = Ops::W;
     constexpr int G4 = kQueryI8Group / 4;  // words per group
+    constexpr int kAcc = 8;  // accumulators to aim for
+    constexpr int C = !Ops::kI8Unsigned ? 1 : kAcc / R >= 4 ? 4 : kAcc / R >= 2 ? 2 : 1;
+    static_assert(G4 % C == 0, "chains divide a group's words");
     const int nw = d / 4, ng = d / kQueryI8Group;
     const float* qsc[R];
     const int32_t* qsum[R];
@@ -789,15 +798,23 @@ inline void tile_scores_i8(const KeyTile& t, int d, const uint32_t* const* qw, V
         for (int r = 0; r < R; ++r) sv[r] = Ops::zero();  // 0 + f = f: the first group's term exactly
         for (int g = 0; g < ng; ++g) {
             if (t.pf) t.pf->step();
-            typename Ops::VI acc[R];
-            for (int r = 0; r < R; ++r) acc[r] = Ops::i8_init(Ops::kI8Unsigned ? qsum[r][g] : 0);  // (sums: q_i8)
-            for (int i = g * G4; i < g * G4 + G4; ++i) {
-                const typename Ops::KI k = Ops::i8_prep(t.kti + size_t(i) * T + j0);
-                for (int r = 0; r < R; ++r) acc[r] = Ops::i8_dot(acc[r], k, qw[r] + i, nw);
+            typename Ops::VI acc[R][C];
+            for (int r = 0; r < R; ++r) {
+                acc[r][0] = Ops::i8_init(Ops::kI8Unsigned ? qsum[r][g] : 0);  // (sums: q_i8)
+                for (int c = 1; c < C; ++c) acc[r][c] = Ops::vi_zero();
+            }
+            for (int i0 = g * G4; i0 < g * G4 + G4; i0 += C) {
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c) {
+                    const typename Ops::KI k = Ops::i8_prep(t.kti + size_t(i0 + c) * T + j0);
+                    for (int r = 0; r < R; ++r) acc[r][c] = Ops::i8_dot(acc[r][c], k, qw[r] + i0 + c, nw);
+                }
             }
             const V ks = Ops::load(t.ksc + g * T + j0);
             for (int r = 0; r < R; ++r) {
-                const V f = Ops::mul(Ops::i8_cvt(acc[r]), Ops::mul(Ops::set1(qsc[r][g]), ks));
+                typename Ops::VI a = acc[r][0];
+                for (int c = 1; c < C; ++c) a = Ops::vi_add(a, acc[r][c]);  // exact: int32 sums
+                const V f = Ops::mul(Ops::i8_cvt(a), Ops::mul(Ops::set1(qsc[r][g]), ks));
                 sv[r] = Ops::add(sv[r], f);
             }
         }

@@ -75,23 +75,28 @@ inline void idx_tile(KeyTile& t, int d, DType dt, int jb, const uint8_t* const* 
 // Lane scores of rows [0, n) against a tile, in register blocks, handed to fold(i, s) for
 // i = 0, 1, ... in order. q(i), qp(i), qw(i): row i's query (f32), its bf16 pairs (pair tiles;
 // else null) and its int8 words (integer tiles).
+// Integer tiles: rows [i, i + R) as one register block.
+template <int R, class QWF, class Fold>
+inline void idx_score_block_i8(const KeyTile& t, int d, int i, QWF& qw, Fold& fold) {
+    const uint32_t* w[R];
+    for (int r = 0; r < R; ++r) w[r] = qw(i + r);
+    V s[R][NV];
+    tile_scores_i8<R>(t, d, w, s);
+    for (int r = 0; r < R; ++r) fold(i + r, s[r]);
+}
+
 template <class QF, class QPF, class QWF, class Fold>
 inline void idx_score_rows(const KeyTile& t, int d, int n, QF q, QPF qp, QWF qw, Fold fold) {
     int i = 0;
     if (t.ints) {
-        for (; i + kRowsQuant <= n; i += kRowsQuant) {
-            const uint32_t* w[kRowsQuant];
-            for (int r = 0; r < kRowsQuant; ++r) w[r] = qw(i + r);
-            V s[kRowsQuant][NV];
-            tile_scores_i8<kRowsQuant>(t, d, w, s);
-            for (int r = 0; r < kRowsQuant; ++r) fold(i + r, s[r]);
-        }
-        for (; i < n; ++i) {
-            const uint32_t* w[1] = {qw(i)};
-            V s[1][NV];
-            tile_scores_i8<1>(t, d, w, s);
-            fold(i, s[0]);
-        }
+        // Blocks of kRowsQuant rows, then the rest in blocks of 4, 2, 1 (the base preset's 4 heads
+        // are one block of 4, not four rows alone: one row's latency-bound vpdpbusd chains were
+        // the 4 x 64 scan's hottest loop).
+        for (; i + kRowsQuant <= n; i += kRowsQuant) idx_score_block_i8<kRowsQuant>(t, d, i, qw, fold);
+        if constexpr (kRowsQuant > 4)
+            if (n - i >= 4) idx_score_block_i8<4>(t, d, i, qw, fold), i += 4;
+        if (n - i >= 2) idx_score_block_i8<2>(t, d, i, qw, fold), i += 2;
+        if (n - i >= 1) idx_score_block_i8<1>(t, d, i, qw, fold), i += 1;
         return;
     }
     for (; i + kRowsScore <= n; i += kRowsScore) {

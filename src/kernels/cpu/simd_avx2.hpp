@@ -176,6 +176,7 @@ struct Ops {
     // 8..11 as (a[c], b[c]) int16 pairs, hi dims 4..7 and 12..15.
     static constexpr int kPvI8Dims = 16;
     static VI vi_zero() { return _mm256_setzero_si256(); }
+    static VI vi_add(VI a, VI b) { return _mm256_add_epi32(a, b); }
     static void pv_i8_pairs(const uint8_t* a, const uint8_t* b, VI& lo, VI& hi) {
         const __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
         const __m256i y = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));

@@ -272,6 +272,7 @@ struct Ops {
     // pv_i8_cvt puts the two accumulators' int32 sums back in dim order as f32 (dims 0..15, 16..31).
     static constexpr int kPvI8Dims = 32;
     static VI vi_zero() { return _mm512_setzero_si512(); }
+    static VI vi_add(VI a, VI b) { return _mm512_add_epi32(a, b); }
     static void pv_i8_pairs(const uint8_t* a, const uint8_t* b, VI& lo, VI& hi) {
         const __m512i x = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
         const __m512i y = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));

@@ -48,6 +48,7 @@ struct Ops {
     // as two int16 in one word, hi the pair (a[1], b[1]).
     static constexpr int kPvI8Dims = 2;
     static VI vi_zero() { return 0; }
+    static VI vi_add(VI a, VI b) { return a + b; }
     static uint32_t i16_pair(uint8_t a, uint8_t b) {
         return uint32_t(uint16_t(int16_t(static_cast<int8_t>(a)))) | uint32_t(uint16_t(int16_t(static_cast<int8_t>(b)))) << 16;
     }
