@@ -72,9 +72,6 @@ inline void idx_tile(KeyTile& t, int d, DType dt, int jb, const uint8_t* const* 
     else tile_build_rows(t, d, dt, 0, jb, row, false);
 }
 
-// Lane scores of rows [0, n) against a tile, in register blocks, handed to fold(i, s) for
-// i = 0, 1, ... in order. q(i), qp(i), qw(i): row i's query (f32), its bf16 pairs (pair tiles;
-// else null) and its int8 words (integer tiles).
 // Integer tiles: rows [i, i + R) as one register block.
 template <int R, class QWF, class Fold>
 inline void idx_score_block_i8(const KeyTile& t, int d, int i, QWF& qw, Fold& fold) {
@@ -85,6 +82,9 @@ inline void idx_score_block_i8(const KeyTile& t, int d, int i, QWF& qw, Fold& fo
     for (int r = 0; r < R; ++r) fold(i + r, s[r]);
 }
 
+// Lane scores of rows [0, n) against a tile, in register blocks, handed to fold(i, s) for
+// i = 0, 1, ... in order. q(i), qp(i), qw(i): row i's query (f32), its bf16 pairs (pair tiles;
+// else null) and its int8 words (integer tiles).
 template <class QF, class QPF, class QWF, class Fold>
 inline void idx_score_rows(const KeyTile& t, int d, int n, QF q, QPF qp, QWF qw, Fold fold) {
     int i = 0;
