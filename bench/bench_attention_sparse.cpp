@@ -16,9 +16,12 @@
 //     indexer scan over 1,048,576 keys in scattered 16-token blocks (the base preset's 4 heads of
 //     64, and the public model's 32 heads of 128): time ratio fp4 / f16 and bytes read per second
 //     vs the STREAM read of the same run.
-//   bench_attention_sparse [--quick] [--fp4-only] [--scan-block N]
+//   bench_attention_sparse [--quick] [--fp4-only] [--scan-only] [--scan-block N] [--scan-keys N]
+//     --scan-only: of --fp4-only's measurements only the indexer scans (for profiles)
 //     --scan-block N: positions per cache block of the 4-bit / f16 indexer scans (default 16, the
 //       cache's default; a 16-token block of 4-bit 64-wide keys is a 544-byte run)
+//     --scan-keys N: keys of those scans (default 1,048,576); e.g. 16,384 keeps them in the L2,
+//       which separates the scan's compute from its memory stream
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
 #include "kernels/attention.hpp"
@@ -54,8 +57,8 @@ std::vector<int32_t> pick_sorted(int32_t n_bank, int32_t n, uint32_t seed) {
 }
 
 // 4-bit banks and indexer keys beside f16 ones (see the top of this file).
-void bench_fp4(bool quick, int max_t, double min_s, int32_t scan_block) {
-    {
+void bench_fp4(bool quick, int max_t, double min_s, int32_t scan_block, int32_t scan_keys, bool scan_only) {
+    if (!scan_only) {
         const int D = 512, H = 64, k = 2048;
         const int32_t big = quick ? 262144 : 1048576;
         BenchKV b16(big, 1, D, DType::F16, 16, /*kv_shared=*/true, 21);
@@ -89,7 +92,7 @@ void bench_fp4(bool quick, int max_t, double min_s, int32_t scan_block) {
         }
     }
     for (const auto [Hs, Ds] : {std::pair<int, int>{4, 64}, std::pair<int, int>{32, 128}}) {
-        const int32_t ns = 1 << 20;
+        const int32_t ns = scan_keys;
         BenchKV k16(ns, 1, Ds, DType::F16, scan_block, true, 24);
         BenchKV k4(ns, 1, Ds, DType::FP4_E8, scan_block, true, 25);
         std::vector<float> qs(size_t(Hs) * Ds, 0.01f), ws(Hs, 0.1f), ss(ns);
@@ -120,17 +123,19 @@ void bench_fp4(bool quick, int max_t, double min_s, int32_t scan_block) {
 
 int main(int argc, char** argv) {
     use_passive_omp_wait(argv);
-    bool quick = false, fp4_only = false;
-    int32_t scan_block = 16;
+    bool quick = false, fp4_only = false, scan_only = false;
+    int32_t scan_block = 16, scan_keys = 1 << 20;
     for (int i = 1; i < argc; ++i) {
         quick = quick || std::strcmp(argv[i], "--quick") == 0;
         fp4_only = fp4_only || std::strcmp(argv[i], "--fp4-only") == 0;
+        scan_only = scan_only || std::strcmp(argv[i], "--scan-only") == 0;
         if (std::strcmp(argv[i], "--scan-block") == 0 && i + 1 < argc) scan_block = std::max(1, std::atoi(argv[++i]));
+        if (std::strcmp(argv[i], "--scan-keys") == 0 && i + 1 < argc) scan_keys = std::max(64, std::atoi(argv[++i]));
     }
     const int max_t = std::min(2, std::max(1, omp_get_max_threads()));
     const double min_s = quick ? 0.05 : 0.3;
-    if (fp4_only) {
-        bench_fp4(quick, max_t, min_s, scan_block);
+    if (fp4_only || scan_only) {
+        bench_fp4(quick, max_t, min_s, scan_block, scan_keys, scan_only);
         return 0;
     }
 
@@ -243,6 +248,6 @@ int main(int argc, char** argv) {
         double tbm = time_best([&] { block_max_candidates(scores.data(), n, 8, 2048, sel.data()); }, min_s);
         emit("indexer", "block_max_2048_time", tbm * 1e6, "us", "\"keys\":" + std::to_string(n) + ",\"block\":8");
     }
-    bench_fp4(quick, max_t, min_s, scan_block);
+    bench_fp4(quick, max_t, min_s, scan_block, scan_keys, false);
     return 0;
 }

@@ -432,3 +432,31 @@ TEST_CASE("kv fp4: the indexer scan reads no byte past a 4-bit key's head (keys 
         }
     }
 }
+
+TEST_CASE("kv fp4: every e8m0 scale byte (0 and 1: denormals, 255: NaN) scores as its definition on every ISA path") {
+    // The vector paths build half scales from the exponent bits (fp4_e8_half_scales); the scalar
+    // path and the definition (fp4_index_score) from fp4_half_scale and the format's decoder.
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (int32_t d : {64, 128, 192, 256}) {
+            CAPTURE(std::string(isa_name(isa)));
+            CAPTURE(d);
+            // Key i's groups all get byte i (a tiny scale beside a large one would vanish in the
+            // score's sum), the last keys a partial tile; keys past 256 mix bytes across groups.
+            const int32_t ng = d / 32, n = 256 + 7 + 16;
+            TestKV keys(n, 1, d, DType::FP4_E8, 16, 2200 + d, true);
+            for (int32_t i = 0; i < n; ++i) {
+                uint8_t* sc = const_cast<uint8_t*>(keys.kv.k_row(i)) + d / 2;
+                for (int32_t g = 0; g < ng; ++g) sc[g] = static_cast<uint8_t>(i < 256 ? i : (i * ng + g) * 37 % 256);
+            }
+            const int32_t H = 3;
+            auto q = test::random_vec(size_t(H) * d, 2201);
+            auto w = test::random_vec(size_t(H), 2202, 0.0f, 1.0f);
+            const IndexerQuery iq{q.data(), w.data(), H};
+            std::vector<float> s_cpu(n), s_def(n);
+            cpu::indexer_scores(keys.kv, iq, n, s_cpu.data());
+            for (int32_t i = 0; i < n; ++i) s_def[size_t(i)] = fp4_index_score(iq, keys.kv.k_row(i), DType::FP4_E8, d, isa != Isa::Scalar);
+            CHECK(test::bit_equal(s_cpu, s_def));
+        }
+    }
+}

@@ -31,22 +31,6 @@ inline float fp4_half_scale(const uint8_t* sc, DType t, int gi) {
     return Ops::h2f(h) * 0.5f;
 }
 
-// fp4_half_scale of every e8m0 byte, built once per ISA namespace: the indexer's integer tiles
-// take a load per key and group instead of the branches.
-struct E8HalfScales {
-    float v[256];
-    E8HalfScales() {
-        for (int b = 0; b < 256; ++b) {
-            const uint8_t byte = static_cast<uint8_t>(b);
-            v[b] = fp4_half_scale(&byte, DType::FP4_E8, 0);
-        }
-    }
-};
-inline const float* e8_half_scales() {
-    static const E8HalfScales t;
-    return t.v;
-}
-
 #if defined(KVRT_ISA_AVX2) || defined(KVRT_ISA_AVX512)
 #include "kernels/cpu/fp4_decode_avx2.hpp"
 #endif
@@ -99,8 +83,11 @@ using Fp4VW = __m256i;
 // GCC 12 compiles lambdas without the file's target pragma.)
 template <bool FLIP>
 inline void fp4_split_units(Fp4VW x, Fp4VW& lo, Fp4VW& hi) {
+    // The code -> value table, + 128 where FLIP (the words below only move its bytes).
+    const __m128i lut16 = _mm_xor_si128(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12),
+                                        _mm_set1_epi8(FLIP ? static_cast<char>(0x80) : 0));
 #if defined(KVRT_ISA_AVX512)
-    const Fp4VW lut = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
+    const Fp4VW lut = _mm512_broadcast_i32x4(lut16);
     const Fp4VW m4 = _mm512_set1_epi8(15);
     const Fp4VW a = _mm512_shuffle_epi8(lut, _mm512_and_si512(x, m4));                        // even dims
     const Fp4VW b = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(x, 4), m4));  // odd dims
@@ -108,22 +95,14 @@ inline void fp4_split_units(Fp4VW x, Fp4VW& lo, Fp4VW& hi) {
     const __m512 u = _mm512_castsi512_ps(_mm512_unpacklo_epi8(a, b)), v = _mm512_castsi512_ps(_mm512_unpackhi_epi8(a, b));
     lo = _mm512_castps_si512(_mm512_shuffle_ps(u, v, 0x88));
     hi = _mm512_castps_si512(_mm512_shuffle_ps(u, v, 0xDD));
-    if constexpr (FLIP) {
-        lo = _mm512_xor_si512(lo, _mm512_set1_epi8(static_cast<char>(0x80)));
-        hi = _mm512_xor_si512(hi, _mm512_set1_epi8(static_cast<char>(0x80)));
-    }
 #else
-    const Fp4VW lut = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
+    const Fp4VW lut = _mm256_broadcastsi128_si256(lut16);
     const Fp4VW m4 = _mm256_set1_epi8(15);
     const Fp4VW a = _mm256_shuffle_epi8(lut, _mm256_and_si256(x, m4));
     const Fp4VW b = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(x, 4), m4));
     const __m256 u = _mm256_castsi256_ps(_mm256_unpacklo_epi8(a, b)), v = _mm256_castsi256_ps(_mm256_unpackhi_epi8(a, b));
     lo = _mm256_castps_si256(_mm256_shuffle_ps(u, v, 0x88));
     hi = _mm256_castps_si256(_mm256_shuffle_ps(u, v, 0xDD));
-    if constexpr (FLIP) {
-        lo = _mm256_xor_si256(lo, _mm256_set1_epi8(static_cast<char>(0x80)));
-        hi = _mm256_xor_si256(hi, _mm256_set1_epi8(static_cast<char>(0x80)));
-    }
 #endif
 }
 
@@ -134,15 +113,39 @@ inline void fp4_split_units(Fp4VW x, Fp4VW& lo, Fp4VW& hi) {
 // transposing their int8 words. d a multiple of 64; only the codes are read (d / 2 bytes).
 template <bool FLIP>
 inline void fp4_i8_words(const uint8_t* const* rows, int d, uint32_t* out, int ld) {
-    constexpr int W = Ops::W;
     const int nu = d / 8;  // 32-bit units of codes per key (a multiple of 8)
-    for (int c0 = 0; c0 < nu; c0 += W) {
-        const int n = nu - c0 < W ? nu - c0 : W;  // (AVX-512 at d = 64: 8 units; loads stop at the codes)
+    for (int c0 = 0; c0 < nu; c0 += 8) {
+        constexpr int n = 8;  // units per step: the loads read exactly the codes
 #if defined(KVRT_ISA_AVX512)
-        const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
-        __m512 r[16];
-        for (int j = 0; j < 16; ++j) r[j] = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(rows[j]) + c0);
-        Ops::transpose16x16(r);
+        // 16 keys x 8 units as 8 vectors of two keys' units: r[k] = (key k | key k + 4) for k < 4,
+        // (key k + 4 | key k + 8) for k >= 4. The 4 x 4 transposes within 128-bit blocks then leave
+        // r[i] = (unit i of keys 0-3 | unit i + 4 of keys 0-3 | unit i of keys 4-7 | unit i + 4 of
+        // keys 4-7) for i < 4, keys 8-15 in r[i + 4]; one block shuffle per vector finishes. (32
+        // shuffles where the 16 x 16 transpose of d = 64's half-empty vectors took 64: the shuffle
+        // port bounded the tile build.)
+        __m512 r[8];
+        for (int k = 0; k < 8; ++k) {
+            const int a = k < 4 ? k : k + 4;
+            const __m256 lo = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[a]) + c0);
+            const __m256 hi = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[a + 4]) + c0);
+            r[k] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+        }
+        __m512 t[8];
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+            t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 8; i += 4) {
+            r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+            r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+            r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+            r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+        }
+        for (int i = 0; i < 4; ++i) {
+            t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+            t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        }
+        for (int i = 0; i < 8; ++i) r[i] = t[i];
 #else
         __m256 r[8];
         for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[j]) + c0);
@@ -159,6 +162,58 @@ inline void fp4_i8_words(const uint8_t* const* rows, int d, uint32_t* out, int l
             std::memcpy(out + size_t(2 * (c0 + i) + 1) * ld, &hi, sizeof hi);
         }
     }
+}
+
+// fp4_half_scale of the e8m0 scales of W keys at once (rows[j]: key j's 4-bit head, d a multiple
+// of 64; lanes of keys not in `in` (bit j: key j present) get 0): out[gi * ld + j] = half of key j's
+// scale gi. Each key's scale bytes are read as 32-bit words, one load per key and word (a gather
+// measured no faster on AVX-512 and 10% slower on AVX2), the first word starting `off` bytes
+// before the scales so that every word lies inside the head (d = 64: the last two code bytes,
+// then the 2 scales); the W keys' bytes of a group are then turned into half scales from the
+// exponent's bits, as fp4_half_scale does: (b - 1) << 23; b = 1, 0: the denormals 2^-127, 2^-128;
+// b = 255: NaN. (A byte load, a table load and a scalar store per key and group had been a quarter
+// of the tile build.)
+inline void fp4_e8_half_scales(const uint8_t* const* rows, int d, unsigned in, float* out, int ld) {
+    const int ng = d / 32, off = (4 - ng % 4) % 4;
+#if defined(KVRT_ISA_AVX512)
+    const __mmask16 present = static_cast<__mmask16>(in);
+    const __m512i one = _mm512_set1_epi32(1), ff = _mm512_set1_epi32(255);
+    for (int w = 0; 4 * w - off < ng; ++w) {
+        const int o = d / 2 - off + 4 * w;
+        int32_t v[16];
+        for (int j = 0; j < 16; ++j) std::memcpy(&v[j], rows[j] + o, 4);
+        const __m512i x = _mm512_setr_epi32(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11],
+                                            v[12], v[13], v[14], v[15]);
+        for (int b = 0; b < 4; ++b) {
+            const int gi = 4 * w - off + b;
+            if (gi < 0 || gi >= ng) continue;
+            const __m512i e = _mm512_and_si512(_mm512_srli_epi32(x, 8 * b), ff);
+            __m512i u = _mm512_slli_epi32(_mm512_sub_epi32(e, one), 23);
+            u = _mm512_mask_sllv_epi32(u, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), _mm512_set1_epi32(0x00200000), e);
+            u = _mm512_mask_mov_epi32(u, _mm512_cmpeq_epi32_mask(e, ff), _mm512_set1_epi32(0x7fc00000));
+            _mm512_storeu_si512(out + size_t(gi) * ld, _mm512_maskz_mov_epi32(present, u));
+        }
+    }
+#else
+    const __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i present = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(in)), bits), bits);
+    const __m256i one = _mm256_set1_epi32(1), two = _mm256_set1_epi32(2), ff = _mm256_set1_epi32(255);
+    for (int w = 0; 4 * w - off < ng; ++w) {
+        const int o = d / 2 - off + 4 * w;
+        int32_t v[8];
+        for (int j = 0; j < 8; ++j) std::memcpy(&v[j], rows[j] + o, 4);
+        const __m256i x = _mm256_setr_epi32(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+        for (int b = 0; b < 4; ++b) {
+            const int gi = 4 * w - off + b;
+            if (gi < 0 || gi >= ng) continue;
+            const __m256i e = _mm256_and_si256(_mm256_srli_epi32(x, 8 * b), ff);
+            __m256i u = _mm256_slli_epi32(_mm256_sub_epi32(e, one), 23);
+            u = _mm256_blendv_epi8(u, _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e), _mm256_cmpgt_epi32(two, e));
+            u = _mm256_blendv_epi8(u, _mm256_set1_epi32(0x7fc00000), _mm256_cmpeq_epi32(e, ff));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + size_t(gi) * ld), _mm256_and_si256(u, present));
+        }
+    }
+#endif
 }
 #endif
 
@@ -190,15 +245,21 @@ inline void tile_build_fp4_i8(KeyTile& t, int d, DType dt, int ja, int jb, KP kp
 #if defined(KVRT_ISA_AVX512) || defined(KVRT_ISA_AVX2)
     if (d % 64 == 0) {
         for (int j = 0; j < T; ++j) t.kraw[j] = t.vraw[j] = zero;
-        const float* e8 = dt == DType::FP4_E8 ? e8_half_scales() : nullptr;
         for (int g = 0; g < T; g += W) {
             if (g + W - 1 < ja || g > jb) continue;  // (no keys: every row skips these lanes)
             const uint8_t* pr[W];
+            unsigned in = 0;
             for (int j = 0; j < W; ++j) {
-                const bool in = g + j >= ja && g + j <= jb;
-                pr[j] = in ? kp(g + j) : zero;
-                const uint8_t* sc = pr[j] + d / 2;
-                for (int gi = 0; gi < ng; ++gi) t.ksc[gi * T + g + j] = !in ? 0.0f : e8 ? e8[sc[gi]] : fp4_half_scale(sc, dt, gi);
+                const bool present = g + j >= ja && g + j <= jb;
+                pr[j] = present ? kp(g + j) : zero;
+                in |= unsigned(present) << j;
+            }
+            if (dt == DType::FP4_E8) {
+                fp4_e8_half_scales(pr, d, in, t.ksc + g, T);
+            } else {
+                for (int j = 0; j < W; ++j)
+                    for (int gi = 0; gi < ng; ++gi)
+                        t.ksc[gi * T + g + j] = (in >> j) & 1u ? fp4_half_scale(pr[j] + d / 2, dt, gi) : 0.0f;
             }
             if (t.pf) t.pf->step();
             if (Ops::kI8Unsigned) fp4_i8_words<true>(pr, d, t.kti + g, T);
