@@ -114,38 +114,17 @@ inline void fp4_split_units(Fp4VW x, Fp4VW& lo, Fp4VW& hi) {
 template <bool FLIP>
 inline void fp4_i8_words(const uint8_t* const* rows, int d, uint32_t* out, int ld) {
     const int nu = d / 8;  // 32-bit units of codes per key (a multiple of 8)
+#if defined(KVRT_ISA_AVX512)
+    const float* rf[16];
+    for (int j = 0; j < 16; ++j) rf[j] = reinterpret_cast<const float*>(rows[j]);
+#endif
     for (int c0 = 0; c0 < nu; c0 += 8) {
         constexpr int n = 8;  // units per step: the loads read exactly the codes
 #if defined(KVRT_ISA_AVX512)
-        // 16 keys x 8 units as 8 vectors of two keys' units: r[k] = (key k | key k + 4) for k < 4,
-        // (key k + 4 | key k + 8) for k >= 4. The 4 x 4 transposes within 128-bit blocks then leave
-        // r[i] = (unit i of keys 0-3 | unit i + 4 of keys 0-3 | unit i of keys 4-7 | unit i + 4 of
-        // keys 4-7) for i < 4, keys 8-15 in r[i + 4]; one block shuffle per vector finishes. (32
-        // shuffles where the 16 x 16 transpose of d = 64's half-empty vectors took 64: the shuffle
-        // port bounded the tile build.)
+        // 16 keys x 8 units (Ops::transpose16x8: 32 shuffles where the 16 x 16 transpose of d = 64's
+        // half-empty vectors took 64; the shuffle port bounded the tile build).
         __m512 r[8];
-        for (int k = 0; k < 8; ++k) {
-            const int a = k < 4 ? k : k + 4;
-            const __m256 lo = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[a]) + c0);
-            const __m256 hi = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[a + 4]) + c0);
-            r[k] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
-        }
-        __m512 t[8];
-        for (int i = 0; i < 8; i += 2) {
-            t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-            t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-        }
-        for (int i = 0; i < 8; i += 4) {
-            r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-            r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-            r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-            r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-        }
-        for (int i = 0; i < 4; ++i) {
-            t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-            t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
-        }
-        for (int i = 0; i < 8; ++i) r[i] = t[i];
+        Ops::transpose16x8(rf, c0, r);
 #else
         __m256 r[8];
         for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(reinterpret_cast<const float*>(rows[j]) + c0);

@@ -196,19 +196,26 @@ struct Ops {
         const __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
         return _mm512_cvtph_ps(_mm256_and_si256(_mm256_slli_epi16(x, 7), _mm256_set1_epi16(int16_t(0xBFFF))));
     }
-    // In-register 16 x 16 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
-    static void transpose16x16(__m512 (&r)[16]) {
-        __m512 t[16];
-        for (int i = 0; i < 16; i += 2) {
+    // 4 x 4 transposes of 32-bit lanes within each 128-bit block of each group of 4 vectors:
+    // block b of r[g + e] lane k <- block b of r[g + k] lane e.
+    template <int N>
+    static void transpose4x4_blocks(__m512 (&r)[N]) {
+        __m512 t[N];
+        for (int i = 0; i < N; i += 2) {
             t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
             t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
         }
-        for (int i = 0; i < 16; i += 4) {
+        for (int i = 0; i < N; i += 4) {
             r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
             r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
             r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
             r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
         }
+    }
+    // In-register 16 x 16 transpose of 32-bit lanes: r[i] lane j <- r[j] lane i.
+    static void transpose16x16(__m512 (&r)[16]) {
+        __m512 t[16];
+        transpose4x4_blocks(r);
         for (int i = 0; i < 16; i += 8) {
             for (int k = 0; k < 4; ++k) {
                 t[i + k] = _mm512_shuffle_f32x4(r[i + k], r[i + 4 + k], 0x88);
@@ -219,6 +226,25 @@ struct Ops {
             r[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);
             r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xDD);
         }
+    }
+    // 16 rows (pointers) x 8 32-bit columns starting at column c -> r[i] lane j = rows[j][c + i].
+    // Loaded as pairs of rows in 256-bit halves, (row k | row k + 4) and (row k + 8 | row k + 12)
+    // for k < 4, the in-block 4 x 4 transposes leave r[i] = (column i of rows 0-3 | column i + 4 of
+    // rows 0-3 | column i of rows 4-7 | column i + 4 of rows 4-7) for i < 4 (rows 8-15 in r[i + 4]),
+    // and one block shuffle per vector finishes: 32 shuffles, where transpose16x16 of half-empty
+    // vectors takes 64. Reads exactly 32 bytes per row.
+    static void transpose16x8(const float* const* rows, int c, __m512 (&r)[8]) {
+        for (int k = 0; k < 8; ++k) {
+            const int a = k < 4 ? k : k + 4;
+            r[k] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(rows[a] + c)), _mm256_loadu_ps(rows[a + 4] + c), 1);
+        }
+        transpose4x4_blocks(r);
+        __m512 t[8];
+        for (int i = 0; i < 4; ++i) {
+            t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+            t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        }
+        for (int i = 0; i < 8; ++i) r[i] = t[i];
     }
     // 16 rows (pointers) x 16 columns starting at column c -> out[i * ld + j] = rows[j][c + i].
     static void transpose(const float* const* rows, int c, float* out, int ld) {
