@@ -129,13 +129,14 @@ inline std::vector<Isa> available_isas() {
 // 2^-9 more; the output, a convex combination of |v| <= 1, moves by about as much. Measured max
 // over the unit tests' shapes: 2e-3. 1e-2 keeps a margin and still catches a wrong key, lane or
 // mask (errors ~0.1-1). Int8 V (every path): P.V codes each tile's weights p_j * scale_j as
-// int16 against a power of two above their max (attention_core.inl, pv_rows_i8): a weight moves
-// by at most 2^-15 of the tile's largest, so the output by at most 32 * 2^-15 ~ 1e-3 of max |v|
-// if every error had the same sign, by ~2^-15 * sqrt(32) / sqrt(3) ~ 1e-4 with random signs
-// (measured max over the unit tests' shapes: 2.9e-5). 1e-4.
+// 8-bit integers against their largest magnitude (attention_core.inl, pv_rows_i8): a weight
+// moves by at most 1/510 of the tile's largest, so the output by at most 32 / 510 ~ 0.06 of max
+// |v| if every error had the same sign, by ~sqrt(32) / (255 sqrt(12)) ~ 6e-3 with random signs
+// and every weight as large as the largest (measured max over the unit tests' shapes: 1.95e-3;
+// it was 2.9e-5 with the int16 codes before session 25). 1e-2, as for bf16.
 inline float attn_tolerance(Isa isa, KvTypes kv, float f32_tol = 2e-5f) {
     const float t = isa >= Isa::Avx512Bf16 && kv.k == DType::BF16 && cpu::attention_bf16_dot() ? 1e-2f : f32_tol;
-    return kv.v == DType::I8 && t < 1e-4f ? 1e-4f : t;
+    return kv.v == DType::I8 && t < 1e-2f ? 1e-2f : t;
 }
 
 // The CED indexer (indexer_core.inl) on the avx512bf16 path over bf16 keys, where the CPU takes

@@ -73,7 +73,9 @@ TEST_CASE("kv_quant.head_round_trip_error_bounds") {
 }
 
 TEST_CASE("kv_quant.one_key_output_is_the_dequantised_value") {
-    // With one key the softmax weight is 1: every path returns the dequantised V row exactly.
+    // With one key the softmax weight is 1: every path returns the dequantised V row, exactly for
+    // fp8 and within 3 roundings of f32 for int8 (P.V's weight code is 255 and its scale the
+    // weight times f32(1 / 255): attention_core.inl, pv_rows_i8).
     for (Isa isa : test::available_isas()) {
         test::IsaScope scope(isa);
         for (DType t : {DType::I8, DType::FP8_E4M3}) {
@@ -89,8 +91,11 @@ TEST_CASE("kv_quant.one_key_output_is_the_dequantised_value") {
             std::vector<float> o(q.size());
             cpu::attention_prefill(kv.kv, p, q.data(), 1, 0, o.data());
             for (int32_t i = 0; i < h; ++i)
-                for (int32_t c = 0; c < d; ++c)
-                    CHECK(o[size_t(i) * d + c] == kv_load(kv.kv_v(0) + size_t(i / 2) * kv_head_bytes(t, d), t, d, c));
+                for (int32_t c = 0; c < d; ++c) {
+                    const float v = kv_load(kv.kv_v(0) + size_t(i / 2) * kv_head_bytes(t, d), t, d, c);
+                    if (t == DType::I8) CHECK(std::fabs(o[size_t(i) * d + c] - v) <= std::fabs(v) * 0x1p-22f);
+                    else CHECK(o[size_t(i) * d + c] == v);
+                }
         }
     }
 }
@@ -227,47 +232,65 @@ TEST_CASE("kv_quant.query_quantisation_for_int8_keys") {
 TEST_CASE("kv_quant.int8_kv_gives_the_same_bits_with_and_without_vnni") {
     // Q.K over int8 K is an exact integer sum: vpdpbusd (avx512bf16 level, which includes
     // AVX512_VNNI; avxvnni level, on ymm) and vpmaddwd (avx512, avx2) give the same integers, so
-    // the same attention bits. So is P.V over int8 V (vpdpwssd against vpmaddwd + vpaddd).
+    // the same attention bits. So is P.V over int8 V: vpdpbusd over quads of keys (VNNI, row
+    // blocks of 4 or more), vpdpwssd over int16 pairs (VNNI, smaller blocks, or a block with a
+    // negative code) and vpmaddwd + vpaddd. Shapes: GQA groups of 3, 7 and 8 (one decode block of
+    // 7 or 8 rows on AVX-512, 4 + 3 / 4 + 4 on AVX2), d = 64 and 96 (3 scale groups), and a
+    // negative V scale (the int16 pairs on every path for the tiles that hold it).
     const bool zmm = isa_detected() >= Isa::Avx512Bf16, ymm = cpu_features().avxvnni;
     if (!zmm && !ymm) {
         std::printf("KVRT_TEST_NOT_RUN: no VNNI path on this CPU\n");  // ctest reports it as not run
         return;
     }
-    const int32_t h = 9, hkv = 3, d = 64, n_tok = 300, n_q = 40, q0 = n_tok - n_q;
-    for (test::KvTypes kt : {test::KvTypes(DType::I8), test::KvTypes(DType::I8, DType::F16),
-                             test::KvTypes(DType::F16, DType::I8)}) {
-        CAPTURE(test::kv_types_name(kt));
-        test::TestKV kv(n_tok, hkv, d, kt, 16, 78);
-        AttnParams p;
-        p.n_heads = h;
-        p.head_dim = d;
-        p.scale = 0.125f;
-        auto q = test::random_vec(size_t(n_q) * h * d, 79, -3.0f, 3.0f);
-        auto run = [&](Isa isa) {
-            test::IsaScope scope(isa);
-            std::vector<float> o(q.size() + size_t(h) * d);
-            cpu::attention_prefill(kv.kv, p, q.data(), n_q, q0, o.data());
-            DecodeSeq s{&kv.kv, q.data() + size_t(n_q - 1) * h * d, o.data() + q.size(), nullptr, n_tok - 1};
-            cpu::attention_decode(&s, 1, p);
-            return o;
-        };
-        // (the pairs compared: without and with VNNI at the same vector width)
-        std::vector<std::pair<Isa, Isa>> pairs;
-        if (zmm) pairs.emplace_back(Isa::Avx512, Isa::Avx512Bf16);
-        if (ymm) pairs.emplace_back(Isa::Avx2, Isa::AvxVnni);
-        for (const auto& [plain, vnni] : pairs) {
-            CAPTURE(std::string(isa_name(vnni)));
-            const auto a = run(plain), b = run(vnni);
-            CHECK(test::bit_equal(a, b));
-            // and the decode row equals the prefill's last row
-            CHECK(std::equal(b.begin() + ptrdiff_t(q.size()) - h * d, b.begin() + ptrdiff_t(q.size()),
-                             b.begin() + ptrdiff_t(q.size())));
+    struct Shape {
+        int32_t h, hkv, d;
+        bool negative;
+    };
+    for (const Shape sh : {Shape{9, 3, 64, false}, Shape{14, 2, 64, false}, Shape{16, 2, 96, false},
+                           Shape{14, 2, 64, true}}) {
+        for (test::KvTypes kt : {test::KvTypes(DType::I8), test::KvTypes(DType::I8, DType::F16),
+                                 test::KvTypes(DType::F16, DType::I8)}) {
+            const int32_t h = sh.h, hkv = sh.hkv, d = sh.d, n_tok = 300, n_q = 40, q0 = n_tok - n_q;
+            CAPTURE(test::kv_types_name(kt));
+            CAPTURE(h);
+            CAPTURE(d);
+            CAPTURE(sh.negative);
+            test::TestKV kv(n_tok, hkv, d, kt, 16, 78);
+            if (sh.negative && kt.v == DType::I8) {  // key 270, head 1, group 0: scale negated
+                uint8_t* row = const_cast<uint8_t*>(kv.kv_v(270)) + kv_head_bytes(DType::I8, d);
+                row[d + 1] ^= 0x80u;
+            }
+            AttnParams p;
+            p.n_heads = h;
+            p.head_dim = d;
+            p.scale = 0.125f;
+            auto q = test::random_vec(size_t(n_q) * h * d, 79, -3.0f, 3.0f);
+            auto run = [&](Isa isa) {
+                test::IsaScope scope(isa);
+                std::vector<float> o(q.size() + size_t(h) * d);
+                cpu::attention_prefill(kv.kv, p, q.data(), n_q, q0, o.data());
+                DecodeSeq s{&kv.kv, q.data() + size_t(n_q - 1) * h * d, o.data() + q.size(), nullptr, n_tok - 1};
+                cpu::attention_decode(&s, 1, p);
+                return o;
+            };
+            // (the pairs compared: without and with VNNI at the same vector width)
+            std::vector<std::pair<Isa, Isa>> pairs;
+            if (zmm) pairs.emplace_back(Isa::Avx512, Isa::Avx512Bf16);
+            if (ymm) pairs.emplace_back(Isa::Avx2, Isa::AvxVnni);
+            for (const auto& [plain, vnni] : pairs) {
+                CAPTURE(std::string(isa_name(vnni)));
+                const auto a = run(plain), b = run(vnni);
+                CHECK(test::bit_equal(a, b));
+                // and the decode row equals the prefill's last row
+                CHECK(std::equal(b.begin() + ptrdiff_t(q.size()) - h * d, b.begin() + ptrdiff_t(q.size()),
+                                 b.begin() + ptrdiff_t(q.size())));
+            }
         }
     }
 }
 
 TEST_CASE("kv_quant.int8_values_pv_codes_follow_sign_and_propagate_a_bad_scale") {
-    // P.V over int8 V codes each tile's weights p_j * scale_j as int16 (attention_core.inl,
+    // P.V over int8 V codes each tile's weights p_j * scale_j as 8-bit integers (attention_core.inl,
     // pv_rows_i8). A row whose V scale is negative (a state file may carry one: only non-finite
     // scales are refused) is read with its sign, as the reference reads it; a NaN scale makes the
     // rows that attend to that key NaN in its group's dims and leaves the others finite. (Same

@@ -18,8 +18,8 @@
 //     online softmax; o accumulates p_j * v_j in increasing j, one FMA per
 //     element (masked FMAs for keys outside the row's range; fp8 V:
 //     (p_j * scale) * raw). Int8 V: per tile and scale group the weights p_j * scale_j are coded
-//     as int16 against a power of two and the exact int32 sums of codes times raw values scaled
-//     once (pv_rows_i8). Int8 K (dense attention): the query is quantised per 32 dims
+//     as 8-bit integers against their largest and the exact int32 sums of codes times raw values
+//     scaled once (pv_rows_i8; any path, any row block: the same integers). Int8 K (dense attention): the query is quantised per 32 dims
 //     and each group's exact int32 dot product is scaled and added in group order (KeyTile::ints,
 //     int8 tiles). Pair tiles (bf16
 //     KV where Ops::kBf16Dot, see KeyTile): bf16 dot products instead, over
@@ -238,6 +238,9 @@ struct KeyTile {
     // every ISA path, agree. V is read as on direct tiles.
     bool ints = false;
     uint32_t* kti = nullptr;
+    // Int8 V on the VNNI paths (pv_rows_u8): the tile's values as quads (pv_u8_quads.inl, in vbuf's
+    // memory: [group][T / 4][4]), built by the first row block that takes them.
+    mutable bool vq_built = false;
 };
 
 inline size_t tile_qbuf(int d) { return size_t(d) / 2 + 16; }
@@ -310,6 +313,7 @@ inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int 
 }
 inline void tile_value_scales(KeyTile& t, int d, DType vdt, int ja, int jb) {
     t.vng = tile_scales(t.vraw, d, vdt, ja, jb, t.vsc);
+    t.vq_built = false;
 }
 
 // True when a tile of K type kdt and V type vdt is a pair tile (bf16 both, where Ops has bf16
@@ -1036,17 +1040,19 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
 
 // Integer P.V over int8 V (every tile whose V is int8: prefill, decode and sparse alike). Per row
 // r and V scale group g (32 dims) the weights w_j = p_r[j] * (value j's scale of group g) of the
-// tile's keys are coded as int16 against a power of two: with amax = max_j w_j = m * 2^E (m in
-// [0.5, 1)), code_j = w_j * 2^(15 - E) rounded to the nearest integer (ties to even; at most
-// 32767: saturated), exact scaling. The group's dims then accumulate sum_j code_j * raw_j[c] as
-// exact int32 (pairs of keys per vpdpwssd / vpmaddwd: 32 keys x 32767 x 128 < 2^31), and the tile
-// ends with o[c] = o[c] * alpha + f32(sum) * 2^(E - 15) (a multiply and an add, no FMA: the same
-// bits on every path, the scalar one included). An integer sum has one value whatever order
-// computes it, so the keys outside a row's range (p = 0: code 0) change nothing, and decode and
-// prefill agree. amax is of |w| (a state file may carry negative scales). A group whose amax is
-// below 2^-100 adds nothing (codes and scale 0: far below an f32 ulp of the row's running sum);
-// one holding inf or NaN gets scale NaN (as f32 would).
-// One key alone (w = 1 * scale, an f16's 11 bits) is coded exactly: o is the dequantised row.
+// tile's keys are coded as 8-bit integers against their largest magnitude: with amax = max_j |w_j|,
+// f = 255 / amax and code_j = w_j * f rounded to the nearest integer (ties to even; saturated to
+// [-255, 255]), so the largest weight is coded 255. The group's dims then accumulate sum_j code_j
+// * raw_j[c] as exact int32 (32 keys x 255 x 128 < 2^31), and the tile ends with o[c] = o[c] *
+// alpha + f32(sum) * (amax * (1 / 255)) (a multiply and an add, no FMA: the same bits on every
+// path, the scalar one included). An integer sum has one value whatever computes it: vpdpbusd over
+// quads of keys where every code of the row block is >= 0 (the VNNI paths, pv_rows_u8), int16
+// pairs of keys otherwise (vpdpwssd / vpmaddwd; a negative code comes only from a negative V
+// scale, which a caller's rows may carry), so the paths agree, the keys outside a row's range (p =
+// 0: code 0) change nothing, and decode and prefill agree. A group whose amax is below 2^-100
+// adds nothing (codes and scale 0: far below an f32 ulp of the row's running sum); one holding
+// inf or NaN gets scale NaN (as f32 would). A weight moves by at most amax / 510: one key alone
+// (w = amax, code 255) gives the dequantised row within 2 ulp.
 inline constexpr float kPvI8Tiny = 0x1p-100f;
 
 template <int R, int CB>
@@ -1091,19 +1097,82 @@ inline void pv_block_i8(const KeyTile& t, const RowRef* rows, const int16_t* cod
     }
 }
 
-template <int R, class O = Ops>  // (O: so that hmax4 is looked up only where kGroup == 4)
+// Rows from which the VNNI paths take pv_rows_u8: with fewer, building the quads (once per tile)
+// costs more than the int16 pairs' extra vpdpwssd (in cache, Intel Xeon model 207: 9/3 heads of 64,
+// 3 rows, 5% slower; 4 rows of 128 and 256 dims 2-3% faster, 7 rows of 64 3-6%).
+constexpr int kPvU8MinRows = 4;
+// Rows per pass of pv_block_u8: R x 2 accumulators (AVX-512; AVX-VNNI R x 4 on ymm), the quad
+// vectors and the weights in registers.
+constexpr int kPvU8Rows = kVecRegs == 32 ? 8 : 2;
+
+// The tile's int8 values as quads (pv_u8_quads.inl) into vbuf: [group][T / 4][4 ymm], every key
+// of the tile (absent keys: the zero head), once per tile (KeyTile::vq_built).
+template <class O>
+inline void tile_value_quads(const KeyTile& t, int ng) {
+    __m256i* vq = reinterpret_cast<__m256i*>(t.vbuf);
+    for (int g = 0; g < ng; ++g)
+        for (int i = 0; i < T / 4; ++i) {
+            const uint8_t* const* v = t.vraw + 4 * i;
+            __m256i q[4];
+            O::pv_u8_quads(v[0] + 32 * g, v[1] + 32 * g, v[2] + 32 * g, v[3] + 32 * g, q);
+            O::pv_u8_store(q, vq + (size_t(g) * (T / 4) + i) * 4);
+        }
+    t.vq_built = true;
+}
+
+// P.V of RB rows over group g (dims 32 g ..) with 8-bit weight codes (w8: [R][ng][T / 4] words of
+// 4 keys' codes), quads qa .. qb of the tile: kPvU8Vecs vpdpbusd per row and quad, then as
+// pv_block_i8.
+template <int RB, class O>
+inline void pv_block_u8(const KeyTile& t, const RowRef* rows, const uint32_t* w8, const float* wsc, int ng,
+                        const float* alpha, int g, int qa, int qb) {
+    using VU = typename O::VU;
+    constexpr int W = O::W, NU = O::kPvU8Vecs;
+    const __m256i* vq = reinterpret_cast<const __m256i*>(t.vbuf) + size_t(g) * (T / 4) * 4;
+    VU acc[RB][NU];
+    for (int r = 0; r < RB; ++r)
+        for (int k = 0; k < NU; ++k) acc[r][k] = O::vu_zero();
+    for (int i = qa; i <= qb; ++i) {
+        if (t.pf && (i & 1) == 0) t.pf->step();
+        VU q[NU];
+        for (int k = 0; k < NU; ++k) q[k] = O::vu_load(vq + 4 * i + k * (4 / NU));
+        for (int r = 0; r < RB; ++r) {
+            const uint32_t w = w8[(r * ng + g) * (T / 4) + i];
+            for (int k = 0; k < NU; ++k) acc[r][k] = O::pv_u8_dot(acc[r][k], q[k], w);
+        }
+    }
+    for (int r = 0; r < RB; ++r) {
+        V f[32 / W];
+        O::pv_u8_cvt(acc[r], f);
+        const V a = O::set1(alpha[r]), sc = O::set1(wsc[r * ng + g]);
+        float* o = rows[r].o + 32 * g;
+        for (int v = 0; v < 32 / W; ++v) O::store(o + v * W, O::add(O::mul(O::load(o + v * W), a), O::mul(f[v], sc)));
+    }
+}
+
+// The R rows in passes of at most kPvU8Rows.
+template <int R, class O>
+inline void pv_rows_u8(const KeyTile& t, int ng, const RowRef* rows, const uint32_t* w8, const float* wsc,
+                       const float* alpha, int qa, int qb) {
+    constexpr int RB = R <= kPvU8Rows ? R : (R + 1) / 2 <= kPvU8Rows ? (R + 1) / 2 : kPvU8Rows;
+    for (int g = 0; g < ng; ++g) pv_block_u8<RB, O>(t, rows, w8, wsc, ng, alpha, g, qa, qb);
+    if constexpr (R > RB)
+        pv_rows_u8<R - RB, O>(t, ng, rows + RB, w8 + size_t(RB) * ng * (T / 4), wsc + RB * ng, alpha + RB, qa, qb);
+}
+
+template <int R, class O = Ops>  // (O: so that hmax4 and the u8 path are looked up only where they exist)
 inline void pv_rows_i8(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja,
                        int jb) {
     constexpr int W = Ops::W;
     constexpr int CD = Ops::kPvI8Dims;
     static_assert(R <= kMaxRowsBlock, "tile_floats holds kMaxRowsBlock rows of pq");
-    const int ng = t.vng, n = R * ng;
+    const int ng = t.vng, n = R * ng, nw = (n + W - 1) / W * W;
     int16_t* codes = reinterpret_cast<int16_t*>(t.pq);  // [R][ng][T] (half of pq's floats), then
-    float* wsc = t.pq + size_t(R) * ng * T / 2;          // [R][ng] the groups' scales
+    float* wsc = t.pq + size_t(n) * T / 2;              // [R][ng] the groups' scales,
+    uint32_t* w8 = reinterpret_cast<uint32_t*>(wsc + nw);  // [R][ng][T / 4] 8-bit codes (pv_rows_u8)
     // Weight vector v of (row r, group g): p_r times the values' scales (0 where p is: a key
     // outside the row's range adds nothing even if its scale is NaN, as the f32 path skips it).
-    auto weights = [&](int k, V* w) {
-        const int r = k / ng, g = k % ng;
+    auto weights = [&](int r, int g, V* w) {
         for (int v = 0; v < NV; ++v) w[v] = Ops::mul_nz(Ops::load(pbuf + r * T + v * W), Ops::load(t.vsc + g * T + v * W));
     };
     auto absmax = [&](const V* w) {  // ([&]: a captureless lambda would get its own, baseline ABI)
@@ -1111,41 +1180,58 @@ inline void pv_rows_i8(const KeyTile& t, int d, const RowRef* rows, const float*
         for (int v = 1; v < NV; ++v) m = Ops::max(m, Ops::abs(w[v]));
         return m;
     };
-    // Codes and scale of (r, g) = k from its weights and their amax (max is exact: any reduction
-    // order gives the same value).
-    auto code = [&](int k, const V* w, float amax) {
-        float f = 0.0f, sc = 0.0f;
-        if (amax >= kPvI8Tiny && amax <= std::numeric_limits<float>::max()) {
-            // amax = m * 2^E, m in [0.5, 1): E = its exponent field - 126 (amax is normal).
-            // f = 2^(15 - E) (codes up to 2^15: 32768 saturates to 32767), sc = 2^(E - 15).
-            uint32_t bits;
-            std::memcpy(&bits, &amax, 4);
-            const uint32_t ef = (bits >> 23) & 0xFFu;
-            const uint32_t fb = (268u - ef) << 23, sb = (ef - 14u) << 23;
-            std::memcpy(&f, &fb, 4);
-            std::memcpy(&sc, &sb, 4);
+    // Codes and scale of each (r, g), k = r * ng + g, by code(k, w, amax) in one pass: amax is the
+    // largest |w| (max is exact: any reduction order gives the same value); where Ops::kGroup == 4
+    // the maxima of 4 of them come from one reduction.
+    auto code_all = [&](auto code) {
+        int k0 = 0, r0 = 0, g0 = 0;
+        if constexpr (O::kGroup == 4) {
+            for (; k0 + 4 <= n; k0 += 4) {
+                V w[4][NV];
+                for (int i = 0; i < 4; ++i) {
+                    weights(r0, g0, w[i]);
+                    if (++g0 == ng) g0 = 0, ++r0;
+                }
+                alignas(64) float q[O::W];
+                O::store(q, O::hmax4(absmax(w[0]), absmax(w[1]), absmax(w[2]), absmax(w[3])));
+                for (int i = 0; i < 4; ++i) code(k0 + i, w[i], q[4 * i]);
+            }
         }
+        for (; k0 < n; ++k0) {
+            V w[NV];
+            weights(r0, g0, w);
+            if (++g0 == ng) g0 = 0, ++r0;
+            code(k0, w, Ops::hmax(absmax(w)));
+        }
+    };
+    // The codes' factor f = kPvCodeMax / amax (correctly rounded: the same on every path) and the
+    // scale of the group's sums, amax * f32(1 / kPvCodeMax); 0 for a tiny or non-finite amax.
+    auto factor = [](float a) {
+        return a >= kPvI8Tiny && a <= std::numeric_limits<float>::max() ? float(kPvCodeMax) / a : 0.0f;
+    };
+    auto scale = [](float a, float f) { return f != 0.0f ? a * (1.0f / float(kPvCodeMax)) : 0.0f; };
+    if constexpr (O::kPvU8 && R >= kPvU8MinRows) {
+        // The codes as bytes; a negative one (a negative V scale) or a non-finite weight sends the
+        // tile to the int16 codes below, which give the same sums (and flag the non-finite).
+        uint8_t* wb = reinterpret_cast<uint8_t*>(w8);
+        bool neg = false;
+        code_all([&](int k, const V* w, float a) {
+            const float f = factor(a);
+            for (int v = 0; v < NV; ++v) neg |= O::pv_u8_codes(w[v], f, wb + k * T + v * W);
+            wsc[k] = scale(a, f);
+        });
+        if (!neg) {
+            if (!t.vq_built) tile_value_quads<O>(t, ng);
+            pv_rows_u8<R, O>(t, ng, rows, w8, wsc, alpha, ja / 4, jb / 4);
+            return;
+        }
+    }
+    code_all([&](int k, const V* w, float a) {
+        const float f = factor(a);
         bool bad = false;  // an inf or NaN weight (f = 0 too: NaN * 0)
         for (int v = 0; v < NV; ++v) bad |= Ops::pv_i8_codes(w[v], f, codes + k * T + v * W);
-        wsc[k] = bad ? std::numeric_limits<float>::quiet_NaN() : sc;
-    };
-    // Each (r, g)'s weights are computed once; where Ops::kGroup == 4 the maxima of 4 of them
-    // come from one reduction.
-    int k0 = 0;
-    if constexpr (O::kGroup == 4) {
-        for (; k0 + 4 <= n; k0 += 4) {
-            V w[4][NV];
-            for (int i = 0; i < 4; ++i) weights(k0 + i, w[i]);
-            alignas(64) float q[O::W];
-            O::store(q, O::hmax4(absmax(w[0]), absmax(w[1]), absmax(w[2]), absmax(w[3])));
-            for (int i = 0; i < 4; ++i) code(k0 + i, w[i], q[4 * i]);
-        }
-    }
-    for (; k0 < n; ++k0) {
-        V w[NV];
-        weights(k0, w);
-        code(k0, w, Ops::hmax(absmax(w)));
-    }
+        wsc[k] = bad ? std::numeric_limits<float>::quiet_NaN() : scale(a, f);
+    });
     // R x CB x 2 int32 accumulators plus two vectors of pairs fit the registers.
     constexpr int CB0 = (kVecRegs == 32 ? 8 : 4) / R;
     constexpr int CB = CB0 < 1 ? 1 : CB0;

@@ -198,10 +198,46 @@ struct Ops {
     }
     static bool pv_i8_codes(V x, float f, int16_t* out) {
         const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(f)));
-        const __m256i s = _mm256_permute4x64_epi64(_mm256_packs_epi32(c, c), 0x08);  // saturated, in order
+        const __m256i m = _mm256_max_epi32(_mm256_min_epi32(c, _mm256_set1_epi32(kPvCodeMax)), _mm256_set1_epi32(-kPvCodeMax));
+        const __m256i s = _mm256_permute4x64_epi64(_mm256_packs_epi32(m, m), 0x08);  // in order
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(s));
         return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(c, _mm256_set1_epi32(INT32_MIN)))) != 0;
     }
+#if defined(KVRT_ISA_I8_DOT)
+    // P.V with 8-bit weight codes (attention_core.inl, pv_rows_u8; pv_u8_quads.inl): a group's 4
+    // quads, each multiplied by the broadcast codes of 4 keys.
+    static constexpr bool kPvU8 = true;
+#include "kernels/cpu/pv_u8_quads.inl"
+    using VU = __m256i;
+    static constexpr int kPvU8Vecs = 4;
+    static VU vu_zero() { return _mm256_setzero_si256(); }
+    static VU vu_load(const __m256i* p) { return _mm256_loadu_si256(p); }
+    static void pv_u8_store(const __m256i* q, __m256i* out) {
+        for (int k = 0; k < 4; ++k) _mm256_storeu_si256(out + k, q[k]);
+    }
+    // W weight codes as bytes at out (see simd_avx512.hpp).
+    static bool pv_u8_codes(V x, float f, uint8_t* out) {
+        const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(f)));
+        const __m256i lo = _mm256_shuffle_epi8(c, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                                    0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+        const __m256i b = _mm256_permutevar8x32_epi32(lo, _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(b));
+        return _mm256_movemask_ps(_mm256_castsi256_ps(c)) != 0;
+    }
+    static VU pv_u8_dot(VU acc, VU quads, uint32_t w) {
+        return _mm256_dpbusd_avx_epi32(acc, _mm256_set1_epi32(static_cast<int>(w)), quads);
+    }
+    // A group's 4 accumulators (lane L of acc[k]: dims 16 L + 4 k ..) -> f[0 .. 3] (dims 0..7, ..,
+    // 24..31) as f32.
+    static void pv_u8_cvt(const VU* acc, V* f) {
+        f[0] = _mm256_cvtepi32_ps(_mm256_permute2x128_si256(acc[0], acc[1], 0x20));
+        f[1] = _mm256_cvtepi32_ps(_mm256_permute2x128_si256(acc[2], acc[3], 0x20));
+        f[2] = _mm256_cvtepi32_ps(_mm256_permute2x128_si256(acc[0], acc[1], 0x31));
+        f[3] = _mm256_cvtepi32_ps(_mm256_permute2x128_si256(acc[2], acc[3], 0x31));
+    }
+#else
+    static constexpr bool kPvU8 = false;
+#endif
     static V abs(V x) { return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))); }
     static V mul_nz(V p, V s) { return _mm256_and_ps(_mm256_mul_ps(p, s), _mm256_cmp_ps(p, _mm256_setzero_ps(), _CMP_NEQ_UQ)); }
     static void i8_transpose(const uint8_t* const* rows, int c, uint32_t* out, int ld) {

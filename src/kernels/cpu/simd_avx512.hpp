@@ -324,14 +324,50 @@ struct Ops {
         f0 = _mm512_cvtepi32_ps(_mm512_shuffle_i32x4(a, a, _MM_SHUFFLE(3, 1, 2, 0)));
         f1 = _mm512_cvtepi32_ps(_mm512_shuffle_i32x4(b, b, _MM_SHUFFLE(3, 1, 2, 0)));
     }
-    // W weight codes: x * f (a power of two: exact) rounded to the nearest integer (ties to
-    // even), saturated to int16, stored at out. True when one of them was inf or NaN (or beyond
+    // W weight codes: x * f rounded to the nearest integer (ties to even), saturated to
+    // [-kPvCodeMax, kPvCodeMax], stored at out as int16. True when one of them was inf or NaN (or beyond
     // int32: cvtps2dq's "integer indefinite" 0x80000000).
     static bool pv_i8_codes(V x, float f, int16_t* out) {
         const __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(f)));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtsepi32_epi16(c));
+        const __m512i s = _mm512_max_epi32(_mm512_min_epi32(c, _mm512_set1_epi32(kPvCodeMax)), _mm512_set1_epi32(-kPvCodeMax));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(s));
         return _mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(INT32_MIN)) != 0;
     }
+#if defined(KVRT_ISA_I8_DOT)
+    // P.V with 8-bit weight codes (attention_core.inl, pv_rows_u8): a group's 4 quads (ymm) as 2
+    // zmm, (q0 | q1) and (q2 | q3), each multiplied by the broadcast codes of 4 keys.
+    static constexpr bool kPvU8 = true;
+#include "kernels/cpu/pv_u8_quads.inl"
+    using VU = __m512i;
+    static constexpr int kPvU8Vecs = 2;
+    static VU vu_zero() { return _mm512_setzero_si512(); }
+    static VU vu_load(const __m256i* p) { return _mm512_loadu_si512(p); }
+    static void pv_u8_store(const __m256i* q, __m256i* out) {
+        _mm512_storeu_si512(out, _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1));
+        _mm512_storeu_si512(out + 2, _mm512_inserti64x4(_mm512_castsi256_si512(q[2]), q[3], 1));
+    }
+    // W weight codes x * f rounded to the nearest integer (ties to even) as bytes at out (x * f is
+    // at most 255 in magnitude). True when one of them is negative, or inf or NaN (cvtps2dq's
+    // 0x80000000): then the tile takes the int16 codes (pv_i8_codes) instead.
+    static bool pv_u8_codes(V x, float f, uint8_t* out) {
+        const __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(f)));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(c));
+        return _mm512_movepi32_mask(c) != 0;
+    }
+    static VU pv_u8_dot(VU acc, VU quads, uint32_t w) {
+        const __m512i b = _mm512_set1_epi32(static_cast<int>(w));
+        asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(b), "v"(quads));  // (asm: see pv_i8_dot)
+        return acc;
+    }
+    // A group's 2 accumulators (128-bit lanes: dims 0-3, 16-19, 4-7, 20-23 | 8-11, 24-27, 12-15,
+    // 28-31) -> f[0] (dims 0..15), f[1] (16..31) as f32.
+    static void pv_u8_cvt(const VU* acc, V* f) {
+        f[0] = _mm512_cvtepi32_ps(_mm512_shuffle_i32x4(acc[0], acc[1], _MM_SHUFFLE(2, 0, 2, 0)));
+        f[1] = _mm512_cvtepi32_ps(_mm512_shuffle_i32x4(acc[0], acc[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+#else
+    static constexpr bool kPvU8 = false;
+#endif
     static V abs(V x) { return _mm512_abs_ps(x); }
     // p * s where p != 0, else 0 (a key outside the row's range: p = 0, whatever s holds).
     static V mul_nz(V p, V s) { return _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(p, _mm512_setzero_ps(), _CMP_NEQ_UQ), p, s); }

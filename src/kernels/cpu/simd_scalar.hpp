@@ -65,14 +65,15 @@ struct Ops {
         f0 = float(lo);
         f1 = float(hi);
     }
+    static constexpr bool kPvU8 = false;  // (pv_rows_u8: the VNNI paths only)
     static bool pv_i8_codes(V x, float f, int16_t* out) {
         const float y = x * f;
         if (!(std::fabs(y) < 2147483648.0f)) {  // inf, NaN or beyond int32 (cvtps2dq: 0x80000000)
             *out = int16_t(-32768);
             return true;
         }
-        if (y >= 32767.0f || y <= -32768.0f) {  // saturated (and |y| < 2^22 below)
-            *out = y > 0.0f ? int16_t(32767) : int16_t(-32768);
+        if (y >= float(kPvCodeMax) || y <= -float(kPvCodeMax)) {  // saturated (and |y| < 2^22 below)
+            *out = int16_t(y > 0.0f ? kPvCodeMax : -kPvCodeMax);
             return false;
         }
         // Nearest, ties to even (as cvtps2dq), by the 1.5 x 2^23 shift (query_quant.cpp).
