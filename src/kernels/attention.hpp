@@ -47,9 +47,6 @@ namespace kvrt {
 
 inline constexpr int32_t kKeyTile = 32;
 inline constexpr int32_t kKeyChunk = 512;
-// Int8 V: the largest weight code of P.V (each tile's weights p_j x scale_j are coded in
-// [-kPvCodeMax, kPvCodeMax] against their largest magnitude: cpu/attention_core.inl, pv_rows_i8).
-inline constexpr int32_t kPvCodeMax = 255;
 
 // Shape and options shared by the attention kernels.
 struct AttnParams {

@@ -1041,8 +1041,8 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
 // Integer P.V over int8 V (every tile whose V is int8: prefill, decode and sparse alike). Per row
 // r and V scale group g (32 dims) the weights w_j = p_r[j] * (value j's scale of group g) of the
 // tile's keys are coded as 8-bit integers against their largest magnitude: with amax = max_j |w_j|,
-// f = 255 / amax and code_j = w_j * f rounded to the nearest integer (ties to even; saturated to
-// [-255, 255]), so the largest weight is coded 255. The group's dims then accumulate sum_j code_j
+// f = 255 / amax and code_j = w_j * f rounded to the nearest integer (ties to even; |w_j| <=
+// amax, so |code_j| <= 255 with no clamp), so the largest weight is coded 255. The group's dims then accumulate sum_j code_j
 // * raw_j[c] as exact int32 (32 keys x 255 x 128 < 2^31), and the tile ends with o[c] = o[c] *
 // alpha + f32(sum) * (amax * (1 / 255)) (a multiply and an add, no FMA: the same bits on every
 // path, the scalar one included). An integer sum has one value whatever computes it: vpdpbusd over
@@ -1054,6 +1054,7 @@ inline void pv_rows_dt(const KeyTile& t, int d, const RowRef* rows, const float*
 // inf or NaN gets scale NaN (as f32 would). A weight moves by at most amax / 510: one key alone
 // (w = amax, code 255) gives the dequantised row within 2 ulp.
 inline constexpr float kPvI8Tiny = 0x1p-100f;
+inline constexpr int kPvCodeMax = 255;  // the largest weight's code
 
 template <int R, int CB>
 inline void pv_block_i8(const KeyTile& t, const RowRef* rows, const int16_t* codes, const float* wsc, int ng,
@@ -1150,11 +1151,11 @@ inline void pv_block_u8(const KeyTile& t, const RowRef* rows, const uint32_t* w8
     }
 }
 
-// The R rows in passes of at most kPvU8Rows.
+// The R rows in passes of at most kPvU8Rows (AVX-512: one pass, R <= kMaxRowsBlock = 8).
 template <int R, class O>
 inline void pv_rows_u8(const KeyTile& t, int ng, const RowRef* rows, const uint32_t* w8, const float* wsc,
                        const float* alpha, int qa, int qb) {
-    constexpr int RB = R <= kPvU8Rows ? R : (R + 1) / 2 <= kPvU8Rows ? (R + 1) / 2 : kPvU8Rows;
+    constexpr int RB = R <= kPvU8Rows ? R : kPvU8Rows;
     for (int g = 0; g < ng; ++g) pv_block_u8<RB, O>(t, rows, w8, wsc, ng, alpha, g, qa, qb);
     if constexpr (R > RB)
         pv_rows_u8<R - RB, O>(t, ng, rows + RB, w8 + size_t(RB) * ng * (T / 4), wsc + RB * ng, alpha + RB, qa, qb);
@@ -1166,10 +1167,10 @@ inline void pv_rows_i8(const KeyTile& t, int d, const RowRef* rows, const float*
     constexpr int W = Ops::W;
     constexpr int CD = Ops::kPvI8Dims;
     static_assert(R <= kMaxRowsBlock, "tile_floats holds kMaxRowsBlock rows of pq");
-    const int ng = t.vng, n = R * ng, nw = (n + W - 1) / W * W;
+    const int ng = t.vng, n = R * ng;
     int16_t* codes = reinterpret_cast<int16_t*>(t.pq);  // [R][ng][T] (half of pq's floats), then
     float* wsc = t.pq + size_t(n) * T / 2;              // [R][ng] the groups' scales,
-    uint32_t* w8 = reinterpret_cast<uint32_t*>(wsc + nw);  // [R][ng][T / 4] 8-bit codes (pv_rows_u8)
+    uint32_t* w8 = reinterpret_cast<uint32_t*>(wsc + n);  // [R][ng][T / 4] 8-bit codes (pv_rows_u8)
     // Weight vector v of (row r, group g): p_r times the values' scales (0 where p is: a key
     // outside the row's range adds nothing even if its scale is NaN, as the f32 path skips it).
     auto weights = [&](int r, int g, V* w) {

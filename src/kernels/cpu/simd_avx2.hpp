@@ -198,8 +198,7 @@ struct Ops {
     }
     static bool pv_i8_codes(V x, float f, int16_t* out) {
         const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(f)));
-        const __m256i m = _mm256_max_epi32(_mm256_min_epi32(c, _mm256_set1_epi32(kPvCodeMax)), _mm256_set1_epi32(-kPvCodeMax));
-        const __m256i s = _mm256_permute4x64_epi64(_mm256_packs_epi32(m, m), 0x08);  // in order
+        const __m256i s = _mm256_permute4x64_epi64(_mm256_packs_epi32(c, c), 0x08);  // saturated, in order
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(s));
         return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(c, _mm256_set1_epi32(INT32_MIN)))) != 0;
     }

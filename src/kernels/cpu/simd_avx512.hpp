@@ -324,13 +324,12 @@ struct Ops {
         f0 = _mm512_cvtepi32_ps(_mm512_shuffle_i32x4(a, a, _MM_SHUFFLE(3, 1, 2, 0)));
         f1 = _mm512_cvtepi32_ps(_mm512_shuffle_i32x4(b, b, _MM_SHUFFLE(3, 1, 2, 0)));
     }
-    // W weight codes: x * f rounded to the nearest integer (ties to even), saturated to
-    // [-kPvCodeMax, kPvCodeMax], stored at out as int16. True when one of them was inf or NaN (or beyond
+    // W weight codes: x * f rounded to the nearest integer (ties to even; |x * f| <= 255 in
+    // pv_rows_i8), saturated to int16, stored at out. True when one of them was inf or NaN (or beyond
     // int32: cvtps2dq's "integer indefinite" 0x80000000).
     static bool pv_i8_codes(V x, float f, int16_t* out) {
         const __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(f)));
-        const __m512i s = _mm512_max_epi32(_mm512_min_epi32(c, _mm512_set1_epi32(kPvCodeMax)), _mm512_set1_epi32(-kPvCodeMax));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(s));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtsepi32_epi16(c));
         return _mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(INT32_MIN)) != 0;
     }
 #if defined(KVRT_ISA_I8_DOT)

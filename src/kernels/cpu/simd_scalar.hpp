@@ -72,8 +72,8 @@ struct Ops {
             *out = int16_t(-32768);
             return true;
         }
-        if (y >= float(kPvCodeMax) || y <= -float(kPvCodeMax)) {  // saturated (and |y| < 2^22 below)
-            *out = int16_t(y > 0.0f ? kPvCodeMax : -kPvCodeMax);
+        if (y >= 32767.0f || y <= -32768.0f) {  // saturated (and |y| < 2^22 below)
+            *out = y > 0.0f ? int16_t(32767) : int16_t(-32768);
             return false;
         }
         // Nearest, ties to even (as cvtps2dq), by the 1.5 x 2^23 shift (query_quant.cpp).
