@@ -165,10 +165,11 @@ void bench_kquants(const std::string& path, bool quick, int reps, double min_s) 
                         std::to_string(s.bytes >> 20) + ",\"synthetic\":" + (s.synth.empty() ? "false" : "true") +
                         ",\"isa\":\"" + kernel_isa_name(kernel_isa_detected()) + "\"");
             // prefill: the type's largest shape vs oneDNN
-            const PackedWeight* big = &s.ws[0];
+            // (an embedding table, > 8192 rows, is no layer shape: Qwen2.5's Q5_0 set starts with one)
+            const PackedWeight* big = nullptr;
             for (auto& w : s.ws)
-                if (w.rows() * w.cols() > big->rows() * big->cols() && w.rows() <= 8192) big = &w;
-            if (big->rows() > 8192) continue;  // only an embedding table: no layer shape
+                if (w.rows() <= 8192 && (!big || w.rows() * w.cols() > big->rows() * big->cols())) big = &w;
+            if (!big) continue;  // only an embedding table
             const int64_t N = big->rows(), K = big->cols();
             const double tp = best_seconds(threads, [&] { matmul(*big, X.data(), M512, K, Y.data(), N, threads); }, reps, min_s);
             const double gops = 2.0 * M512 * N * K / tp / 1e9;
