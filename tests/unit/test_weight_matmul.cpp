@@ -700,6 +700,33 @@ TEST_CASE("weight_matmul: Q5_0 and K-quants, quantisation error of the chain aga
     }
 }
 
+TEST_CASE("weight_matmul: Q6_K at the largest integer sums gives the same bits on every path") {
+    // The AVX2 / AVX-512 kernels compute Q6_K's sc_lo * Ilo + sc_hi * Ihi in f32, exact because
+    // every term and the sum stay within 2^24 (8-bit codes). Take the extremes: every code 0
+    // (q - 32 = -32), every scale -128, d = 1, activations all +1 or all -1 (codes +-127):
+    // I = 2 * (-128) * (16 * -32 * +-127) = +-16,646,144 per 32 elements, just below 2^24.
+    const int64_t N = 40, K = 512, M = 9;
+    std::vector<uint8_t> raw(static_cast<size_t>(N * (K / 256) * 210), 0);
+    for (size_t o = 0; o < raw.size(); o += 210) {
+        for (int i = 0; i < 16; i++) raw[o + 192 + i] = 0x80;  // scales: int8 -128
+        raw[o + 208] = 0x00, raw[o + 209] = 0x3C;                 // d = f16 1.0
+    }
+    PackedWeight w(TensorType::Q6_K, raw.data(), N, K);
+    std::vector<float> X(static_cast<size_t>(M * K));
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++) X[m * K + k] = m % 2 ? -1.0f : 1.0f;
+    std::vector<float> Ys;
+    for (KernelIsa isa : isas()) {
+        CAPTURE(kernel_isa_name(isa));
+        std::vector<float> Y(static_cast<size_t>(M * N));
+        matmul(w, X.data(), M, K, Y.data(), N, 1, isa);
+        // each element: 4096 * K = 2^21 (d * sc * (q - 32) = 4096), rounded through da = 1/127
+        for (int64_t m = 0; m < M; m++) CHECK(std::fabs(Y[m * N] - (m % 2 ? -1.0 : 1.0) * 4096.0 * K) < 1e-5 * 4096.0 * K);
+        if (isa == KernelIsa::Scalar) Ys = Y;
+        else CHECK(same_bits(Y.data(), Ys.data(), Y.size()));
+    }
+}
+
 namespace {
 std::string model_file(const char* name) {
     if (const char* d = std::getenv("KVRT_MODEL_DIR"); d && *d) return std::string(d) + "/" + name;

@@ -258,9 +258,17 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             const uint8_t* hx = pb + hoff + s * hstep;
             __m256i ilo[MR][2], ihi[MR][2];
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++)
+            for (int r = 0; r < MR; r++) {
+                // Q6_K: the -32 * sum(x) offsets of its two groups start the chains (exact: integer sums)
+                __m256i init = _mm256_setzero_si256(), init_hi = _mm256_setzero_si256();
+                if constexpr (T == TensorType::Q6_K) {
+                    const int64_t ab = (t.m0 + r) * nb + b;
+                    init = _mm256_set1_epi32(-32 * a.sum_lo[ab]);
+                    init_hi = _mm256_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
+                }
                 #pragma GCC unroll 8
-                for (int h = 0; h < 2; h++) ilo[r][h] = ihi[r][h] = _mm256_setzero_si256();
+                for (int h = 0; h < 2; h++) ilo[r][h] = init, ihi[r][h] = init_hi;
+            }
             #pragma GCC unroll 8
             for (int c = 0; c < 4; c++) {
                 __m256i wl[2], wh[2];
@@ -299,27 +307,32 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     }
                 }
             } else if constexpr (T == TensorType::Q6_K) {
-                __m256i sc0[2], sc1[2];
-                {
-                    const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kQ6Sc + (2 * s) * 16));
-                    const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kQ6Sc + (2 * s + 1) * 16));
-                    sc0[0] = _mm256_cvtepi8_epi32(v0);
-                    sc0[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(v0, 8));
-                    sc1[0] = _mm256_cvtepi8_epi32(v1);
-                    sc1[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(v1, 8));
-                }
+                // I = sc_lo * Ilo + sc_hi * Ihi (the chains hold the offsets already).
+                const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kQ6Sc + (2 * s) * 16));
+                const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kQ6Sc + (2 * s + 1) * 16));
+                const __m256i sc0[2] = {_mm256_cvtepi8_epi32(v0), _mm256_cvtepi8_epi32(_mm_srli_si128(v0, 8))};
+                const __m256i sc1[2] = {_mm256_cvtepi8_epi32(v1), _mm256_cvtepi8_epi32(_mm_srli_si128(v1, 8))};
+#if KVRT_AVX2_VNNI
+                // In f32 on AVX-VNNI: every term and the sum are integers of at most 2^24
+                // (weight_matmul_avx512.cpp, Q6_K), so exact, the int32 formula's bits without vpmulld
+                // (Intel Xeon model 207, KVRT_ISA=avxvnni: Q6_K 112-123 -> 126-138 GOP/s; on the
+                // AVX2 path the f32 form measured 5% slower there, so it keeps vpmulld).
+                const __m256 sf0[2] = {_mm256_cvtepi32_ps(sc0[0]), _mm256_cvtepi32_ps(sc0[1])};
+                const __m256 sf1[2] = {_mm256_cvtepi32_ps(sc1[0]), _mm256_cvtepi32_ps(sc1[1])};
+#endif
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
-                    const int64_t ab = (t.m0 + r) * nb + b;
-                    const __m256 da = _mm256_set1_ps(a.d[ab]);
-                    const __m256i olo = _mm256_set1_epi32(-32 * a.sum_lo[ab]);
-                    const __m256i ohi = _mm256_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
+                    const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
                     #pragma GCC unroll 8
                     for (int h = 0; h < 2; h++) {
-                        const __m256i I =
-                            _mm256_add_epi32(_mm256_mullo_epi32(sc0[h], _mm256_add_epi32(ilo[r][h], olo)),
-                                             _mm256_mullo_epi32(sc1[h], _mm256_add_epi32(ihi[r][h], ohi)));
-                        acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(I), acc[r][h]);
+#if KVRT_AVX2_VNNI
+                        const __m256 I = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ihi[r][h]), sf1[h],
+                                                         _mm256_mul_ps(_mm256_cvtepi32_ps(ilo[r][h]), sf0[h]));
+#else
+                        const __m256 I = _mm256_cvtepi32_ps(
+                            _mm256_add_epi32(_mm256_mullo_epi32(sc0[h], ilo[r][h]), _mm256_mullo_epi32(sc1[h], ihi[r][h])));
+#endif
+                        acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), I, acc[r][h]);
                     }
                 }
             } else {  // Q4_K, Q5_K

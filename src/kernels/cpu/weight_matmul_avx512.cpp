@@ -302,11 +302,17 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             __m512i ilo[MR][NP], ihi[MR][NP];
             #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
-                // Q5_0: the -16 * sum(x) offset starts the chain (exact: integer sums)
-                const __m512i init = T == TensorType::Q5_0 ? _mm512_set1_epi32(-16 * a.sum[(t.m0 + r) * nb + b])
-                                                           : _mm512_setzero_si512();
+                // Q5_0 and Q6_K: the -16 * sum(x) / -32 * sum(x) offsets start the chains (exact:
+                // integer sums); Q6_K's two chains take their groups' (kTwo).
+                const int64_t ab = (t.m0 + r) * nb + b;
+                __m512i init = _mm512_setzero_si512(), init_hi = _mm512_setzero_si512();
+                if constexpr (T == TensorType::Q5_0) init = _mm512_set1_epi32(-16 * a.sum[ab]);
+                if constexpr (T == TensorType::Q6_K) {
+                    init = _mm512_set1_epi32(-32 * a.sum_lo[ab]);
+                    init_hi = _mm512_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
+                }
                 #pragma GCC unroll 8
-                for (int p = 0; p < NP; p++) ilo[r][p] = init, ihi[r][p] = _mm512_setzero_si512();
+                for (int p = 0; p < NP; p++) ilo[r][p] = init, ihi[r][p] = init_hi;
             }
             #pragma GCC unroll 8
             for (int c = 0; c < 4; c++) {
@@ -341,7 +347,8 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                         acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
                     }
                 }
-            } else if constexpr (T == TensorType::Q6_K) {
+            } else if constexpr (T == TensorType::Q6_K && AB == 16) {
+                // 16-bit codes: each group product fits int32 (their sum need not): two fmas
                 __m512i sc0[NP], sc1[NP];
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
@@ -351,21 +358,35 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 }
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
-                    const int64_t ab = (t.m0 + r) * nb + b;
-                    const __m512 da = _mm512_set1_ps(a.d[ab]);
-                    const __m512i olo = _mm512_set1_epi32(-32 * a.sum_lo[ab]);
-                    const __m512i ohi = _mm512_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
+                    const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) {  // (the chains hold the offsets already)
+                        const __m512 dd = _mm512_mul_ps(dw[p], da);
+                        acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_mullo_epi32(sc0[p], ilo[r][p])), acc[r][p]);
+                        acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_mullo_epi32(sc1[p], ihi[r][p])), acc[r][p]);
+                    }
+                }
+            } else if constexpr (T == TensorType::Q6_K) {
+                // I = sc0 * Ilo + sc1 * Ihi (the chains hold the offsets already). With 8-bit codes
+                // each group sum is at most 16 * 32 * 128 = 2^16 in magnitude and a scale at most 128,
+                // so the products and their sum are integers of at most 2^24: exact in f32, and
+                // fma(Ihi, sc1, Ilo * sc0) gives the bits of the int32 formula's (float)I without
+                // vpmulld (2 uops on port 0, which vpdpbusd needs).
+                __m512 sf0[NP], sf1[NP];
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) {
+                    const uint8_t* sp = pb + p * step + kQ6Sc + (2 * s) * 16;
+                    sf0[p] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))));
+                    sf1[p] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp + 16))));
+                }
+                #pragma GCC unroll 8
+                for (int r = 0; r < MR; r++) {
+                    const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
                     #pragma GCC unroll 8
                     for (int p = 0; p < NP; p++) {
-                        const __m512i Ilo = _mm512_mullo_epi32(sc0[p], _mm512_add_epi32(ilo[r][p], olo));
-                        const __m512i Ihi = _mm512_mullo_epi32(sc1[p], _mm512_add_epi32(ihi[r][p], ohi));
-                        const __m512 dd = _mm512_mul_ps(dw[p], da);
-                        if constexpr (AB == 16) {  // 16-bit codes: the two group products need not fit int32 together
-                            acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(Ilo), acc[r][p]);
-                            acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(Ihi), acc[r][p]);
-                        } else {
-                            acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_add_epi32(Ilo, Ihi)), acc[r][p]);
-                        }
+                        const __m512 I = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi[r][p]), sf1[p],
+                                                         _mm512_mul_ps(_mm512_cvtepi32_ps(ilo[r][p]), sf0[p]));
+                        acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), I, acc[r][p]);
                     }
                 }
             } else {  // Q4_K, Q5_K
