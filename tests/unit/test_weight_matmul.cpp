@@ -701,7 +701,7 @@ TEST_CASE("weight_matmul: Q5_0 and K-quants, quantisation error of the chain aga
 }
 
 TEST_CASE("weight_matmul: Q6_K at the largest integer sums gives the same bits on every path") {
-    // The AVX2 / AVX-512 kernels compute Q6_K's sc_lo * Ilo + sc_hi * Ihi in f32, exact because
+    // The AVX-VNNI / AVX-512 kernels compute Q6_K's sc_lo * Ilo + sc_hi * Ihi in f32, exact because
     // every term and the sum stay within 2^24 (8-bit codes). Take the extremes: every code 0
     // (q - 32 = -32), every scale -128, d = 1, activations all +1 or all -1 (codes +-127):
     // I = 2 * (-128) * (16 * -32 * +-127) = +-16,646,144 per 32 elements, just below 2^24.

@@ -314,9 +314,9 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 const __m256i sc1[2] = {_mm256_cvtepi8_epi32(v1), _mm256_cvtepi8_epi32(_mm_srli_si128(v1, 8))};
 #if KVRT_AVX2_VNNI
                 // In f32 on AVX-VNNI: every term and the sum are integers of at most 2^24
-                // (weight_matmul_avx512.cpp, Q6_K), so exact, the int32 formula's bits without vpmulld
-                // (Intel Xeon model 207, KVRT_ISA=avxvnni: Q6_K 112-123 -> 126-138 GOP/s; on the
-                // AVX2 path the f32 form measured 5% slower there, so it keeps vpmulld).
+                // (weight_matmul_avx512.cpp, Q6_K), so exact, the int32 formula's bits without
+                // vpmulld. The AVX2 path keeps vpmulld: the f32 form measured no faster there
+                // (figures in src/kernels/README.md, "Weight matmul: Q5_0 and the K-quants").
                 const __m256 sf0[2] = {_mm256_cvtepi32_ps(sc0[0]), _mm256_cvtepi32_ps(sc0[1])};
                 const __m256 sf1[2] = {_mm256_cvtepi32_ps(sc1[0]), _mm256_cvtepi32_ps(sc1[1])};
 #endif

@@ -347,46 +347,36 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                         acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
                     }
                 }
-            } else if constexpr (T == TensorType::Q6_K && AB == 16) {
-                // 16-bit codes: each group product fits int32 (their sum need not): two fmas
-                __m512i sc0[NP], sc1[NP];
-                #pragma GCC unroll 8
-                for (int p = 0; p < NP; p++) {
-                    const uint8_t* sp = pb + p * step + kQ6Sc + (2 * s) * 16;
-                    sc0[p] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp)));
-                    sc1[p] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp + 16)));
-                }
-                #pragma GCC unroll 8
-                for (int r = 0; r < MR; r++) {
-                    const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
-                    #pragma GCC unroll 8
-                    for (int p = 0; p < NP; p++) {  // (the chains hold the offsets already)
-                        const __m512 dd = _mm512_mul_ps(dw[p], da);
-                        acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_mullo_epi32(sc0[p], ilo[r][p])), acc[r][p]);
-                        acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_mullo_epi32(sc1[p], ihi[r][p])), acc[r][p]);
-                    }
-                }
             } else if constexpr (T == TensorType::Q6_K) {
                 // I = sc0 * Ilo + sc1 * Ihi (the chains hold the offsets already). With 8-bit codes
                 // each group sum is at most 16 * 32 * 128 = 2^16 in magnitude and a scale at most 128,
                 // so the products and their sum are integers of at most 2^24: exact in f32, and
                 // fma(Ihi, sc1, Ilo * sc0) gives the bits of the int32 formula's (float)I without
-                // vpmulld (2 uops on port 0, which vpdpbusd needs).
+                // vpmulld (2 uops on port 0, which vpdpbusd needs). 16-bit codes: each group product
+                // fits int32 (their sum need not), two fmas.
+                __m512i sc0[NP], sc1[NP];
                 __m512 sf0[NP], sf1[NP];
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
                     const uint8_t* sp = pb + p * step + kQ6Sc + (2 * s) * 16;
-                    sf0[p] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp))));
-                    sf1[p] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp + 16))));
+                    sc0[p] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp)));
+                    sc1[p] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp + 16)));
+                    if constexpr (AB == 8) sf0[p] = _mm512_cvtepi32_ps(sc0[p]), sf1[p] = _mm512_cvtepi32_ps(sc1[p]);
                 }
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
                     const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
                     #pragma GCC unroll 8
                     for (int p = 0; p < NP; p++) {
-                        const __m512 I = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi[r][p]), sf1[p],
-                                                         _mm512_mul_ps(_mm512_cvtepi32_ps(ilo[r][p]), sf0[p]));
-                        acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), I, acc[r][p]);
+                        const __m512 dd = _mm512_mul_ps(dw[p], da);
+                        if constexpr (AB == 16) {
+                            acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_mullo_epi32(sc0[p], ilo[r][p])), acc[r][p]);
+                            acc[r][p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_mullo_epi32(sc1[p], ihi[r][p])), acc[r][p]);
+                        } else {
+                            const __m512 I = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi[r][p]), sf1[p],
+                                                             _mm512_mul_ps(_mm512_cvtepi32_ps(ilo[r][p]), sf0[p]));
+                            acc[r][p] = _mm512_fmadd_ps(dd, I, acc[r][p]);
+                        }
                     }
                 }
             } else {  // Q4_K, Q5_K
@@ -494,9 +484,9 @@ void run_rows(const MatmulArgs& args, const Tile& t, int mr) {
 // Tall tiles: kTallRows rows of X x one panel (16 columns), for Q5_K, whose codes (4 + 1 bits)
 // and sub-block scales take the most instructions per block to unpack: a panel's are unpacked once
 // for 8 rows instead of 4, at the same register count as 4 rows x 2 panels. The integer sums are
-// exact and the float operations per element unchanged: the same bits. Measured (bench_weight_matmul
-// --kquant-only, 1 thread, Intel Xeon model 207, avx512_vnni, four alternated runs): Q5_K 244-250 -> 286-295 GOP/s; Q5_0
-// and Q4_K within noise, Q6_K 3% slower (its two chains per row spill at 8 rows): they keep 4 x 2.
+// exact and the float operations per element unchanged: the same bits. Q5_0 and Q4_K measured no
+// faster so, Q6_K slower (its two chains per row spill): they keep 4 x 2 (figures in
+// src/kernels/README.md, "Weight matmul: Q5_0 and the K-quants").
 constexpr int kTallRows = 8;
 
 template <int AB>
