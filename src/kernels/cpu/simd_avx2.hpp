@@ -97,6 +97,7 @@ struct Ops {
     static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
     static float h2f(uint16_t h) { return _cvtsh_ss(h); }  // one f16 -> f32 (F16C, exact)
     // 8 words of two f16 each: lo = their low halves, hi = their high halves, in f32 (exact).
+    static constexpr bool kRowWords = false;  // (row_words: AVX-512 only)
     static void f16_pairs(const uint32_t* p, V& lo, V& hi) {
         const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         const __m256i l = _mm256_and_si256(x, _mm256_set1_epi32(0xFFFF)), h = _mm256_srli_epi32(x, 16);

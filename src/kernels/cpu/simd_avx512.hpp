@@ -181,10 +181,23 @@ struct Ops {
     }
     static float h2f(uint16_t h) { return _cvtsh_ss(h); }  // one f16 -> f32 (F16C, exact)
     // 16 words of two f16 each: lo = their low halves, hi = their high halves, in f32 (exact).
-    static void f16_pairs(const uint32_t* p, V& lo, V& hi) {
-        const __m512i x = _mm512_loadu_si512(p);
+    static void f16_pairs(const uint32_t* p, V& lo, V& hi) { f16_pairs(_mm512_loadu_si512(p), lo, hi); }
+    static void f16_pairs(__m512i x, V& lo, V& hi) {
         lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(x));
         hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(x, 16)));
+    }
+    // The 32-bit word at byte `off` of each of rows[0 .. 16) (lanes not in m: 0, nothing read), by
+    // two gathers over the row pointers (tile_scale_words: one load per key without the scalar
+    // loop's stores, whose 16 x 4-byte stores a vector load cannot forward from).
+    static constexpr bool kRowWords = true;
+    static __m512i row_words(const uint8_t* const* rows, size_t off, uint32_t m) {
+        const __m512i o = _mm512_set1_epi64(static_cast<long long>(off));
+        const __m512i p0 = _mm512_add_epi64(_mm512_loadu_si512(rows), o);
+        const __m512i p1 = _mm512_add_epi64(_mm512_loadu_si512(rows + 8), o);
+        const __m256i z = _mm256_setzero_si256();
+        const __m256i w0 = _mm512_mask_i64gather_epi32(z, __mmask8(m), p0, nullptr, 1);
+        const __m256i w1 = _mm512_mask_i64gather_epi32(z, __mmask8(m >> 8), p1, nullptr, 1);
+        return _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
     }
     // 16 int8 -> f32 (exact). 16 fp8 e4m3 -> f32 value / 256 (exact; util/kv_quant.hpp).
     static V load_i8(const uint8_t* p) {
