@@ -262,6 +262,12 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.ksc = t.vsc + size_t(d / 32 + 1) * T;
 }
 
+// Lanes [ja, jb] of the tile's vector v (row_words' mask).
+inline uint32_t present_lanes(int v, int ja, int jb) {
+    const int a = mx(ja - v * Ops::W, 0), b = mn(jb - v * Ops::W, Ops::W - 1);
+    return a > b ? 0u : ((2u << b) - 1u) & ~((1u << a) - 1u);
+}
+
 // NH words of two f16 scales per key (int8 heads of 64, 128, 256, 512: NH = 1, 2, 4, 8), gathered
 // key by key: one row pointer and one load per key (a pointer and a 16-bit load per key and group
 // had been 7% of an in-cache int8 decode, 9/3 d 64), stored as whole words (one store per word,
@@ -279,8 +285,7 @@ inline void tile_scale_words(const uint8_t* const* rows, int d, DType dt, int ja
     if constexpr (O::kRowWords) {
         const V unit = Ops::set1(kv_raw_unit(dt));
         for (int v = 0; v < NV; ++v) {
-            const int a = mx(ja - v * Ops::W, 0), b = mn(jb - v * Ops::W, Ops::W - 1);  // present lanes
-            const uint32_t m = a > b ? 0u : ((2u << b) - 1u) & ~((1u << a) - 1u);
+            const uint32_t m = present_lanes(v, ja, jb);
             for (int h = 0; h < NH; ++h) {
                 V lo, hi;
                 O::f16_pairs(O::row_words(rows + v * Ops::W, size_t(d) + 4 * size_t(h), m), lo, hi);
@@ -310,6 +315,26 @@ inline void tile_scale_words(const uint8_t* const* rows, int d, DType dt, int ja
         }
 }
 
+// Other group counts (fp8's one scale per head, int8 heads of other widths), where Ops::kRowWords:
+// scale g of each key as the high half of the word at byte d + 2 g - 2 (whose bytes all belong to
+// the head: the last two elements or the scale before it), W keys per pair of gathers. Returns
+// false where the loop below must do it.
+template <class O = Ops>
+inline bool tile_scale_halves(const uint8_t* const* rows, int d, DType dt, int ja, int jb, int ng, float* out) {
+    if constexpr (O::kRowWords) {
+        if (d < 2) return false;
+        const V unit = Ops::set1(kv_raw_unit(dt));
+        for (int g = 0; g < ng; ++g)
+            for (int v = 0; v < NV; ++v) {
+                V lo, hi;
+                O::f16_pairs(O::row_words(rows + v * Ops::W, size_t(d) + 2 * size_t(g) - 2, present_lanes(v, ja, jb)), lo, hi);
+                Ops::store(out + g * T + v * Ops::W, Ops::mul(hi, unit));
+            }
+        return true;
+    }
+    return false;
+}
+
 // The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
 // ([groups][T]), times kv_raw_unit (the value head_scale gives). Returns the number of groups.
 // 2, 4, 8 or 16 groups: tile_scale_words; otherwise (fp8's one scale per head, other widths) the
@@ -323,6 +348,7 @@ inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int 
         case 16: tile_scale_words<8>(rows, d, dt, ja, jb, out); return ng;
         default: break;
     }
+    if (tile_scale_halves(rows, d, dt, ja, jb, ng, out)) return ng;
     const V unit = Ops::set1(kv_raw_unit(dt));
     alignas(64) uint16_t s16[T];
     for (int g = 0; g < ng; ++g) {
