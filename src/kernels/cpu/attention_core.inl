@@ -262,39 +262,13 @@ inline void tile_init(KeyTile& t, float* mem, int d) {
     t.ksc = t.vsc + size_t(d / 32 + 1) * T;
 }
 
-// Lanes [ja, jb] of the tile's vector v (row_words' mask).
-inline uint32_t present_lanes(int v, int ja, int jb) {
-    const int a = mx(ja - v * Ops::W, 0), b = mn(jb - v * Ops::W, Ops::W - 1);
-    return a > b ? 0u : ((2u << b) - 1u) & ~((1u << a) - 1u);
-}
-
 // NH words of two f16 scales per key (int8 heads of 64, 128, 256, 512: NH = 1, 2, 4, 8), gathered
 // key by key: one row pointer and one load per key (a pointer and a 16-bit load per key and group
 // had been 7% of an in-cache int8 decode, 9/3 d 64), stored as whole words (one store per word,
 // not per scale) and split W keys at a time (Ops::f16_pairs). NH is a template parameter: with a
 // run-time count the per-key loop measured 6% slower at 9/3 (d 64).
-// Where Ops::kRowWords (AVX-512), the words of W keys come from two masked gathers over the row
-// pointers instead (Ops::row_words): the scalar loop's 4-byte stores, which the vector load of
-// f16_pairs cannot forward from, and its 3 instructions per key had made this function 9-16% of an
-// in-cache int8 decode (Intel Xeon model 207, `perf`); in-cache decode 3-5% faster at 9/3 and 14/2
-// heads of 64, ~3% at 32/8 of 128, unchanged at 4/1 of 256 (NH = 4: 8 gathers per W keys). The
-// words are the same, so the bits are. (The AVX2 paths keep the loop: a gather was 10% slower on
-// them in the 4-bit indexer's scale build.)
-template <int NH, class O = Ops>  // (O: row_words is looked up only where it exists)
+template <int NH>
 inline void tile_scale_words(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
-    if constexpr (O::kRowWords) {
-        const V unit = Ops::set1(kv_raw_unit(dt));
-        for (int v = 0; v < NV; ++v) {
-            const uint32_t m = present_lanes(v, ja, jb);
-            for (int h = 0; h < NH; ++h) {
-                V lo, hi;
-                O::f16_pairs(O::row_words(rows + v * Ops::W, size_t(d) + 4 * size_t(h), m), lo, hi);
-                Ops::store(out + (2 * h) * T + v * Ops::W, Ops::mul(lo, unit));
-                Ops::store(out + (2 * h + 1) * T + v * Ops::W, Ops::mul(hi, unit));
-            }
-        }
-        return;
-    }
     alignas(64) uint32_t w32[NH][T];
     for (int h = 0; h < NH; ++h) {
         for (int j = 0; j < ja; ++j) w32[h][j] = 0;
@@ -315,21 +289,44 @@ inline void tile_scale_words(const uint8_t* const* rows, int d, DType dt, int ja
         }
 }
 
-// Other group counts (fp8's one scale per head, int8 heads of other widths), where Ops::kRowWords:
-// scale g of each key as the high half of the word at byte d + 2 g - 2 (whose bytes all belong to
-// the head: the last two elements or the scale before it), W keys per pair of gathers. Returns
-// false where the loop below must do it.
-template <class O = Ops>
-inline bool tile_scale_halves(const uint8_t* const* rows, int d, DType dt, int ja, int jb, int ng, float* out) {
+// Lanes [ja, jb] of the tile's vector v (row_words' mask).
+inline uint32_t present_lanes(int v, int ja, int jb) {
+    const int a = mx(ja - v * Ops::W, 0), b = mn(jb - v * Ops::W, Ops::W - 1);
+    return a > b ? 0u : ((2u << b) - 1u) & ~((1u << a) - 1u);
+}
+
+// Every group count where Ops::kRowWords (AVX-512): the scales of W keys by two masked gathers
+// over the row pointers (Ops::row_words), scales g and g + 1 as the halves of the word at byte
+// d + 2 g, an odd last one as the high half of the word at d + 2 g - 2 (every byte read belongs to
+// the head: its scales, or its last two elements and the scale after them). The scalar loops'
+// 2- and 4-byte stores, which the vector load after them cannot forward from, and their 3
+// instructions per key had made tile_scales 9-16% of an in-cache int8 decode (Intel Xeon model
+// 207, `perf`); gathered, in-cache int8 decode is 3-5% faster at 9/3 and 14/2 heads of 64, ~3% at
+// 32/8 of 128, unchanged at 4/1 of 256, fp8 1-3%. The same scales, so the same bits. Returns false
+// where the loops below must do it (the AVX2 paths keep them: a gather was 10% slower there in the
+// 4-bit indexer's scale build).
+template <class O = Ops>  // (O: row_words is looked up only where it exists)
+inline bool tile_scales_gathered(const uint8_t* const* rows, int d, DType dt, int ja, int jb, int ng, float* out) {
     if constexpr (O::kRowWords) {
         if (d < 2) return false;
         const V unit = Ops::set1(kv_raw_unit(dt));
-        for (int g = 0; g < ng; ++g)
-            for (int v = 0; v < NV; ++v) {
+        for (int v = 0; v < NV; ++v) {
+            const uint32_t m = present_lanes(v, ja, jb);
+            const uint8_t* const* r = rows + v * Ops::W;
+            float* o = out + v * Ops::W;
+            int g = 0;
+            for (; g + 1 < ng; g += 2) {
                 V lo, hi;
-                O::f16_pairs(O::row_words(rows + v * Ops::W, size_t(d) + 2 * size_t(g) - 2, present_lanes(v, ja, jb)), lo, hi);
-                Ops::store(out + g * T + v * Ops::W, Ops::mul(hi, unit));
+                O::f16_pairs(O::row_words(r, size_t(d) + 2 * size_t(g), m), lo, hi);
+                Ops::store(o + g * T, Ops::mul(lo, unit));
+                Ops::store(o + (g + 1) * T, Ops::mul(hi, unit));
             }
+            if (g < ng) {
+                V lo, hi;
+                O::f16_pairs(O::row_words(r, size_t(d) + 2 * size_t(g) - 2, m), lo, hi);
+                Ops::store(o + g * T, Ops::mul(hi, unit));
+            }
+        }
         return true;
     }
     return false;
@@ -337,10 +334,11 @@ inline bool tile_scale_halves(const uint8_t* const* rows, int d, DType dt, int j
 
 // The scales of the tile's quantised heads rows[j] (j in [ja, jb]; absent keys: 0) into out
 // ([groups][T]), times kv_raw_unit (the value head_scale gives). Returns the number of groups.
-// 2, 4, 8 or 16 groups: tile_scale_words; otherwise (fp8's one scale per head, other widths) the
-// scales one group at a time.
+// AVX-512: tile_scales_gathered, any count. Elsewhere 2, 4, 8 or 16 groups: tile_scale_words;
+// otherwise (fp8's one scale per head, other widths) the scales one group at a time.
 inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int jb, float* out) {
     const int ng = d / kv_scale_group(dt, d);
+    if (tile_scales_gathered(rows, d, dt, ja, jb, ng, out)) return ng;
     switch (ng) {
         case 2: tile_scale_words<1>(rows, d, dt, ja, jb, out); return ng;
         case 4: tile_scale_words<2>(rows, d, dt, ja, jb, out); return ng;
@@ -348,7 +346,6 @@ inline int tile_scales(const uint8_t* const* rows, int d, DType dt, int ja, int 
         case 16: tile_scale_words<8>(rows, d, dt, ja, jb, out); return ng;
         default: break;
     }
-    if (tile_scale_halves(rows, d, dt, ja, jb, ng, out)) return ng;
     const V unit = Ops::set1(kv_raw_unit(dt));
     alignas(64) uint16_t s16[T];
     for (int g = 0; g < ng; ++g) {

@@ -187,8 +187,7 @@ struct Ops {
         hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(x, 16)));
     }
     // The 32-bit word at byte `off` of each of rows[0 .. 16) (lanes not in m: 0, nothing read), by
-    // two gathers over the row pointers (tile_scale_words: one load per key without the scalar
-    // loop's stores, whose 16 x 4-byte stores a vector load cannot forward from).
+    // two gathers over the row pointers (attention_core.inl, tile_scales_gathered).
     static constexpr bool kRowWords = true;
     static __m512i row_words(const uint8_t* const* rows, size_t off, uint32_t m) {
         const __m512i o = _mm512_set1_epi64(static_cast<long long>(off));
