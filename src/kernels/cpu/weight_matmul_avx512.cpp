@@ -38,19 +38,23 @@ namespace {
 
 using avx512_codes::codes;
 
-// Rows of X per tile (register blocking): 4 rows x 2 panels, or 6 for the 8-bit codes of Q4_0,
-// Q4_1 and Q4_K, whose codes unpack with one mask and one shift and leave the registers for 6 x 2
-// accumulators, so each panel's codes are unpacked once for 6 rows instead of 4. Measured on an Intel
-// Xeon (model 207, avx512 VNNI; `bench_weight_matmul --quick`, 1 thread, M = 512, six alternated
-// runs): Q4_1 +7-15% on SmolLM2's shapes, Q4_K 304 -> 331 GOP/s; Q5_0 (its fifth bits take more
-// registers) 271-281 -> 200-278 and Q6_K (two chains per row: 36 accumulators) mixed, so they keep 4,
-// as do 16-bit codes (two vectors per code group). Same integer sums and float operations per
-// element: the same bits for any row count.
+// Rows of X per tile (register blocking): 4 rows x 2 panels, or more for 8-bit codes where the
+// registers allow, so that each panel's codes are unpacked once for more rows (the tiles are bound by
+// their vector operations, not their multiplies: src/kernels/README.md, "Session 28"). Q4_0, Q4_1 and
+// Q4_K (one mask and one shift to unpack) take 6: 6 x 2 accumulators. Q5_0 takes 5 (its fifth-bit
+// masks leave no room for 6). Measured on an Intel Xeon (model 207, avx512 VNNI; `bench_weight_matmul
+// --quick`, 1 thread, M = 512, alternated runs): Q4_1 +7-17% on SmolLM2's shapes, Q4_K 298-304 ->
+// 321-329 GOP/s, Q5_0 251-289 -> 304-310 at 5 rows (200-278 at 6). Q6_K (two chains per row) was
+// mixed at 5 and 6 and keeps 4, as do 16-bit codes (two vectors per code group). Same integer sums
+// and float operations per element: the same bits for any row count.
 constexpr int kRows = 4;
+constexpr int kQ5Rows = 5;
 constexpr int kWideRows = 6;
 
 inline int tile_rows(TensorType t, int ab) {
-    return ab == 8 && (t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q4_K) ? kWideRows : kRows;
+    if (ab != 8) return kRows;
+    if (t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q4_K) return kWideRows;
+    return t == TensorType::Q5_0 ? kQ5Rows : kRows;
 }
 
 // The weight stream is prefetched weight_prefetch().ahead bytes ahead of the block being computed
@@ -478,13 +482,14 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
     }
 }
 
-// The 5- and 6-row tiles of the types tile_rows() gives kWideRows (8-bit codes only).
+// The 5- and 6-row tiles of the types tile_rows() gives more than kRows (8-bit codes only).
 template <int MR, int NP>
 void run_wide_tile(const MatmulArgs& args, const Tile& t) {
     switch (args.w->type()) {
         case TensorType::Q4_1: tile_q4<true, MR, NP, 8>(t, *args.a); break;
         case TensorType::Q4_0: tile_q4<false, MR, NP, 8>(t, *args.a); break;
         case TensorType::Q4_K: tile_new<TensorType::Q4_K, MR, NP, 8>(t, *args.a); break;
+        case TensorType::Q5_0: if constexpr (MR == 5) tile_new<TensorType::Q5_0, 5, NP, 8>(t, *args.a); break;
         default: break;
     }
 }
