@@ -194,6 +194,30 @@ inline int64_t matmul_pairs(const PackedWeight& w) noexcept { return w.panels() 
 void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
                  int64_t pair0, int64_t pair1, KernelIsa isa = KernelIsa::Auto, ActBits act = ActBits::Q8);
 
+// The input of a thread's matmul_part calls over one X (M rows, ldx floats apart) with `act` codes,
+// quantised once: a caller that cuts one or more matmuls over the same X into many column tasks
+// (a decode layer's gate and up) passes its thread's MatmulPartInput to each of that thread's calls.
+// The first call with quantised weights quantises X into the calling thread's part buffer and
+// later calls with the same K reuse it, until another MatmulPartInput of the thread quantises
+// (then this one quantises again when next used: correct whatever the order, fastest with one live
+// per thread). X must not change while the object is in use; it belongs to one thread. The same
+// bits as matmul_part(w, X, M, ldx, ...).
+class MatmulPartInput {
+public:
+    MatmulPartInput(const float* X, int64_t M, int64_t ldx, ActBits act = ActBits::Q8) noexcept
+        : X_(X), M_(M), ldx_(ldx), act_(act) {}
+
+private:
+    friend void matmul_part(const PackedWeight&, const MatmulPartInput&, float*, int64_t, int64_t, int64_t, KernelIsa);
+    const float* X_;
+    int64_t M_, ldx_;
+    ActBits act_;
+    mutable int64_t blocks_ = -1;  // K / 32 of the codes in the thread's part buffer (-1: none)
+    mutable uint64_t ticket_ = 0;  // the part buffer's quantisation count when they were written
+};
+void matmul_part(const PackedWeight& w, const MatmulPartInput& in, float* Y, int64_t ldy, int64_t pair0, int64_t pair1,
+                 KernelIsa isa = KernelIsa::Auto);
+
 // Team mode, for a caller that runs a whole forward (many rows: prefill) in one OpenMP
 // parallel region: EVERY thread of the region calls matmul_team with the same arguments.
 // Thread i of n quantises rows [M*i/n, M*(i+1)/n) of X into `buf` (shared by the team, sized by

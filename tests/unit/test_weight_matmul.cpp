@@ -486,6 +486,64 @@ TEST_CASE("weight_matmul: matmul_part over disjoint column pairs gives the bits 
     CHECK(status_of([&] { matmul_part(w.packed, x.data(), 1, 64, y.data(), 64, 0, 2); }) == KVRT_OK);
 }
 
+TEST_CASE("weight_matmul: a MatmulPartInput quantises once per thread and gives the bits of matmul_part") {
+    // Two weights over one X (a decode layer's gate and up), a second input of another K on the
+    // same thread between their calls (its quantisation replaces the first's codes: the first must
+    // quantise again), both code widths, every type and path, against matmul() of each.
+    const int64_t K = 256, K2 = 512, M = 3;
+    std::vector<TensorType> types(std::begin(kTypes), std::end(kTypes));
+    types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
+    auto X = randn(static_cast<size_t>(M * K), 61), X2 = randn(static_cast<size_t>(M * K2), 62);
+    for (TensorType t : types) {
+        CAPTURE(static_cast<int>(t));
+        Weight a = make_weight(t, 150, K, 63), b = make_weight(t, 40, K, 64), c = make_weight(t, 70, K2, 65);
+        for (ActBits act : {ActBits::Q8, ActBits::Q16}) {
+            CAPTURE(static_cast<int>(act));
+            for (KernelIsa isa : isas()) {
+                CAPTURE(static_cast<int>(isa));
+                std::vector<float> Ya(M * 150), Yb(M * 40), Yc(M * 70);
+                matmul(a.packed, X.data(), M, K, Ya.data(), 150, 1, isa, act);
+                matmul(b.packed, X.data(), M, K, Yb.data(), 40, 1, isa, act);
+                matmul(c.packed, X2.data(), M, K2, Yc.data(), 70, 1, isa, act);
+                std::vector<float> Pa(M * 150, -1.0f), Pb(M * 40, -1.0f), Pc(M * 70, -1.0f);
+                const MatmulPartInput in(X.data(), M, K, act), in2(X2.data(), M, K2, act);
+                matmul_part(a.packed, in, Pa.data(), 150, 3, 5, isa);
+                matmul_part(b.packed, in, Pb.data(), 40, 0, 1, isa);
+                matmul_part(c.packed, in2, Pc.data(), 70, 1, 3, isa);  // in's codes are gone now
+                matmul_part(a.packed, in, Pa.data(), 150, 0, 3, isa);
+                matmul_part(c.packed, in2, Pc.data(), 70, 0, 1, isa);
+                matmul_part(b.packed, in, Pb.data(), 40, 1, 2, isa);
+                matmul_part(b.packed, in, Pb.data(), 40, 2, 2, isa);  // empty range: no-op
+                CHECK(same_bits(Pa.data(), Ya.data(), Ya.size()));
+                CHECK(same_bits(Pb.data(), Yb.data(), Yb.size()));
+                CHECK(same_bits(Pc.data(), Yc.data(), Yc.size()));
+            }
+        }
+    }
+    // A new input over the same memory with new contents quantises them (nothing is kept by address).
+    Weight w = make_weight(TensorType::Q4_0, 64, K, 66);
+    std::vector<float> x = randn(static_cast<size_t>(K), 67), y(64), yr(64);
+    {
+        const MatmulPartInput in(x.data(), 1, K);
+        matmul_part(w.packed, in, y.data(), 64, 0, 2);
+    }
+    for (auto& v : x) v = -2.0f * v;
+    const MatmulPartInput in(x.data(), 1, K);
+    matmul_part(w.packed, in, y.data(), 64, 0, 2);
+    matmul(w.packed, x.data(), 1, K, yr.data(), 64);
+    CHECK(same_bits(y.data(), yr.data(), 64));
+    // Bad input: a status, as matmul_part.
+    CHECK(status_of([&] { matmul_part(w.packed, in, y.data(), 64, 1, 3); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, in, y.data(), 63, 0, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, in, nullptr, 64, 0, 1); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, MatmulPartInput(nullptr, 1, K), y.data(), 64, 0, 1); }) ==
+          KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, MatmulPartInput(x.data(), -1, K), y.data(), 64, 0, 1); }) ==
+          KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { matmul_part(w.packed, MatmulPartInput(x.data(), 1, K - 1), y.data(), 64, 0, 1); }) ==
+          KVRT_ERR_INVALID_ARGUMENT);
+}
+
 TEST_CASE("weight_matmul: matmul_team (every thread of a region calls it) gives the bits of one matmul") {
     // Teams of 1, 2 and 3 threads and a call outside any region; few rows and many (row
     // chunks: N = 150 is 5 pairs, fewer than 4 per thread); 8- and 16-bit codes; every type.
