@@ -360,17 +360,26 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
     const int64_t hp = D / 32;  // pairs per head
     split_pairs(Hq * hp, hp, nt, q_parts);
     split_pairs(Hkv * hp, hp, (nt + 1) / 2, k_parts);
-    // The output projection, gate/up and down in about kTasksPerThread tasks per thread: the team
-    // meets after each, and with 2 per thread a thread slowed for a moment (a shared host) left the
-    // other spinning for up to a task's time. Each thread quantises a phase's input once
-    // (MatmulPartInput), so more tasks cost only their starts. Qwen2.5-Coder-0.5B, decode at 256
-    // positions, 2 threads, Intel Xeon (model 207, avx512): TeamBarrier::wait 8-9% -> 5% of the
-    // samples, six alternated runs 52.9 -> 57.6 tokens/s (median; faster in every pair); at 4,096
-    // positions within noise, 1 thread unchanged.
+    // The output projection, gate/up and down in up to kTasksPerThread tasks per thread, each of
+    // at least kTaskBytes of weights (times M: more rows, more work per byte): the team meets after
+    // each, and with 2 per thread a thread slowed for a moment (a shared host) left the other
+    // spinning for up to a task's time; tasks much smaller than that pay their start (the weight
+    // stream's first lines) more than they balance. Each thread quantises a phase's input once
+    // (MatmulPartInput). Measured on an Intel Xeon (model 207, avx512), 2 threads: Qwen2.5-Coder-0.5B
+    // decode at 256 positions, TeamBarrier::wait 8-9% -> 5% of the samples and six alternated runs
+    // 52.9 -> 57.6 tokens/s (median); 8 tasks per thread regardless of size were no faster for
+    // SmolLM2-135M (23-70 KiB tasks) and Gemma 3 270M.
     constexpr int64_t kTasksPerThread = 8;
-    split_pairs((E + 31) / 32, 2, kTasksPerThread * nt, wo_parts);
-    split_pairs((F + 31) / 32, 2, kTasksPerThread * nt, ff_parts);
-    split_pairs((E + 31) / 32, 2, kTasksPerThread * nt, down_parts);
+    constexpr double kTaskBytes = 128 << 10;
+    auto n_tasks = [&](auto bytes_of) {  // (layer 0's sizes stand for every layer's)
+        const double bytes = NL > 0 ? static_cast<double>(bytes_of(model.layer(0))) : 0.0;
+        return std::clamp<int64_t>(static_cast<int64_t>(bytes * static_cast<double>(M) / kTaskBytes), nt,
+                                   kTasksPerThread * nt);
+    };
+    split_pairs((E + 31) / 32, 2, n_tasks([](const DecoderLayerWeights& L) { return L.wo->bytes(); }), wo_parts);
+    split_pairs((F + 31) / 32, 2,
+                n_tasks([](const DecoderLayerWeights& L) { return L.w_gate->bytes() + L.w_up->bytes(); }), ff_parts);
+    split_pairs((E + 31) / 32, 2, n_tasks([](const DecoderLayerWeights& L) { return L.w_down->bytes(); }), down_parts);
     split_pairs(matmul_pairs(model.output()), 8, 16 * nt, head_parts);
     const int64_t n_qkv = static_cast<int64_t>(q_parts.size() + 2 * k_parts.size());
 
