@@ -93,12 +93,7 @@ void q4_k(const uint8_t* src, Out out, uint64_t n) {
 template <class Out>
 void q6_k(const uint8_t* src, Out out, uint64_t n) {
     const VI m4 = DOps::set1i(0x0F), m2 = DOps::set1i(3), k32 = DOps::set1i(32);
-    // 2 high bits of h at `shift`, as bits 4-5
-    auto high = [&](VI h, int shift) {
-        return DOps::slli4(DOps::and_(shift == 0 ? h : shift == 2 ? DOps::srli2(h) : shift == 4 ? DOps::srli4(h)
-                                                                                                : DOps::srli6(h),
-                                      m2));
-    };
+    auto high = [&](VI h) { return DOps::slli4(DOps::and_(h, m2)); };  // bits 0-1 of h, as bits 4-5
     for (uint64_t b = 0; b < n / kQK_K; ++b) {
         const uint8_t* p = src + b * sizeof(BlockQ6_K);
         const float d = h2f(p + offsetof(BlockQ6_K, d));
@@ -109,10 +104,10 @@ void q6_k(const uint8_t* src, Out out, uint64_t n) {
             for (int l0 = 0; l0 < 32; l0 += W) {  // l in [l0, l0 + W): scale index is = l0 / 16
                 const int is = l0 / 16;
                 const VI a = DOps::u8(ql + l0), bb = DOps::u8(ql + 32 + l0), h = DOps::u8(qh + l0);
-                const VI q1 = DOps::sub_i(DOps::or_(DOps::and_(a, m4), high(h, 0)), k32);
-                const VI q2 = DOps::sub_i(DOps::or_(DOps::and_(bb, m4), high(h, 2)), k32);
-                const VI q3 = DOps::sub_i(DOps::or_(DOps::srli4(a), high(h, 4)), k32);
-                const VI q4 = DOps::sub_i(DOps::or_(DOps::srli4(bb), high(h, 6)), k32);
+                const VI q1 = DOps::sub_i(DOps::or_(DOps::and_(a, m4), high(h)), k32);
+                const VI q2 = DOps::sub_i(DOps::or_(DOps::and_(bb, m4), high(DOps::srli2(h))), k32);
+                const VI q3 = DOps::sub_i(DOps::or_(DOps::srli4(a), high(DOps::srli4(h))), k32);
+                const VI q4 = DOps::sub_i(DOps::or_(DOps::srli4(bb), high(DOps::srli6(h))), k32);
                 const uint64_t base = b * kQK_K + 128 * half + l0;
                 out.put(base + 0, DOps::mul(DOps::set1(d * static_cast<float>(sc[is + 0])), DOps::cvt(q1)));
                 out.put(base + 32, DOps::mul(DOps::set1(d * static_cast<float>(sc[is + 2])), DOps::cvt(q2)));

@@ -189,7 +189,8 @@ inline int64_t matmul_pairs(const PackedWeight& w) noexcept { return w.panels() 
 // of all M rows, computed on the calling thread alone; no OpenMP region is opened.
 // Calls over disjoint pair ranges that cover [0, matmul_pairs(w)) produce exactly the
 // bits of one matmul() (same kernels, same per-element operations). X is quantised
-// by every call (into the calling thread's scratch): meant for small M (decode).
+// by every call (into the calling thread's buffer; MatmulPartInput below quantises once for
+// many calls): meant for small M (decode).
 // Throws as matmul(), and KVRT_ERR_INVALID_ARGUMENT for a bad pair range.
 void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
                  int64_t pair0, int64_t pair1, KernelIsa isa = KernelIsa::Auto, ActBits act = ActBits::Q8);

@@ -183,45 +183,34 @@ void run_tasks(const MatmulArgs& args, PanelKernel kernel, const TaskPlan& p, in
 }
 }  // namespace
 
-void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
-                 int64_t pair0, int64_t pair1, KernelIsa isa, ActBits act) {
-    KVRT_CHECK(M >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(M) + " is negative");
-    KVRT_CHECK(pair0 >= 0 && pair0 <= pair1 && pair1 <= matmul_pairs(w), KVRT_ERR_INVALID_ARGUMENT,
-               "weight matmul: pair range [" + std::to_string(pair0) + ", " + std::to_string(pair1) +
-                   ") is outside [0, " + std::to_string(matmul_pairs(w)) + ")");
-    if (M == 0 || pair0 == pair1) return;
-    MatmulArgs args = checked_args(w, X, M, ldx, Y, ldy);
-    const PanelKernel kernel = panel_kernel(isa, act);
-    QuantizedRows own;
-    if (is_quantized_weight(w.type())) {
-        own = scratch().view(M, w.cols() / 32, act);
-        quantize_rows(X, ldx, 0, M, own, isa);
-        args.a = &own;
-    }
-    kernel(args, 2 * pair0, 2 * pair1);
-}
-
 void matmul_part(const PackedWeight& w, const MatmulPartInput& in, float* Y, int64_t ldy, int64_t pair0, int64_t pair1,
                  KernelIsa isa) {
-    if (!is_quantized_weight(w.type())) return matmul_part(w, in.X_, in.M_, in.ldx_, Y, ldy, pair0, pair1, isa, in.act_);
     KVRT_CHECK(in.M_ >= 0, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: M = " + std::to_string(in.M_) + " is negative");
     KVRT_CHECK(pair0 >= 0 && pair0 <= pair1 && pair1 <= matmul_pairs(w), KVRT_ERR_INVALID_ARGUMENT,
                "weight matmul: pair range [" + std::to_string(pair0) + ", " + std::to_string(pair1) +
                    ") is outside [0, " + std::to_string(matmul_pairs(w)) + ")");
     if (in.M_ == 0 || pair0 == pair1) return;
     MatmulArgs args = checked_args(w, in.X_, in.M_, in.ldx_, Y, ldy);
-    const PanelKernel kernel = panel_kernel(isa, in.act_);
-    PartBuffer& pb = part_buffer();
-    const int64_t nb = w.cols() / 32;
-    // (view() returns the same memory for the same size: the codes written last are still there)
-    const QuantizedRows rows = pb.rows.view(in.M_, nb, in.act_);
-    if (in.blocks_ != nb || in.ticket_ != pb.ticket) {
-        quantize_rows(in.X_, in.ldx_, 0, in.M_, rows, isa);
-        in.blocks_ = nb;
-        in.ticket_ = ++pb.ticket;
+    QuantizedRows rows;
+    if (is_quantized_weight(w.type())) {
+        PartBuffer& pb = part_buffer();
+        const int64_t nb = w.cols() / 32;
+        // (view() returns the same memory for the same size: the codes written last are still there)
+        rows = pb.rows.view(in.M_, nb, in.act_);
+        if (in.blocks_ != nb || in.ticket_ != pb.ticket) {
+            quantize_rows(in.X_, in.ldx_, 0, in.M_, rows, isa);
+            in.blocks_ = nb;
+            in.ticket_ = ++pb.ticket;
+        }
+        args.a = &rows;
     }
-    args.a = &rows;
-    kernel(args, 2 * pair0, 2 * pair1);
+    panel_kernel(isa, in.act_)(args, 2 * pair0, 2 * pair1);
+}
+
+// (a fresh input: X is quantised by this call)
+void matmul_part(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy,
+                 int64_t pair0, int64_t pair1, KernelIsa isa, ActBits act) {
+    matmul_part(w, MatmulPartInput(X, M, ldx, act), Y, ldy, pair0, pair1, isa);
 }
 
 void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float* Y, int64_t ldy, int n_threads,

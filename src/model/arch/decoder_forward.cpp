@@ -371,15 +371,14 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
     // SmolLM2-135M (23-70 KiB tasks) and Gemma 3 270M.
     constexpr int64_t kTasksPerThread = 8;
     constexpr double kTaskBytes = 128 << 10;
-    auto n_tasks = [&](auto bytes_of) {  // (layer 0's sizes stand for every layer's)
-        const double bytes = NL > 0 ? static_cast<double>(bytes_of(model.layer(0))) : 0.0;
-        return std::clamp<int64_t>(static_cast<int64_t>(bytes * static_cast<double>(M) / kTaskBytes), nt,
-                                   kTasksPerThread * nt);
+    const DecoderLayerWeights* L0 = NL > 0 ? &model.layer(0) : nullptr;  // (its sizes stand for every layer's)
+    auto n_tasks = [&](size_t bytes) {
+        return std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(bytes) * static_cast<double>(M) / kTaskBytes),
+                                   nt, kTasksPerThread * nt);
     };
-    split_pairs((E + 31) / 32, 2, n_tasks([](const DecoderLayerWeights& L) { return L.wo->bytes(); }), wo_parts);
-    split_pairs((F + 31) / 32, 2,
-                n_tasks([](const DecoderLayerWeights& L) { return L.w_gate->bytes() + L.w_up->bytes(); }), ff_parts);
-    split_pairs((E + 31) / 32, 2, n_tasks([](const DecoderLayerWeights& L) { return L.w_down->bytes(); }), down_parts);
+    split_pairs((E + 31) / 32, 2, n_tasks(L0 ? L0->wo->bytes() : 0), wo_parts);
+    split_pairs((F + 31) / 32, 2, n_tasks(L0 ? L0->w_gate->bytes() + L0->w_up->bytes() : 0), ff_parts);
+    split_pairs((E + 31) / 32, 2, n_tasks(L0 ? L0->w_down->bytes() : 0), down_parts);
     split_pairs(matmul_pairs(model.output()), 8, 16 * nt, head_parts);
     const int64_t n_qkv = static_cast<int64_t>(q_parts.size() + 2 * k_parts.size());
 
