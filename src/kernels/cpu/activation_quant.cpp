@@ -114,6 +114,8 @@ void quantize_row16_scalar(const float* x, int64_t nb, int16_t* qs, float* d, in
 }
 
 void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const QuantizedRows& out, KernelIsa isa) {
+    // Auto is the CPU's best path (as the panel kernels take it), never the scalar loop.
+    if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
     const int64_t nb = out.blocks;
     if (out.q16) {
         using Fn16 = void (*)(const float*, int64_t, int16_t*, float*, int32_t*, float*);

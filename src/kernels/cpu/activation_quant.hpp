@@ -68,7 +68,7 @@ private:
 
 // Quantises rows [m0, m1) of X (rows ldx floats apart, K = out.blocks * 32)
 // into `out` (8-bit codes, or 16-bit ones when out.q16 is set). isa must be
-// supported by the CPU (not Auto).
+// supported by the CPU; Auto takes the CPU's best path (kernel_isa_detected()).
 void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const QuantizedRows& out, KernelIsa isa);
 
 // The block's scale d = amax / 127 and its inverse (0 for an all-zero block): the one

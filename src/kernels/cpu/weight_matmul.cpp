@@ -191,6 +191,7 @@ void matmul_part(const PackedWeight& w, const MatmulPartInput& in, float* Y, int
                    ") is outside [0, " + std::to_string(matmul_pairs(w)) + ")");
     if (in.M_ == 0 || pair0 == pair1) return;
     MatmulArgs args = checked_args(w, in.X_, in.M_, in.ldx_, Y, ldy);
+    const PanelKernel kernel = panel_kernel(isa, in.act_);  // resolves Auto before the quantiser sees isa
     QuantizedRows rows;
     if (is_quantized_weight(w.type())) {
         PartBuffer& pb = part_buffer();
@@ -204,7 +205,7 @@ void matmul_part(const PackedWeight& w, const MatmulPartInput& in, float* Y, int
         }
         args.a = &rows;
     }
-    panel_kernel(isa, in.act_)(args, 2 * pair0, 2 * pair1);
+    kernel(args, 2 * pair0, 2 * pair1);
 }
 
 // (a fresh input: X is quantised by this call)
