@@ -29,6 +29,11 @@ CpuFeatures probe() noexcept {
     unsigned a = 0, b = 0, c = 0, d = 0;
     // Vendor string (leaf 0: EBX EDX ECX) "GenuineIntel".
     f.intel = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+    f.amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
+    if (__get_cpuid(1, &a, &b, &c, &d)) {
+        const int base = static_cast<int>((a >> 8) & 0xFu);
+        f.family = base == 0xF ? base + static_cast<int>((a >> 20) & 0xFFu) : base;
+    }
     f.avxvnni = f.avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u) != 0;
     f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");

@@ -45,6 +45,9 @@ struct CpuFeatures {
     bool avx512bf16 = false;  // AVX512_BF16 (with avx512)
     bool amx = false;         // AMX-TILE + AMX-INT8, tile state granted by the OS (with avx512vnni)
     bool intel = false;       // vendor GenuineIntel (prefetch tuning only, never the arithmetic)
+    bool amd = false;         // vendor AuthenticAMD (likewise)
+    int family = 0;           // display family (base + extended, CPUID leaf 1): AMD 0x19 = Zen 3 / Zen 4,
+                              // 0x1A = Zen 5 (likewise tuning only)
 };
 const CpuFeatures& cpu_features() noexcept;
 

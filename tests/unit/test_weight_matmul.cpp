@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <utility>
 
 #include "formats/tensor_type_dequant.hpp"
 #include "kernels/cpu/activation_quant.hpp"
@@ -252,8 +253,27 @@ TEST_CASE("weight_matmul: the weight prefetch follows the CPU vendor unless KVRT
     CHECK(pf.ahead % 64 == 0);
     CHECK(pf.ahead <= (size_t(1) << 20));
     if (std::getenv("KVRT_WEIGHT_PREFETCH") == nullptr) {
-        CHECK(pf.l2 == cpu_features().intel);  // Intel: into L2, 8 KiB ahead; others: L1, 2 KiB
-        CHECK(pf.ahead == (cpu_features().intel ? 8192u : 2048u));
+        const kernels::WeightPrefetch rule = kernels::weight_prefetch_for(cpu_features());
+        CHECK(pf.l2 == rule.l2);
+        CHECK(pf.ahead == rule.ahead);
+    }
+    // The rule per CPU kind: Intel and Zen 4 into L2, 8 KiB ahead; Zen 3, Zen 5 and others into L1, 2 KiB.
+    CpuFeatures intel;
+    intel.intel = true;
+    intel.family = 6;
+    CpuFeatures zen3;
+    zen3.amd = true;
+    zen3.family = 0x19;
+    zen3.avx2 = true;
+    CpuFeatures zen4 = zen3;
+    zen4.avx512 = true;
+    CpuFeatures zen5 = zen4;
+    zen5.family = 0x1A;
+    CpuFeatures other;
+    for (const auto& [f, l2] : {std::pair{intel, true}, {zen4, true}, {zen3, false}, {zen5, false}, {other, false}}) {
+        const kernels::WeightPrefetch p = kernels::weight_prefetch_for(f);
+        CHECK(p.l2 == l2);
+        CHECK(p.ahead == (l2 ? 8192u : 2048u));
     }
 }
 

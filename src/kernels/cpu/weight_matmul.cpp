@@ -43,13 +43,20 @@ PartBuffer& part_buffer() {
 
 }  // namespace
 
+kernels::WeightPrefetch kernels::weight_prefetch_for(const CpuFeatures& f) noexcept {
+    WeightPrefetch p;
+    // Zen 4: AMD family 0x19 with AVX-512 (Zen 3, the same family, has none).
+    const bool zen4 = f.amd && f.family == 0x19 && f.avx512;
+    if (f.intel || zen4) {
+        p.ahead = 8192;
+        p.l2 = true;
+    }
+    return p;
+}
+
 const kernels::WeightPrefetch& kernels::weight_prefetch() noexcept {
     static const WeightPrefetch policy = [] {
-        WeightPrefetch p;
-        if (cpu_features().intel) {
-            p.ahead = 8192;
-            p.l2 = true;
-        }
+        WeightPrefetch p = weight_prefetch_for(cpu_features());
         // KVRT_WEIGHT_PREFETCH=l1:BYTES / l2:BYTES (BYTES 0..1 MiB, a multiple of 64): measurements.
         if (const char* e = std::getenv("KVRT_WEIGHT_PREFETCH")) {
             const std::string v(e);

@@ -23,6 +23,7 @@
 
 #include "kernels/cpu/activation_quant.hpp"
 #include "kernels/weight_matmul.hpp"
+#include "util/isa.hpp"
 
 #include <cstdint>
 
@@ -39,19 +40,23 @@ struct MatmulArgs {
 };
 
 // The weight stream's software prefetch in decode-shaped matmuls: how far ahead of the block being
-// computed, and into which level. Chosen once per process from the CPU's vendor (weight_matmul.cpp;
-// KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides it, for measurements):
-//   AMD (Zen 3 / Zen 5 measured): into L1, 2 KiB ahead.
-//   Intel (Sapphire Rapids class measured): into L2, 8 KiB ahead. An L1 prefetch holds one of the
-//   core's L1 fill buffers until its line arrives, so a core streaming from DRAM has few lines in
-//   flight; L2 prefetches wait in the L2's larger miss queue. Decode at 256 positions, Qwen2.5
-//   Q4_K_M, 2 threads: 0.65-0.75 -> 0.79-0.85 of the STREAM read (src/kernels/README.md).
+// computed, and into which level. Chosen once per process from the CPU's vendor and family
+// (weight_prefetch_for; KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides it, for measurements):
+//   Intel (Sapphire Rapids class measured) and AMD Zen 4: into L2, 8 KiB ahead. An L1 prefetch
+//   holds one of the core's L1 fill buffers until its line arrives, so a core streaming from DRAM
+//   has few lines in flight; L2 prefetches wait in the L2's larger miss queue. Decode at 256
+//   positions, Qwen2.5 Q4_K_M, 2 threads: 0.65-0.75 -> 0.79-0.85 of the STREAM read on the Xeon;
+//   on Zen 4 1 thread 38.6-39.0 -> 55.3-55.9 tok/s, 2 threads 61-65 -> 72-77 (src/kernels/README.md).
+//   AMD Zen 3 / Zen 5: into L1, 2 KiB ahead (the best of the L1 distances measured there; L2 was
+//   not tried on those CPUs).
 // Results never depend on it.
 struct WeightPrefetch {
     size_t ahead = 2048;
     bool l2 = false;
 };
 const WeightPrefetch& weight_prefetch() noexcept;
+// The rule above for a CPU (tests check it per CPU kind).
+WeightPrefetch weight_prefetch_for(const CpuFeatures& f) noexcept;
 
 void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1);
