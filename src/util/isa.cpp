@@ -94,6 +94,10 @@ const CpuFeatures& cpu_features() noexcept {
     return f;
 }
 
+bool cpu_is_zen4(const CpuFeatures& f) noexcept { return f.amd && f.family == 0x19 && f.avx512; }
+
+bool prefetch_streams_into_l2(const CpuFeatures& f) noexcept { return f.intel || cpu_is_zen4(f); }
+
 Isa isa_detected() noexcept {
     static const Isa d = detect();
     return d;

@@ -51,6 +51,17 @@ struct CpuFeatures {
 };
 const CpuFeatures& cpu_features() noexcept;
 
+// AMD Zen 4: family 0x19 with AVX-512 (Zen 3, the same family, has none).
+bool cpu_is_zen4(const CpuFeatures& f) noexcept;
+// Whether software prefetches of a long read stream (decode's weights and its KV) go into L2
+// (prefetcht1) rather than L1 (prefetcht0) on this CPU (tuning only, never the arithmetic). An L1
+// prefetch holds one of the core's L1 fill buffers until its line arrives, which caps the lines a
+// core streaming from DRAM has in flight; L2 prefetches wait in the L2's larger miss queue.
+// Measured: Intel (Sapphire Rapids class) and AMD Zen 4 into L2; AMD Zen 3 / Zen 5 into L1 (on
+// Zen 5 prefetcht1 left the KV stream at its unprefetched speed; L2 was not tried for weights
+// there). Figures in src/kernels/README.md.
+bool prefetch_streams_into_l2(const CpuFeatures& f) noexcept;
+
 Isa isa_detected() noexcept;
 Isa isa_active() noexcept;
 // Sets the highest level the kernels may use (process-wide; not meant to be

@@ -5,11 +5,13 @@
 // matmul's Auto path and the dequantisers follow isa_set_limit (and so KVRT_ISA) as
 // the attention kernels do.
 #include "formats/tensor_type_dequant.hpp"
+#include "kernels/cpu/attention_isa.hpp"
 #include "kernels/weight_matmul.hpp"
 #include "util/isa.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 
 using namespace kvrt;
@@ -56,4 +58,34 @@ TEST_CASE("isa: the weight matmul and the dequantisers follow the one process-wi
         CHECK(kernel_isa_detected() == KernelIsa::Avx512);
     }
     CHECK(std::string(isa_name(isa_detected())) != "?");
+}
+
+TEST_CASE("isa: decode's prefetch streams go into L2 on Intel and Zen 4, into L1 on other CPUs") {
+    const CpuFeatures& here = cpu_features();
+    CHECK_FALSE((here.intel && here.amd));
+    if (here.amd) CHECK(here.family >= 0x17);  // every AMD CPU with AVX2 is Zen or later
+    // The per-CPU rule, on the kinds measured (family numbers as CPUID leaf 1 gives them).
+    CpuFeatures intel;
+    intel.intel = true;
+    intel.family = 6;
+    intel.avx2 = intel.avx512 = true;
+    CpuFeatures zen3;
+    zen3.amd = true;
+    zen3.family = 0x19;
+    zen3.avx2 = true;
+    CpuFeatures zen4 = zen3;
+    zen4.avx512 = true;
+    CpuFeatures zen5 = zen4;
+    zen5.family = 0x1A;
+    CpuFeatures zen2 = zen3;
+    zen2.family = 0x17;
+    CpuFeatures unknown;
+    CHECK(cpu_is_zen4(zen4));
+    for (const CpuFeatures& f : {intel, zen3, zen5, zen2, unknown}) CHECK_FALSE(cpu_is_zen4(f));
+    CHECK(prefetch_streams_into_l2(intel));
+    CHECK(prefetch_streams_into_l2(zen4));
+    for (const CpuFeatures& f : {zen3, zen5, zen2, unknown}) CHECK_FALSE(prefetch_streams_into_l2(f));
+    // The attention's KV stream takes the rule unless KVRT_ATTENTION_PREFETCH sets it.
+    if (std::getenv("KVRT_ATTENTION_PREFETCH") == nullptr)
+        CHECK(cpu::attention_prefetch_l2() == prefetch_streams_into_l2(here));
 }

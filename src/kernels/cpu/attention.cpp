@@ -33,7 +33,7 @@ bool attention_prefetch_l2() noexcept {
             if (std::string(e) == "l1") return false;
             if (std::string(e) == "l2") return true;
         }
-        return cpu_features().intel;
+        return prefetch_streams_into_l2(cpu_features());
     }();
     return l2;
 }

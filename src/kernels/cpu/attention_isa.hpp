@@ -41,10 +41,12 @@ const AttentionImpl& attention_impl_avx512bf16();
 const AttentionImpl& attention_impl();
 
 // Where decode's KV prefetch stream (LineStream) brings its lines: true = L2 (prefetcht1), false
-// = L1 (prefetcht0). Chosen once from the CPU's vendor (attention.cpp; KVRT_ATTENTION_PREFETCH=l1
-// or l2 overrides it, for measurements). Intel: L2 (Sapphire Rapids class, 9/3 heads of 64 f16 over
-// 131,072 keys, 1 thread: 1.25-1.45x faster, 2 threads alike); AMD: L1 (on Zen 5 prefetcht1 left
-// the stream at its unprefetched speed). Results never depend on it.
+// = L1 (prefetcht0). Chosen once from the CPU (prefetch_streams_into_l2, util/isa.hpp;
+// KVRT_ATTENTION_PREFETCH=l1 or l2 overrides it, for measurements). Intel: L2 (Sapphire Rapids
+// class, 9/3 heads of 64 f16 over 131,072 keys, 1 thread: 1.25-1.45x faster, 2 threads alike);
+// AMD Zen 4: L2 (the same shape: 7.7 -> 12.3-12.6 GB/s on 1 thread, 16 -> 24-25 on 2); AMD Zen 3
+// / Zen 5: L1 (on Zen 5 prefetcht1 left the stream at its unprefetched speed). Results never
+// depend on it.
 bool attention_prefetch_l2() noexcept;
 
 // Whether the avx512bf16 path multiplies bf16 KV (attention: pair tiles) and bf16 keys (the CED

@@ -45,9 +45,7 @@ PartBuffer& part_buffer() {
 
 kernels::WeightPrefetch kernels::weight_prefetch_for(const CpuFeatures& f) noexcept {
     WeightPrefetch p;
-    // Zen 4: AMD family 0x19 with AVX-512 (Zen 3, the same family, has none).
-    const bool zen4 = f.amd && f.family == 0x19 && f.avx512;
-    if (f.intel || zen4) {
+    if (prefetch_streams_into_l2(f)) {
         p.ahead = 8192;
         p.l2 = true;
     }

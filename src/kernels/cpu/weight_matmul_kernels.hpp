@@ -40,11 +40,10 @@ struct MatmulArgs {
 };
 
 // The weight stream's software prefetch in decode-shaped matmuls: how far ahead of the block being
-// computed, and into which level. Chosen once per process from the CPU's vendor and family
-// (weight_prefetch_for; KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides it, for measurements):
-//   Intel (Sapphire Rapids class measured) and AMD Zen 4: into L2, 8 KiB ahead. An L1 prefetch
-//   holds one of the core's L1 fill buffers until its line arrives, so a core streaming from DRAM
-//   has few lines in flight; L2 prefetches wait in the L2's larger miss queue. Decode at 256
+// computed, and into which level. Chosen once per process from the CPU (weight_prefetch_for, by
+// prefetch_streams_into_l2 of util/isa.hpp; KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides
+// it, for measurements):
+//   Intel (Sapphire Rapids class measured) and AMD Zen 4: into L2, 8 KiB ahead. Decode at 256
 //   positions, Qwen2.5 Q4_K_M, 2 threads: 0.65-0.75 -> 0.79-0.85 of the STREAM read on the Xeon;
 //   on Zen 4 1 thread 38.6-39.0 -> 55.3-55.9 tok/s, 2 threads 61-65 -> 72-77 (src/kernels/README.md).
 //   AMD Zen 3 / Zen 5: into L1, 2 KiB ahead (the best of the L1 distances measured there; L2 was
