@@ -153,6 +153,16 @@ int cmd_bench(int argc, char** argv) {
     kvrt_model_info info;
     kvrt_model_info_init(&info, sizeof info);
     kvrt_model_get_info(&info, model);
+    // The decode figure's context holds the prompt and 4 + 64 steps after it: name the limit
+    // instead of failing later at the context's creation.
+    if (info.n_ctx_train > 0 && decode_ctx + 72 > static_cast<long>(info.n_ctx_train)) {
+        std::fprintf(stderr,
+                     "kvrt bench: --decode-ctx %ld leaves no room for the 72 positions of the decode steps in the "
+                     "model's context of %u positions: use at most %ld\n",
+                     decode_ctx, info.n_ctx_train, static_cast<long>(info.n_ctx_train) - 72);
+        kvrt_model_destroy(model);
+        return 2;
+    }
     std::vector<float> logits(info.n_vocab);
     std::vector<Figure> figs;
     const char* wait_env = std::getenv("OMP_WAIT_POLICY");
@@ -187,7 +197,8 @@ int cmd_bench(int argc, char** argv) {
     auto make_ctx = [&](int prefix_caching) {
         kvrt_context_config cc;
         kvrt_context_config_init(&cc, sizeof cc);
-        cc.n_ctx = static_cast<uint32_t>(std::max(8192L, decode_ctx + 72));  // prompt, 4 + 64 steps
+        const long room = info.n_ctx_train > 0 ? std::min(8192L, static_cast<long>(info.n_ctx_train)) : 8192L;
+        cc.n_ctx = static_cast<uint32_t>(std::max(room, decode_ctx + 72));  // prompt, 4 + 64 steps
         cc.n_threads = governed ? 0 : threads;
         if (block_tokens > 0) cc.block_tokens = static_cast<uint32_t>(block_tokens);
         if (!apply_kv_types("bench", a, cc)) return static_cast<kvrt_context*>(nullptr);
