@@ -45,16 +45,24 @@ inline void use_passive_omp_wait(char** argv) {
     execv("/proc/self/exe", argv);  // on failure, carry on with the default policy
 }
 
-// The CPU's model name (/proc/cpuinfo), printed beside every figure.
+// The CPU's model name with its family and model numbers (/proc/cpuinfo), printed beside every
+// figure: a VM often shows only "AMD EPYC" or "Intel(R) Xeon(R) Processor", and the numbers tell
+// the generations apart (AMD family 25 = Zen 3 / Zen 4, 26 = Zen 5).
 inline std::string cpu_model() {
     std::ifstream f("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("model name", 0) == 0) {
-            auto p = line.find(':');
-            return p == std::string::npos ? line : line.substr(p + 2);
-        }
-    return "unknown";
+    std::string line, name = "unknown", family, model;
+    auto value = [&line] {
+        const auto p = line.find(':');
+        return p == std::string::npos || p + 2 > line.size() ? std::string() : line.substr(p + 2);
+    };
+    while (std::getline(f, line)) {
+        if (line.rfind("model name", 0) == 0) name = value();
+        else if (family.empty() && line.rfind("cpu family", 0) == 0) family = value();
+        else if (model.empty() && line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = value();
+        if (line.empty() && name != "unknown") break;  // the first processor's block
+    }
+    if (!family.empty() && !model.empty()) name += " (family " + family + ", model " + model + ")";
+    return name;
 }
 
 inline double thread_cpu_seconds() {

@@ -155,7 +155,8 @@ int cmd_bench(int argc, char** argv) {
     kvrt_model_get_info(&info, model);
     // The decode figure's context holds the prompt and 4 + 64 steps after it: name the limit
     // instead of failing later at the context's creation.
-    if (info.n_ctx_train > 0 && decode_ctx + 72 > static_cast<long>(info.n_ctx_train)) {
+    if (only.find("decode") != std::string::npos && info.n_ctx_train > 0 &&
+        decode_ctx + 72 > static_cast<long>(info.n_ctx_train)) {
         std::fprintf(stderr,
                      "kvrt bench: --decode-ctx %ld leaves no room for the 72 positions of the decode steps in the "
                      "model's context of %u positions: use at most %ld\n",
@@ -174,7 +175,8 @@ int cmd_bench(int argc, char** argv) {
     int32_t isa_level = KVRT_ISA_SCALAR;
     (void)kvrt_isa_get(&isa_level, nullptr);
     const char* isa = kvrt_isa_name(isa_level);
-    const std::string tag = "\"threads\":" + std::to_string(threads) + ",\"decode_threads\":\"" +
+    const std::string cpu = kvrt::bench::cpu_model();
+    const std::string tag = "\"cpu\":\"" + cpu + "\",\"threads\":" + std::to_string(threads) + ",\"decode_threads\":\"" +
                             (governed ? "governed" : "fixed") + "\",\"omp_wait_policy\":\"" +
                             (wait_env && *wait_env ? wait_env : "default") + "\",\"act_bits\":\"" +
                             act_bits_name(act_bits) + "\",\"isa\":\"" + isa + "\",\"load1\":" + load_s;
@@ -198,7 +200,8 @@ int cmd_bench(int argc, char** argv) {
         kvrt_context_config cc;
         kvrt_context_config_init(&cc, sizeof cc);
         const long room = info.n_ctx_train > 0 ? std::min(8192L, static_cast<long>(info.n_ctx_train)) : 8192L;
-        cc.n_ctx = static_cast<uint32_t>(std::max(room, decode_ctx + 72));  // prompt, 4 + 64 steps
+        const bool decode = only.find("decode") != std::string::npos;
+        cc.n_ctx = static_cast<uint32_t>(std::max(room, decode ? decode_ctx + 72 : 0L));  // prompt, 4 + 64 steps
         cc.n_threads = governed ? 0 : threads;
         if (block_tokens > 0) cc.block_tokens = static_cast<uint32_t>(block_tokens);
         if (!apply_kv_types("bench", a, cc)) return static_cast<kvrt_context*>(nullptr);
@@ -381,8 +384,8 @@ int cmd_bench(int argc, char** argv) {
     std::map<std::string, double> base;
     if (a.has("--baseline")) base = read_baseline(a.get("--baseline"), threads);
     if (!json)
-        std::printf("# %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, kernels %s, load average %s, wall-clock times%s\n",
-                    threads, governed ? " (decode steps: the runtime's choice, -t 0)" : "",
+        std::printf("# %s, %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, kernels %s, load average %s, wall-clock times%s\n",
+                    cpu.c_str(), threads, governed ? " (decode steps: the runtime's choice, -t 0)" : "",
                     wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), isa, load_s,
                     base.empty() ? "" : "; llama.cpp from --baseline, ratio = kvrt / llama.cpp");
     for (const Figure& f : figs) {
