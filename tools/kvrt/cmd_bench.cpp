@@ -141,6 +141,8 @@ int cmd_bench(int argc, char** argv) {
     const std::string only = a.get("--only", "prefill,decode,ttft,docs");
     const bool json = a.has("--json");
     const long decode_ctx = std::strtol(a.get("--decode-ctx", "4096").c_str(), nullptr, 10);
+    const bool want_decode = only.find("decode") != std::string::npos;
+    constexpr long kDecodeRoom = 72;  // positions after the decode figure's prompt: 4 + 64 steps, and slack
     const long block_tokens = std::strtol(a.get("--block-tokens", "0").c_str(), nullptr, 10);  // 0: the default
     if (decode_ctx < 1 || decode_ctx > (1L << 20)) {
         std::fprintf(stderr, "kvrt bench: --decode-ctx must be in [1, 1048576]\n");
@@ -155,12 +157,11 @@ int cmd_bench(int argc, char** argv) {
     kvrt_model_get_info(&info, model);
     // The decode figure's context holds the prompt and 4 + 64 steps after it: name the limit
     // instead of failing later at the context's creation.
-    if (only.find("decode") != std::string::npos && info.n_ctx_train > 0 &&
-        decode_ctx + 72 > static_cast<long>(info.n_ctx_train)) {
+    if (want_decode && info.n_ctx_train > 0 && decode_ctx + kDecodeRoom > static_cast<long>(info.n_ctx_train)) {
         std::fprintf(stderr,
-                     "kvrt bench: --decode-ctx %ld leaves no room for the 72 positions of the decode steps in the "
+                     "kvrt bench: --decode-ctx %ld leaves no room for the %ld positions of the decode steps in the "
                      "model's context of %u positions: use at most %ld\n",
-                     decode_ctx, info.n_ctx_train, static_cast<long>(info.n_ctx_train) - 72);
+                     decode_ctx, kDecodeRoom, info.n_ctx_train, static_cast<long>(info.n_ctx_train) - kDecodeRoom);
         kvrt_model_destroy(model);
         return 2;
     }
@@ -200,8 +201,7 @@ int cmd_bench(int argc, char** argv) {
         kvrt_context_config cc;
         kvrt_context_config_init(&cc, sizeof cc);
         const long room = info.n_ctx_train > 0 ? std::min(8192L, static_cast<long>(info.n_ctx_train)) : 8192L;
-        const bool decode = only.find("decode") != std::string::npos;
-        cc.n_ctx = static_cast<uint32_t>(std::max(room, decode ? decode_ctx + 72 : 0L));  // prompt, 4 + 64 steps
+        cc.n_ctx = static_cast<uint32_t>(std::max(room, want_decode ? decode_ctx + kDecodeRoom : 0L));
         cc.n_threads = governed ? 0 : threads;
         if (block_tokens > 0) cc.block_tokens = static_cast<uint32_t>(block_tokens);
         if (!apply_kv_types("bench", a, cc)) return static_cast<kvrt_context*>(nullptr);
@@ -228,7 +228,7 @@ int cmd_bench(int argc, char** argv) {
         figs.push_back({"prefill_2048", median(rates), "tokens/s", tag + ",\"reps\":" + std::to_string(reps)});
         kvrt_context_destroy(c);
     }
-    if (rc == 0 && only.find("decode") != std::string::npos) {
+    if (rc == 0 && want_decode) {
         const std::vector<int32_t> p = repeat_to_length(doc_toks, static_cast<size_t>(decode_ctx));
         const std::string n_s = std::to_string(decode_ctx);
         kvrt_context* c = make_ctx(0);
