@@ -88,7 +88,19 @@ const char* kernel_isa_name(KernelIsa isa) noexcept;
 //   acc = fma(d*da, (float)(sc_hi*(isum_hi - 32*(sa - sa_lo))), acc)
 // Every ISA path gives the same bits in Q16 too (AVX-512 and AVX-VNNI: vpdpwssd; AVX2:
 // vpmaddwd). Float weight types ignore it (no activation quantisation).
-enum class ActBits : uint8_t { Q8 = 8, Q16 = 16 };
+//
+// Q8R: 8-bit codes plus a residual on the row's outlier blocks. A block whose scale d is more
+// than kOutlierBlockRatio times the mean scale of its row (an outlier channel makes every other
+// element of its block coarse) also gets the 8-bit codes of its rounding error
+// r_j = fma(-d, q_j, x_j) (scale rd = max|r| / 127), and the matmul adds, after the 8-bit pass,
+// a second pass over those blocks only (their codes as ~15-bit ones): per output element and
+// marked block, in increasing block order, y += (the block's Q8 formula on the residual codes,
+// from 0, without Q4_1's / the K-quants' min term, which the row's s covers: s = fma(rd,
+// (float)rsum, d * (float)sum)). Which blocks are marked is a function of the row alone, so every
+// guarantee of Q8 holds; every path gives the same bits. The blocks marked are ~1.5-3% of a real
+// model's (src/kernels/README.md, "Outlier blocks").
+enum class ActBits : uint8_t { Q8 = 8, Q8R = 9, Q16 = 16 };
+inline constexpr float kOutlierBlockRatio = 3.0f;
 
 // Rows of one source tensor (GGUF layout) for a stacked PackedWeight.
 struct WeightRows {

@@ -64,7 +64,8 @@ private:
 
 std::string act_bits_salt_suffix(int act_bits) {
     if (act_bits == 16) return std::string("\0kvrt-act16", 11);
-    if (act_bits == 0) return std::string("\0kvrt-act-kv16", 14);
+    // (0.3.x: "\0kvrt-act-kv16", before the 8-bit codes took the outlier residual)
+    if (act_bits == 0) return std::string("\0kvrt-act-kv16-r3", 17);
     return {};
 }
 

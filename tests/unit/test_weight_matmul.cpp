@@ -147,6 +147,20 @@ std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
     return v;
 }
 
+// Rows with outlier blocks (ActBits::Q8R): in rows m % 3 != 0, block (5m + 1) % nb scaled by 25
+// (and, where there is room, block (3m + 2) % nb by 9), so that most rows have one or two marked
+// blocks at places that vary from row to row, and a third of the rows none.
+void add_outlier_blocks(std::vector<float>& X, int64_t M, int64_t K, int64_t ldx) {
+    const int64_t nb = K / 32;
+    if (nb < 4) return;
+    for (int64_t m = 0; m < M; m++) {
+        if (m % 3 == 0) continue;
+        for (int64_t e = 0; e < 32; e++) X[m * ldx + ((5 * m + 1) % nb) * 32 + e] *= 25.0f;
+        if ((3 * m + 2) % nb != (5 * m + 1) % nb)
+            for (int64_t e = 0; e < 32; e++) X[m * ldx + ((3 * m + 2) % nb) * 32 + e] *= 9.0f;
+    }
+}
+
 struct Weight {
     TensorType type;
     int64_t n, k;
@@ -510,10 +524,12 @@ TEST_CASE("weight_matmul: a MatmulPartInput quantises once per thread and gives 
     std::vector<TensorType> types(std::begin(kTypes), std::end(kTypes));
     types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
     auto X = randn(static_cast<size_t>(M * K), 61), X2 = randn(static_cast<size_t>(M * K2), 62);
+    add_outlier_blocks(X, M, K, K);
+    add_outlier_blocks(X2, M, K2, K2);
     for (TensorType t : types) {
         CAPTURE(static_cast<int>(t));
         Weight a = make_weight(t, 150, K, 63), b = make_weight(t, 40, K, 64), c = make_weight(t, 70, K2, 65);
-        for (ActBits act : {ActBits::Q8, ActBits::Q16}) {
+        for (ActBits act : {ActBits::Q8, ActBits::Q8R, ActBits::Q16}) {
             CAPTURE(static_cast<int>(act));
             for (KernelIsa isa : isas()) {
                 CAPTURE(static_cast<int>(isa));
@@ -573,10 +589,11 @@ TEST_CASE("weight_matmul: matmul_team (every thread of a region calls it) gives 
         CAPTURE(tensor_type_name(t));
         Weight w = make_weight(t, N, K, seed++);
         for (int64_t M : {int64_t(1), int64_t(20), int64_t(70)})
-            for (ActBits act : {ActBits::Q8, ActBits::Q16}) {
+            for (ActBits act : {ActBits::Q8, ActBits::Q8R, ActBits::Q16}) {
                 CAPTURE(M);
                 CAPTURE(static_cast<int>(act));
                 auto X = randn(static_cast<size_t>(M * K), seed++);
+                add_outlier_blocks(X, M, K, K);
                 std::vector<float> want(static_cast<size_t>(M * N));
                 matmul(w.packed, X.data(), M, K, want.data(), N, 2, KernelIsa::Auto, act);
                 std::vector<float> got(static_cast<size_t>(M * (N + 3)), -1.0f);
@@ -1012,6 +1029,187 @@ TEST_CASE("weight_matmul Q16: the activation error against f32 math is ~256x sma
         MESSAGE(std::string(tensor_type_name(t)), ": relative L2 error vs f32 math, 8-bit codes ", e8, ", 16-bit ", e16);
         CHECK(e16 > 0.0);
         CHECK(e16 < e8 / 50);  // 256x in the activation rounding; f32 sums of the partials remain
+    }
+}
+
+// 8-bit codes with outlier residuals (ActBits::Q8R): the same contract.
+
+TEST_CASE("weight_matmul Q8R: outlier blocks are marked by their scale, their residual codes refine the 8-bit ones") {
+    const int64_t nb = 12;
+    auto x = randn(static_cast<size_t>(nb * 32), 11);
+    for (int j = 0; j < 32; j++) x[3 * 32 + j] *= 30.0f;  // an outlier block
+    x[7 * 32 + 5] = 40.0f;                                  // an outlier channel in a block
+    for (int j = 0; j < 32; j++) x[9 * 32 + j] = 0.0f;     // an all-zero block
+    kernels::QuantizedRows want;
+    kernels::QuantizedRowsBuffer want_buf;
+    for (KernelIsa isa : isas()) {
+        CAPTURE(kernel_isa_name(isa));
+        kernels::QuantizedRowsBuffer buf;
+        kernels::QuantizedRows q = buf.view(1, nb, ActBits::Q8R);
+        REQUIRE(q.rq != nullptr);
+        kernels::quantize_rows(x.data(), nb * 32, 0, 1, q, isa);
+        float mean = 0.0f;
+        for (int64_t b = 0; b < nb; b++) mean += q.d[b];
+        mean /= static_cast<float>(nb);
+        int marked = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            CAPTURE(b);
+            const bool mark = q.d[b] > kOutlierBlockRatio * mean;
+            CHECK((q.rd[b] != 0.0f) == mark);
+            marked += mark;
+            int32_t t = 0, t_lo = 0;
+            for (int j = 0; j < 32; j++) t += q.rq[b * 32 + j], t_lo += j < 16 ? q.rq[b * 32 + j] : 0;
+            CHECK(q.rsum[b] == t);
+            CHECK(q.rsum_lo[b] == t_lo);
+            if (!mark) {
+                CHECK(t == 0);
+                CHECK(q.s[b] == q.d[b] * static_cast<float>(q.sum[b]));
+                continue;
+            }
+            CHECK(q.s[b] == std::fma(q.rd[b], static_cast<float>(q.rsum[b]), q.d[b] * static_cast<float>(q.sum[b])));
+            CHECK(q.rd[b] <= q.d[b] / 254.0f * 1.001f);  // the residual is at most half a code step
+            for (int j = 0; j < 32; j++) {
+                const double v = double(q.d[b]) * q.qs[b * 32 + j] + double(q.rd[b]) * q.rq[b * 32 + j];
+                CHECK(std::fabs(v - x[b * 32 + j]) <= q.rd[b] * 0.5001 + 1e-30);
+            }
+        }
+        CHECK(marked == 2);  // blocks 3 and 7
+        CHECK(q.rd[3] != 0.0f);
+        CHECK(q.rd[7] != 0.0f);
+        // ref's residual: the same codes and scales
+        std::vector<int32_t> rq(nb * 32);
+        std::vector<float> rd(nb);
+        std::vector<int32_t> rs(nb);
+        ref::residual_row_q8(x.data(), nb, q.qs, q.d, rq.data(), rd.data(), rs.data());
+        for (int64_t i = 0; i < nb * 32; i++) CHECK(rq[i] == q.rq[i]);
+        CHECK(same_bits(rd.data(), q.rd, nb));
+        for (int64_t b = 0; b < nb; b++) CHECK(rs[b] == q.rsum[b]);
+        // every path: the same bytes
+        if (isa == KernelIsa::Scalar) {
+            want = want_buf.view(1, nb, ActBits::Q8R);
+            kernels::quantize_rows(x.data(), nb * 32, 0, 1, want, isa);
+        } else {
+            CHECK(std::memcmp(q.qs, want.qs, nb * 32) == 0);
+            CHECK(std::memcmp(q.rq, want.rq, nb * 32) == 0);
+            CHECK(same_bits(q.d, want.d, nb));
+            CHECK(same_bits(q.rd, want.rd, nb));
+            CHECK(same_bits(q.s, want.s, nb));
+        }
+    }
+    // A row without outliers, a row of one block, a row of NaN and inf: nothing marked.
+    for (float special : {1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+        auto y = randn(static_cast<size_t>(nb * 32), 12);
+        y[40] *= special;
+        kernels::QuantizedRowsBuffer buf;
+        kernels::QuantizedRows q = buf.view(1, nb, ActBits::Q8R);
+        kernels::quantize_rows(y.data(), nb * 32, 0, 1, q, KernelIsa::Auto);
+        for (int64_t b = 0; b < nb; b++) CHECK(q.rd[b] == 0.0f);
+        kernels::QuantizedRows one = buf.view(1, 1, ActBits::Q8R);
+        kernels::quantize_rows(x.data() + 3 * 32, 32, 0, 1, one, KernelIsa::Auto);
+        CHECK(one.rd[0] == 0.0f);
+    }
+}
+
+TEST_CASE("weight_matmul Q8R: every quantised type on every ISA path agrees with ref and gives the same bits") {
+    const int64_t shapes[][3] = {{1, 1, 256}, {3, 17, 512}, {7, 45, 256}, {2, 48, 768}, {40, 33, 256}, {70, 20, 512}};
+    std::vector<TensorType> types{TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0};
+    types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
+    for (TensorType t : types) {
+        for (auto& s : shapes) {
+            const int64_t M = s[0], N = s[1], K = s[2];
+            CAPTURE(tensor_type_name(t));
+            CAPTURE(M);
+            CAPTURE(N);
+            CAPTURE(K);
+            Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * 41 + K + static_cast<int>(t)));
+            const int64_t ldx = K + 3, ldy = N + 5;
+            auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M + 5 * K));
+            add_outlier_blocks(X, M, K, ldx);
+            std::vector<float> Yref(M * ldy, -1.0f), Y8(M * ldy, -1.0f), Yscalar;
+            matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy, ActBits::Q8R);
+            matmul_ref(w.packed, X.data(), M, ldx, Y8.data(), ldy, ActBits::Q8);
+            if (M > 1) CHECK_FALSE(same_bits(Yref.data(), Y8.data(), Yref.size()));  // the residuals are applied
+            for (KernelIsa isa : isas()) {
+                CAPTURE(kernel_isa_name(isa));
+                std::vector<float> Y(M * ldy, -7.0f), Yq8(M * ldy, -7.0f);
+                matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, 2, isa, ActBits::Q8R);
+                matmul(w.packed, X.data(), M, ldx, Yq8.data(), ldy, 2, isa, ActBits::Q8);
+                CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, ldx, Y.data(), Yref.data(), ldy) == 0);
+                int touched = 0;
+                for (int64_t m = 0; m < M; m++) {
+                    for (int64_t n = N; n < ldy; n++) touched += Y[m * ldy + n] != -7.0f;
+                    // rows without outlier blocks: the bits of 8-bit codes
+                    if (m % 3 == 0) CHECK(same_bits(Y.data() + m * ldy, Yq8.data() + m * ldy, N));
+                }
+                CHECK(touched == 0);
+                if (isa == KernelIsa::Scalar) Yscalar = Y;
+                else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
+            }
+        }
+    }
+}
+
+TEST_CASE("weight_matmul Q8R: rows do not depend on M, neighbours, threads or column splits") {
+    const int64_t N = 80, K = 512, M = 41;
+    for (TensorType t : {TensorType::Q4_1, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+        CAPTURE(tensor_type_name(t));
+        Weight w = make_weight(t, N, K, 181);
+        auto X = randn(static_cast<size_t>(M * K), 182);
+        add_outlier_blocks(X, M, K, K);
+        for (KernelIsa isa : isas()) {
+            CAPTURE(kernel_isa_name(isa));
+            std::vector<float> Y2(M * N), Y1(M * N);
+            matmul(w.packed, X.data(), M, K, Y2.data(), N, 2, isa, ActBits::Q8R);
+            matmul(w.packed, X.data(), M, K, Y1.data(), N, 1, isa, ActBits::Q8R);
+            CHECK(same_bits(Y1.data(), Y2.data(), Y1.size()));
+            for (int64_t m : {int64_t{0}, int64_t{1}, int64_t{22}, int64_t{40}}) {
+                std::vector<float> y(N);
+                matmul(w.packed, X.data() + m * K, 1, K, y.data(), N, 2, isa, ActBits::Q8R);
+                CHECK(same_bits(y.data(), Y2.data() + m * N, N));
+            }
+            REQUIRE(matmul_pairs(w.packed) == 3);
+            std::vector<float> Yp(3 * N, -1.0f);
+            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 1, 3, isa, ActBits::Q8R);
+            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 0, 1, isa, ActBits::Q8R);
+            CHECK(same_bits(Yp.data(), Y2.data(), 3 * N));
+        }
+        // Many rows, few columns: rows split across threads.
+        Weight narrow = make_weight(t, 20, 256, 183);
+        const int64_t Mn = 203;
+        auto Xn = randn(static_cast<size_t>(Mn * 256), 184);
+        add_outlier_blocks(Xn, Mn, 256, 256);
+        std::vector<float> A(Mn * 20), B(Mn * 20);
+        matmul(narrow.packed, Xn.data(), Mn, 256, A.data(), 20, 1, KernelIsa::Auto, ActBits::Q8R);
+        matmul(narrow.packed, Xn.data(), Mn, 256, B.data(), 20, 3, KernelIsa::Auto, ActBits::Q8R);
+        CHECK(same_bits(A.data(), B.data(), A.size()));
+    }
+}
+
+TEST_CASE("weight_matmul Q8R: the residuals cut the activation error against f32 math where rows have outliers") {
+    const int64_t M = 8, N = 64, K = 768;
+    std::vector<TensorType> types{TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0};
+    types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
+    for (TensorType t : types) {
+        CAPTURE(tensor_type_name(t));
+        Weight w = make_weight(t, N, K, 191);
+        auto X = randn(static_cast<size_t>(M * K), 192);
+        add_outlier_blocks(X, M, K, K);
+        std::vector<float> Y8(M * N), Y8r(M * N), Y16(M * N), Yf(M * N);
+        matmul(w.packed, X.data(), M, K, Y8.data(), N, 0, KernelIsa::Auto, ActBits::Q8);
+        matmul(w.packed, X.data(), M, K, Y8r.data(), N, 0, KernelIsa::Auto, ActBits::Q8R);
+        matmul(w.packed, X.data(), M, K, Y16.data(), N, 0, KernelIsa::Auto, ActBits::Q16);
+        ref::weight_matmul_dequant_f32(t, w.raw.data(), N, K, X.data(), M, K, Yf.data(), N);
+        auto rel = [&](const std::vector<float>& Y) {
+            double num = 0, den = 0;
+            for (size_t i = 0; i < Y.size(); i++)
+                num += (Y[i] - Yf[i]) * double(Y[i] - Yf[i]), den += double(Yf[i]) * Yf[i];
+            return std::sqrt(num / den);
+        };
+        const double e8 = rel(Y8), e8r = rel(Y8r), e16 = rel(Y16);
+        MESSAGE(std::string(tensor_type_name(t)), ": relative L2 error vs f32 math with outlier blocks, 8-bit codes ", e8,
+                ", with residuals ", e8r, ", 16-bit ", e16);
+        CHECK(e8r < e8 / 2);   // the outlier blocks carry most of the rounding error here
+        CHECK(e8r > e16);      // the other blocks keep their 8-bit codes
     }
 }
 

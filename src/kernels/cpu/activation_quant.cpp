@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #if defined(__SSE2__)
@@ -20,10 +21,11 @@ void QuantizedRowsBuffer::Free::operator()(uint8_t* p) const noexcept { std::fre
 QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks, ActBits act) {
     const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(blocks);
     auto round64 = [](size_t b) { return (b + 63) & ~size_t{63}; };
-    const bool wide = act == ActBits::Q16;
+    const bool wide = act == ActBits::Q16, residual = act == ActBits::Q8R;
     const size_t qs_bytes = round64(n * 32 * (wide ? 2 : 1));
     const size_t f_bytes = round64(n * 4);
-    const size_t need = qs_bytes + 4 * f_bytes;
+    const size_t rq_bytes = residual ? round64(n * 32) : 0;
+    const size_t need = qs_bytes + 4 * f_bytes + (residual ? rq_bytes + 3 * f_bytes : 0);
     if (need > capacity_) {
         void* p = std::aligned_alloc(64, need);
         if (!p) throw std::bad_alloc();
@@ -40,6 +42,13 @@ QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks, ActBits ac
     q.sum = reinterpret_cast<int32_t*>(base + qs_bytes + f_bytes);
     q.s = reinterpret_cast<float*>(base + qs_bytes + 2 * f_bytes);
     q.sum_lo = reinterpret_cast<int32_t*>(base + qs_bytes + 3 * f_bytes);
+    if (residual) {
+        uint8_t* r = base + qs_bytes + 4 * f_bytes;
+        q.rq = reinterpret_cast<int8_t*>(r);
+        q.rd = reinterpret_cast<float*>(r + rq_bytes);
+        q.rsum = reinterpret_cast<int32_t*>(r + rq_bytes + f_bytes);
+        q.rsum_lo = reinterpret_cast<int32_t*>(r + rq_bytes + 2 * f_bytes);
+    }
     return q;
 }
 
@@ -105,6 +114,41 @@ void half_sums(const Q* qs, int64_t nb, int32_t* lo) {
 
 }  // namespace
 
+void quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
+                           float* rd, int32_t* rsum, int32_t* rsum_lo) {
+    float total = 0.0f;
+    for (int64_t b = 0; b < nb; b++) total += d[b];
+    const float limit = kOutlierBlockRatio * (total / static_cast<float>(nb));
+    for (int64_t b = 0; b < nb; b++) {
+        int8_t* r8 = rq + b * 32;
+        std::memset(r8, 0, 32);
+        rd[b] = 0.0f;
+        rsum[b] = rsum_lo[b] = 0;
+        if (!(d[b] > limit)) continue;  // (NaN and inf scales and means are never marked)
+        float r[32];
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            r[j] = std::fma(-d[b], static_cast<float>(qs[b * 32 + j]), x[b * 32 + j]);
+            const float a = std::fabs(r[j]);
+            amax = a > amax ? a : amax;
+        }
+        const auto [db, id] = block_scale(amax);
+        if (!(db > 0.0f) || !std::isfinite(db)) continue;  // an exact block, or a non-finite x
+        int32_t t = 0, t_lo = 0;
+        for (int j = 0; j < 32; j++) {
+            const float v = std::nearbyint(r[j] * id);  // |r| <= amax: within [-127, 127]
+            const int32_t q = v >= 127.0f ? 127 : v <= -128.0f ? -128 : static_cast<int32_t>(v);
+            r8[j] = static_cast<int8_t>(q);
+            t += q;
+            if (j < 16) t_lo += q;
+        }
+        rd[b] = db;
+        rsum[b] = t;
+        rsum_lo[b] = t_lo;
+        s[b] = std::fma(db, static_cast<float>(t), s[b]);
+    }
+}
+
 void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
     quantize_row_portable(x, nb, qs, d, sum, s);
 }
@@ -138,6 +182,9 @@ void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const Qu
         int8_t* qs = out.qs + m * nb * 32;
         fn(X + m * ldx, nb, qs, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
         half_sums(qs, nb, out.sum_lo + m * nb);
+        if (out.rq)
+            quantize_row_residual(X + m * ldx, nb, qs, out.d + m * nb, out.s + m * nb, out.rq + m * nb * 32,
+                                  out.rd + m * nb, out.rsum + m * nb, out.rsum_lo + m * nb);
     }
 }
 

@@ -26,6 +26,9 @@ namespace kvrt::kernels {
 // qs + m * nb * 32; its scales, sums, d*sum and half sums at d/sum/s/sum_lo + m * nb.
 // 16-bit codes (ActBits::Q16, activation_quant.cpp): q16 instead of qs (qs is then
 // null), d = amax / 32767, |q| <= 32767; the sums as above.
+// ActBits::Q8R adds the outlier blocks' residuals (weight_matmul.hpp): rq (32 codes per block,
+// zero outside marked blocks), rd (their scale; 0: not marked), rsum / rsum_lo (their sums, as
+// sum / sum_lo); s then covers both parts. Null otherwise.
 struct QuantizedRows {
     int64_t rows = 0;
     int64_t blocks = 0;  // nb = K / 32
@@ -35,6 +38,10 @@ struct QuantizedRows {
     float* s = nullptr;
     int32_t* sum_lo = nullptr;
     int16_t* q16 = nullptr;
+    int8_t* rq = nullptr;
+    float* rd = nullptr;
+    int32_t* rsum = nullptr;
+    int32_t* rsum_lo = nullptr;
 
     const int8_t* row_qs(int64_t m) const { return qs + m * blocks * 32; }
     const int16_t* row_q16(int64_t m) const { return q16 + m * blocks * 32; }
@@ -47,7 +54,15 @@ struct QuantizedRows {
                              sum + m0 * blocks,
                              s + m0 * blocks,
                              sum_lo + m0 * blocks,
-                             q16 ? q16 + m0 * blocks * 32 : nullptr};
+                             q16 ? q16 + m0 * blocks * 32 : nullptr,
+                             rq ? rq + m0 * blocks * 32 : nullptr,
+                             rd ? rd + m0 * blocks : nullptr,
+                             rsum ? rsum + m0 * blocks : nullptr,
+                             rsum_lo ? rsum_lo + m0 * blocks : nullptr};
+    }
+    // Bytes of storage per row and block for codes of `act` (QuantizedRowsBuffer::view).
+    static size_t bytes_per_block(ActBits act) {
+        return act == ActBits::Q16 ? 64 + 16 : act == ActBits::Q8R ? 32 + 16 + 32 + 12 : 32 + 16;
     }
 };
 
@@ -65,6 +80,13 @@ private:
     std::unique_ptr<uint8_t[], Free> mem_;
     size_t capacity_ = 0;
 };
+
+// ActBits::Q8R's second step for one row already quantised to 8-bit codes (qs, d, s, sum_lo):
+// marks its outlier blocks (d > kOutlierBlockRatio * the mean of the row's d) and writes their
+// residual codes and sums (zero elsewhere), updating s. Portable code, the same on every path (its
+// float steps are fmas and one sequential mean).
+void quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
+                           float* rd, int32_t* rsum, int32_t* rsum_lo);
 
 // Quantises rows [m0, m1) of X (rows ldx floats apart, K = out.blocks * 32)
 // into `out` (8-bit codes, or 16-bit ones when out.q16 is set). isa must be

@@ -120,8 +120,9 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
     if (isa == KernelIsa::Auto) isa = kernel_isa_detected();
     KVRT_CHECK(kernel_isa_supported(isa), KVRT_ERR_UNSUPPORTED,
                std::string("weight matmul: this CPU cannot run the ") + kernel_isa_name(isa) + " path");
-    KVRT_CHECK(act == ActBits::Q8 || act == ActBits::Q16, KVRT_ERR_INVALID_ARGUMENT,
-               "weight matmul: activation bits " + std::to_string(static_cast<int>(act)) + " is not 8 or 16");
+    KVRT_CHECK(act == ActBits::Q8 || act == ActBits::Q8R || act == ActBits::Q16, KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: activation code kind " + std::to_string(static_cast<int>(act)) +
+                   " is not 8, 9 (8 with outlier residuals) or 16");
     if (act == ActBits::Q16)
         return isa == KernelIsa::Scalar    ? matmul_panels16_scalar
                : isa >= KernelIsa::Avx512  ? matmul_panels16_avx512
@@ -132,6 +133,17 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
     if (isa == KernelIsa::AvxVnni) return matmul_panels_avxvnni;
     if (isa == KernelIsa::Avx2) return matmul_panels_avx2;
     return matmul_panels_scalar;
+}
+
+// The 8-bit kernel of the residual pass (matmul_residual) beside a call's kernel: the call's own,
+// but AMX's tiles (whole groups of 16 rows from panel step 0) give way to AVX-512 (the same bits).
+PanelKernel8 residual_kernel(PanelKernel kernel) {
+    return kernel == matmul_panels_amx ? matmul_panels_avx512 : kernel;
+}
+// kernel over panels [p0, p1), then the residual pass where args.a has one.
+void run_kernel(const MatmulArgs& args, PanelKernel kernel, int64_t p0, int64_t p1) {
+    kernel(args, p0, p1);
+    if (args.a && args.a->rq) matmul_residual(args, residual_kernel(kernel), p0, p1);
 }
 
 // The call's operands, checked (non-null X and Y, strides that hold a row), for M >= 1.
@@ -168,7 +180,7 @@ TaskPlan plan_tasks(const PackedWeight& w, int64_t M, int nt) {
 // Tasks [t0, t1) of the plan (args.a: all M rows quantised, for the quantised types).
 void run_tasks(const MatmulArgs& args, PanelKernel kernel, const TaskPlan& p, int64_t t0, int64_t t1) {
     if (p.row_chunks == 1) {
-        kernel(args, 2 * t0, 2 * t1);
+        run_kernel(args, kernel, 2 * t0, 2 * t1);
         return;
     }
     for (int64_t task = t0; task < t1; task++) {
@@ -183,7 +195,7 @@ void run_tasks(const MatmulArgs& args, PanelKernel kernel, const TaskPlan& p, in
         sub.X = args.X + m0 * args.ldx;
         sub.Y = args.Y + m0 * args.ldy;
         sub.M = m1 - m0;
-        kernel(sub, 2 * pair, 2 * pair + 2);
+        run_kernel(sub, kernel, 2 * pair, 2 * pair + 2);
     }
 }
 }  // namespace
@@ -210,7 +222,7 @@ void matmul_part(const PackedWeight& w, const MatmulPartInput& in, float* Y, int
         }
         args.a = &rows;
     }
-    kernel(args, 2 * pair0, 2 * pair1);
+    run_kernel(args, kernel, 2 * pair0, 2 * pair1);
 }
 
 // (a fresh input: X is quantised by this call)
@@ -292,8 +304,11 @@ MatmulTeamBuffer::MatmulTeamBuffer(MatmulTeamBuffer&&) noexcept = default;
 MatmulTeamBuffer& MatmulTeamBuffer::operator=(MatmulTeamBuffer&&) noexcept = default;
 void MatmulTeamBuffer::reserve(int64_t M, int64_t K) {
     KVRT_CHECK(M >= 0 && K >= 0, KVRT_ERR_INVALID_ARGUMENT, "MatmulTeamBuffer::reserve: negative size");
-    (void)impl_->rows.view(M, (K + 31) / 32, ActBits::Q16);  // the larger of the two code widths
-    impl_->bytes = std::max(impl_->bytes, static_cast<size_t>(M) * static_cast<size_t>((K + 31) / 32) * (64 + 16));
+    const size_t per_block =
+        std::max(QuantizedRows::bytes_per_block(ActBits::Q16), QuantizedRows::bytes_per_block(ActBits::Q8R));
+    (void)impl_->rows.view(M, (K + 31) / 32, ActBits::Q16);
+    (void)impl_->rows.view(M, (K + 31) / 32, ActBits::Q8R);  // (grows it if the larger)
+    impl_->bytes = std::max(impl_->bytes, static_cast<size_t>(M) * static_cast<size_t>((K + 31) / 32) * per_block);
 }
 size_t MatmulTeamBuffer::bytes() const noexcept { return impl_->bytes; }
 
@@ -306,7 +321,8 @@ void matmul_team(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, 
     const PanelKernel kernel = panel_kernel(isa, act);
     const bool quant = is_quantized_weight(w.type());
     const int64_t nb = w.cols() / 32;
-    KVRT_CHECK(!quant || static_cast<size_t>(M) * static_cast<size_t>(nb) * (64 + 16) <= buf.bytes(),
+    const size_t need = static_cast<size_t>(M) * static_cast<size_t>(nb) * QuantizedRows::bytes_per_block(act);
+    KVRT_CHECK(!quant || need <= buf.bytes(),
                KVRT_ERR_INTERNAL, "matmul_team: the team buffer was not reserved for these rows");
     const int tid = omp_in_parallel() ? omp_get_thread_num() : 0;
     const int nth = omp_in_parallel() ? omp_get_num_threads() : 1;

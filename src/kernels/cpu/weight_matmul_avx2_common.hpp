@@ -86,7 +86,7 @@ void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
         Tile t;
         t.pf = pf;
-        t.panel = w.panel(p);
+        t.panel = w.panel(p) + args.step0 * static_cast<int64_t>(w.panel_stride());
         t.stride = w.panel_stride();
         t.ldy = args.ldy;
         t.ncols = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
@@ -94,7 +94,7 @@ void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
         for (int64_t m = 0; m < args.M; m += kMaxRows) {
             t.m0 = m;
             t.prefetch = m == 0 && p % 2 == 0;
-            t.y = args.Y + m * args.ldy + p * kPanel;
+            t.y = args.Y + m * args.ldy + (p * kPanel - args.col0);
             if (args.M - m >= 2) Run2(args, t);
             else Run1(args, t);
         }

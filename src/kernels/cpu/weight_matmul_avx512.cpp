@@ -525,7 +525,7 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p += 2) {  // p0 is even; panels come in pairs
         Tile t;
         t.pf = pf;
-        t.panel = w.panel(p);
+        t.panel = w.panel(p) + args.step0 * static_cast<int64_t>(w.panel_stride());
         t.ldy = args.ldy;
         t.ncols = static_cast<int>(std::min<int64_t>(2 * kPanel, w.rows() - p * kPanel));
         int64_t m0 = 0;
@@ -537,7 +537,7 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
                     th.ncols = t.ncols - h * kPanel;
                     th.m0 = m0;
                     th.prefetch = m0 == 0 && h == 0;  // (the prefetch covers both panels' bytes)
-                    th.y = args.Y + m0 * args.ldy + p * kPanel + h * kPanel;
+                    th.y = args.Y + m0 * args.ldy + (p * kPanel - args.col0) + h * kPanel;
                     tile_new<TensorType::Q5_K, kTallRows, 1, AB>(th, *args.a);
                 }
         }
@@ -545,7 +545,7 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
             const int mr = static_cast<int>(std::min<int64_t>(rows, args.M - m));
             t.m0 = m;
             t.prefetch = m == 0;  // (m0 > 0: the tall tiles prefetched)
-            t.y = args.Y + m * args.ldy + p * kPanel;
+            t.y = args.Y + m * args.ldy + (p * kPanel - args.col0);
             run_rows<2, AB>(args, t, mr);
         }
     }

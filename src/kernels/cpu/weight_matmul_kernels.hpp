@@ -37,6 +37,10 @@ struct MatmulArgs {
     float* Y = nullptr;
     int64_t ldy = 0;
     int64_t M = 0;
+    // The outlier residual pass (weight_matmul_residual.cpp): the codes in `a` start at panel step
+    // step0 of W (a.blocks blocks from there), and Y holds output columns from col0 on.
+    int64_t step0 = 0;
+    int64_t col0 = 0;
 };
 
 // The weight stream's software prefetch in decode-shaped matmuls: how far ahead of the block being
@@ -58,6 +62,12 @@ const WeightPrefetch& weight_prefetch() noexcept;
 WeightPrefetch weight_prefetch_for(const CpuFeatures& f) noexcept;
 
 void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);
+// An 8-bit panel kernel (any of the above but AMX, whose whole-tile path has no step0 / col0).
+using PanelKernel8 = void (*)(const MatmulArgs&, int64_t, int64_t);
+// ActBits::Q8R's second pass over panels [p0, p1) (weight_matmul_residual.cpp): after the 8-bit
+// pass over the same panels and rows (args.a with its residual, args.Y written), adds the outlier
+// blocks' residual products to Y. Allocates nothing; a no-op when args.a has no residual.
+void matmul_residual(const MatmulArgs& args, PanelKernel8 kernel, int64_t p0, int64_t p1);
 void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avxvnni(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1);

@@ -144,14 +144,14 @@ template <class A>
 void panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
     const TensorType t = w.type();
-    const int64_t nb = w.cols() / 32;
+    const int64_t nb = args.a ? args.a->blocks : 0;  // (from panel step args.step0 on)
     for (int64_t p = p0; p < p1; p++) {
-        const uint8_t* panel = w.panel(p);
+        const uint8_t* panel = w.panel(p) + args.step0 * static_cast<int64_t>(w.panel_stride());
         const size_t step = w.panel_stride();
         const int nr = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
         if (nr <= 0) break;  // the zero padding panel
         for (int64_t m = 0; m < args.M; m++) {
-            float* y = args.Y + m * args.ldy + p * kPanel;
+            float* y = args.Y + m * args.ldy + (p * kPanel - args.col0);
             for (int r = 0; r < nr; r++) {
                 switch (t) {
                     case TensorType::Q4_1: y[r] = dot_q4<A>(panel, step, r, true, nb, *args.a, m); break;

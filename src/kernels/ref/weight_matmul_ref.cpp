@@ -150,6 +150,37 @@ void quantize_row_q16(const float* x, int64_t nb, int16_t* qs, float* d, int32_t
     }
 }
 
+void residual_row_q8(const float* x, int64_t nb, const int8_t* qs, const float* d, int32_t* rq, float* rd,
+                     int32_t* rsum) {
+    float ftotal = 0.0f;  // a float sum in block order: the same float as the fast path's
+    for (int64_t b = 0; b < nb; b++) ftotal += d[b];
+    const float limit = kOutlierBlockRatio * (ftotal / static_cast<float>(nb));
+    for (int64_t b = 0; b < nb; b++) {
+        rd[b] = 0.0f;
+        rsum[b] = 0;
+        for (int j = 0; j < 32; j++) rq[b * 32 + j] = 0;
+        if (!(d[b] > limit)) continue;
+        float r[32], amax = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            r[j] = std::fma(-d[b], static_cast<float>(qs[b * 32 + j]), x[b * 32 + j]);
+            amax = std::fmax(amax, std::fabs(r[j]));
+        }
+        const float db = amax / 127.0f;
+        if (!(db > 0.0f) || !std::isfinite(db)) continue;
+        const float id = 1.0f / db;
+        int32_t t = 0;
+        for (int j = 0; j < 32; j++) {
+            float v = std::nearbyint(r[j] * id);
+            if (v > 127.0f) v = 127.0f;
+            if (v < -128.0f) v = -128.0f;
+            rq[b * 32 + j] = static_cast<int32_t>(v);
+            t += static_cast<int32_t>(v);
+        }
+        rd[b] = db;
+        rsum[b] = t;
+    }
+}
+
 void dequantize_row(TensorType type, const void* w, int64_t n, int64_t k, float* out) {
     const uint8_t* row = static_cast<const uint8_t*>(w) + static_cast<size_t>(n) * row_bytes(type, k);
     const int64_t nb = k / 32;
@@ -211,6 +242,10 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
     std::vector<int32_t> qs(static_cast<size_t>(M * nb * 32));
     std::vector<float> d(static_cast<size_t>(M * nb));
     std::vector<int32_t> sum(static_cast<size_t>(M * nb));
+    // ActBits::Q8R: the outlier blocks' residual codes (zero elsewhere), scales (0: not marked), sums.
+    std::vector<int32_t> rqs(act == ActBits::Q8R ? static_cast<size_t>(M * nb * 32) : 0);
+    std::vector<float> rd(rqs.empty() ? 0 : static_cast<size_t>(M * nb), 0.0f);
+    std::vector<int32_t> rsum(rd.size(), 0);
     {
         std::vector<int8_t> q8(static_cast<size_t>(nb * 32));
         std::vector<int16_t> q16(static_cast<size_t>(nb * 32));
@@ -222,6 +257,9 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
             } else {
                 quantize_row_q8(X + m * ldx, nb, q8.data(), d.data() + m * nb, sum.data() + m * nb);
                 for (int64_t i = 0; i < nb * 32; i++) dst[i] = q8[i];
+                if (!rqs.empty())
+                    residual_row_q8(X + m * ldx, nb, q8.data(), d.data() + m * nb, rqs.data() + m * nb * 32,
+                                    rd.data() + m * nb, rsum.data() + m * nb);
             }
         }
     }
@@ -262,6 +300,22 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
                 int64_t isum = 0;
                 for (int e = 0; e < 32; e++) isum += static_cast<int64_t>(q[b * 32 + e]) * a[b * 32 + e];
                 const float da = d[m * nb + b];
+                // The residual of an outlier block (Q8R): the same formula on its codes, no min term;
+                // the min term's s covers both parts.
+                const float rdb = rd.empty() ? 0.0f : rd[m * nb + b];
+                const int32_t* ra = rdb != 0.0f ? rqs.data() + (m * nb + b) * 32 : nullptr;
+                const float sa = rdb != 0.0f ? std::fma(rdb, static_cast<float>(rsum[m * nb + b]),
+                                                        da * static_cast<float>(sum[m * nb + b]))
+                                             : da * static_cast<float>(sum[m * nb + b]);
+                if (ra) {
+                    int64_t rlo = 0, rhi = 0;
+                    for (int e = 0; e < 16; e++) rlo += static_cast<int64_t>(q[b * 32 + e]) * ra[e];
+                    for (int e = 16; e < 32; e++) rhi += static_cast<int64_t>(q[b * 32 + e]) * ra[e];
+                    const double I = type == TensorType::Q6_K
+                                         ? static_cast<double>(sc16[2 * b] * rlo + sc16[2 * b + 1] * rhi)
+                                         : static_cast<double>(rlo + rhi);
+                    acc += static_cast<double>(dw[b]) * rdb * I;
+                }
                 if (type == TensorType::Q6_K) {
                     // w = d * sc_g * q with a scale per 16 elements: two integer sums.
                     int64_t lo = 0, hi = 0;
@@ -274,13 +328,13 @@ void weight_matmul_rows(TensorType type, RowFn&& row, int64_t n_rows, int64_t k,
                 if (type == TensorType::Q4_K || type == TensorType::Q5_K) {
                     // w = (d*sc) q - dmin*m  ->  (d*sc)*da*sum(q*a) - (dmin*m) * (da*sum(a))
                     acc += static_cast<double>(dw[b]) * da * static_cast<double>(isum) -
-                           static_cast<double>(mw[b]) * static_cast<double>(da * static_cast<float>(sum[m * nb + b]));
+                           static_cast<double>(mw[b]) * static_cast<double>(sa);
                     continue;
                 }
                 // w = q*dw (+ mw)  ->  sum w*x ~ dw*da*sum(q*a) (+ mw * (da*sum(a)), the fast path's s)
                 double part = static_cast<double>(dw[b]) * da * static_cast<double>(isum);
                 if (type == TensorType::Q4_1)
-                    part += static_cast<double>(mw[b]) * static_cast<double>(da * static_cast<float>(sum[m * nb + b]));
+                    part += static_cast<double>(mw[b]) * static_cast<double>(sa);
                 acc += part;
             }
             Y[m * ldy + n] = static_cast<float>(acc);

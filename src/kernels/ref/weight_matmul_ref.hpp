@@ -22,6 +22,11 @@ namespace kvrt::ref {
 void quantize_row_q8(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum);
 // 16-bit activation codes (ActBits::Q16): d = amax / 32767, |q| <= 32767 (same bytes as the fast path).
 void quantize_row_q16(const float* x, int64_t nb, int16_t* qs, float* d, int32_t* sum);
+// ActBits::Q8R's outlier residual of a row quantised by quantize_row_q8 (weight_matmul.hpp): the
+// residual codes (zero outside marked blocks), scales (0: not marked) and sums; same values as the
+// fast path's.
+void residual_row_q8(const float* x, int64_t nb, const int8_t* qs, const float* d, int32_t* rq, float* rd,
+                     int32_t* rsum);
 
 // Y[m][n] = sum_k X[m][k] W[n][k]; W: n_rows rows of k elements of `type` (GGUF layout);
 // act: the activation code width of the quantised types.
