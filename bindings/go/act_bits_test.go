@@ -76,7 +76,27 @@ func TestActBits16IsItsOwnDeterministicMode(t *testing.T) {
 	if !sameLogitBits(actLogitBits(t, hit), actLogitBits(t, c16)) {
 		t.Fatal("a prefix hit under act_bits 16 differs from the cold run")
 	}
-	for _, bad := range []int32{4, 12, 32, -8} {
+	// The outlier residuals: a fourth computation, and a prefix hit under it equals its cold run.
+	c9, hit9 := open(ActBitsOutliers, 2, true), open(ActBitsOutliers, 1, false)
+	defer c9.Close()
+	defer hit9.Close()
+	if _, err := c9.Prefill(0, toks); err != nil {
+		t.Fatal(err)
+	}
+	if sameLogitBits(actLogitBits(t, c9), actLogitBits(t, cd)) {
+		t.Fatal("ActBitsOutliers gave the default's logits")
+	}
+	if _, err := hit9.Prefill(0, toks[:9]); err != nil {
+		t.Fatal(err)
+	}
+	hit9.SeqRelease(0)
+	if st, err := hit9.Prefill(0, toks); err != nil || st.ReusedTokens < 8 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if !sameLogitBits(actLogitBits(t, hit9), actLogitBits(t, c9)) {
+		t.Fatal("a prefix hit under ActBitsOutliers differs from the cold run")
+	}
+	for _, bad := range []int32{4, 10, 12, 32, -8} {
 		if _, err := NewContext(testModel, ContextOptions{NCtx: 64, ActBits: bad}); !errors.Is(err, ErrInvalidArgument) {
 			t.Fatalf("ActBits %d: %v", bad, err)
 		}

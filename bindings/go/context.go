@@ -75,6 +75,10 @@ func (t KVType) raw() (C.int32_t, bool) {
 // (kvrt_ced_prefill_mode); ignored for models of other architectures.
 type CedPrefillMode int32
 
+// ActBitsOutliers is ContextOptions.ActBits's mode of 8-bit codes with the residuals of each
+// row's outlier blocks (KVRT_ACT_BITS_OUTLIERS).
+const ActBitsOutliers int32 = C.KVRT_ACT_BITS_OUTLIERS
+
 const (
 	CedPrefillExact CedPrefillMode = C.KVRT_CED_PREFILL_EXACT // every layer over every prompt token (default)
 	CedPrefillCED   CedPrefillMode = C.KVRT_CED_PREFILL_CED   // encoder over all N tokens, decoder over the last W
@@ -116,7 +120,9 @@ type ContextOptions struct {
 	Progress func(fraction float32, stage string) bool
 	// Activation code width of the quantised weight matmuls (kvrt_context_config.act_bits):
 	// 0 (the default) 16-bit codes for the K/V projections and 8-bit elsewhere, 8 everywhere
-	// (fastest) or 16 everywhere (~256x finer activation rounding, closest to exact math);
+	// (fastest), ActBitsOutliers (9: the default plus residual codes for each row's outlier
+	// blocks, ~half its distance from exact math for some prefill speed) or 16 everywhere
+	// (~256x finer activation rounding, closest to exact math);
 	// blocks computed under one setting are never reused by another.
 	ActBits int32
 	// CED models only: the bank rows' and indexer keys' type (kvrt_context_config.bank_dtype):

@@ -75,6 +75,10 @@ typedef struct kvrt_context kvrt_context;
 
 /* Options of kvrt_context_create. Initialise with kvrt_context_config_init();
  * fields are only ever appended. */
+/* kvrt_context_config.act_bits: 8-bit activation codes with the residuals of each row's outlier
+ * blocks (see there). */
+#define KVRT_ACT_BITS_OUTLIERS 9
+
 typedef struct kvrt_context_config {
     size_t struct_size;
     uint32_t n_ctx;             /* positions per sequence; 0 = the model's training context, or
@@ -141,16 +145,22 @@ typedef struct kvrt_context_config {
      *   0 (default): 16-bit codes for the K and V projections (the rows the KV cache keeps
      *      and every later token reads), 8-bit codes for the other matmuls. On the three
      *      real models this puts kvrt's mean KL divergence from a float64 forward at
-     *      0.34-0.67x llama.cpp's, for 16-bit codes on ~1.5-6% of the matmul work.
+     *      0.34-0.80x llama.cpp's (SmolLM2: 0.67x on an AVX2 CPU, 0.80x on AVX-512 ones), for
+     *      16-bit codes on ~1.5-6% of the matmul work.
      *   8: 8-bit codes everywhere (as llama.cpp's Q8_1): the fastest, and the default of
      *      releases before 0.3.1.
+     *   9 (KVRT_ACT_BITS_OUTLIERS): as 0, and each 8-bit-coded block whose scale exceeds 3x
+     *      its row's mean (an outlier channel's block: 1.5-4% of the blocks of the real
+     *      models) also gets the 8-bit codes of its rounding error, which a second pass over
+     *      those blocks adds: SmolLM2's KL from float64 0.42x llama.cpp's (0 gives 0.80x),
+     *      for 10-15% of the prefill speed.
      *   16: 16-bit codes everywhere (scale amax/32767): the activation rounding, which is all
      *       of kvrt's distance from exact math on the models measured, shrinks ~256x.
      * The KL divergences and the speed of each are in scripts/reference/README.md ("16-bit
-     * activation codes", "Which matmuls"). Every guarantee holds in each (cached == uncached,
+     * activation codes", "Which matmuls", "Outlier residuals"). Every guarantee holds in each (cached == uncached,
      * prefix hit == cold, threads and ISA paths give the same bits); blocks computed under one
      * setting are never reused under another (they key the prefix cache and state files as a
-     * salt does). CED models have 8-bit codes only: 0 means 8 there, 16 is
+     * salt does). CED models have 8-bit codes only: 0 means 8 there, 9 and 16 are
      * KVRT_ERR_UNSUPPORTED; other values KVRT_ERR_INVALID_ARGUMENT. */
     int32_t act_bits;
     /* Appended in 0.3 (an older struct_size keeps the default). CED models only (ignored for

@@ -156,9 +156,9 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, const kvrt_model* m
                         "cfg->ced_resume " + std::to_string(c.ced_resume) + " is not a kvrt_ced_resume value");
         p.ced_prefill = static_cast<kvrt::ced::PrefillMode>(c.ced_prefill_mode);
         p.ced_resume = static_cast<kvrt::ced::Resume>(c.ced_resume);
-        if (c.act_bits != 0 && c.act_bits != 8 && c.act_bits != 16)
+        if (c.act_bits != 0 && c.act_bits != 8 && c.act_bits != KVRT_ACT_BITS_OUTLIERS && c.act_bits != 16)
             throw Error(KVRT_ERR_INVALID_ARGUMENT,
-                        "cfg->act_bits " + std::to_string(c.act_bits) + " is not 0 (the default), 8 or 16");
+                        "cfg->act_bits " + std::to_string(c.act_bits) + " is not 0 (the default), 8, 9 or 16");
         p.act_bits = c.act_bits;
         if (c.bank_dtype != -1 && c.bank_dtype != KVRT_DTYPE_F32 && c.bank_dtype != KVRT_DTYPE_F16 &&
             c.bank_dtype != KVRT_DTYPE_BF16 && c.bank_dtype != KVRT_DTYPE_FP4)

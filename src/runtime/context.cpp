@@ -64,8 +64,8 @@ private:
 
 std::string act_bits_salt_suffix(int act_bits) {
     if (act_bits == 16) return std::string("\0kvrt-act16", 11);
-    // (0.3.x: "\0kvrt-act-kv16", before the 8-bit codes took the outlier residual)
-    if (act_bits == 0) return std::string("\0kvrt-act-kv16-r3", 17);
+    if (act_bits == 0) return std::string("\0kvrt-act-kv16", 14);
+    if (act_bits == 9) return std::string("\0kvrt-act-kv16-r3", 17);
     return {};
 }
 
@@ -85,10 +85,12 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     KVRT_CHECK(p_.block_tokens >= 1 && p_.block_tokens <= 4096, KVRT_ERR_INVALID_ARGUMENT,
                "block_tokens must be in [1, 4096]");
     KVRT_CHECK(p_.n_threads >= 0, KVRT_ERR_INVALID_ARGUMENT, "n_threads is negative");
-    KVRT_CHECK(p_.act_bits == 0 || p_.act_bits == 8 || p_.act_bits == 16, KVRT_ERR_INVALID_ARGUMENT,
-               "act_bits " + std::to_string(p_.act_bits) + " is not 0 (the default), 8 or 16");
-    KVRT_CHECK(p_.act_bits != 16 || !model_->is_ced(), KVRT_ERR_UNSUPPORTED,
-               "act_bits 16 is implemented for decoder models (llama, qwen2, gemma3), not CED ones");
+    KVRT_CHECK(p_.act_bits == 0 || p_.act_bits == 8 || p_.act_bits == 9 || p_.act_bits == 16,
+               KVRT_ERR_INVALID_ARGUMENT,
+               "act_bits " + std::to_string(p_.act_bits) + " is not 0 (the default), 8, 9 or 16");
+    KVRT_CHECK((p_.act_bits != 16 && p_.act_bits != 9) || !model_->is_ced(), KVRT_ERR_UNSUPPORTED,
+               "act_bits " + std::to_string(p_.act_bits) +
+                   " is implemented for decoder models (llama, qwen2, gemma3), not CED ones");
     // CED models have 8-bit codes only: their default is that.
     if (model_->is_ced() && p_.act_bits == 0) p_.act_bits = 8;
     if (model_->is_ced()) {

@@ -58,8 +58,8 @@ struct ContextParams {
     ced::PrefillMode ced_prefill = ced::PrefillMode::Exact;
     ced::Resume ced_resume = ced::Resume::Auto;
     // Activation code widths of the quantised weight matmuls: 0 (the default: 16-bit codes
-    // for the K/V projections, 8-bit ones with outlier residuals elsewhere), 8 (8-bit codes
-    // everywhere, no residuals) or 16 everywhere (ActCodes in
+    // for the K/V projections, 8-bit elsewhere), 9 (as 0, the 8-bit codes with their outlier
+    // blocks' residuals: ActBits::Q8R), 8 or 16 everywhere (ActCodes in
     // model/arch/decoder_forward.hpp); CED models: 8 (0 becomes 8). Part of the prefix-cache keys.
     int act_bits = 0;
 };

@@ -4,7 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 /* C99 test of kvrt_context_config.act_bits on the real SmolLM2 model: the default is 0
  * (16-bit codes for the K/V projections, 8-bit elsewhere; also for an older struct_size);
- * 0, 8 and 16 give three different logits, and 0 and 16 keep every exactness guarantee
+ * 0, 8 and 16 give three different logits, and 0 and 16 keep every exactness guarantee,
+ * as does 9 (KVRT_ACT_BITS_OUTLIERS: the default with outlier residuals), a fourth
  * (1 vs 2 threads, chunks, prefix hit == cold, decode == prefill row); contexts of the
  * three settings sharing one cache never reuse each other's blocks; a sequence saved under
  * one setting does not load under another; values other than 0, 8 and 16 are refused with
@@ -79,13 +80,14 @@ static void exact_under(kvrt_model *m, int32_t bits, const int32_t *toks, size_t
 int main(void) {
     kvrt_model *m = NULL;
     kvrt_context_config cc;
-    kvrt_context *c8 = NULL, *c16 = NULL, *c0 = NULL, *old = NULL, *s8 = NULL, *s16 = NULL, *s0 = NULL, *bad = NULL;
+    kvrt_context *c8 = NULL, *c16 = NULL, *c0 = NULL, *c9 = NULL, *old = NULL, *s8 = NULL, *s16 = NULL, *s0 = NULL,
+                 *s9 = NULL, *bad = NULL;
     kvrt_cache *shared = NULL;
     kvrt_request_stats st;
     char path[1024], state[256];
     int32_t toks[64];
     size_t n = 0;
-    const int32_t bad_bits[] = {1, 4, 7, 12, 32, -8};
+    const int32_t bad_bits[] = {1, 4, 7, 10, 12, 32, -8};
     size_t i;
     const char *text = "The lighthouse keeper climbed the stairs and looked out over the dark sea.";
 
@@ -118,6 +120,13 @@ int main(void) {
     logits(a, c0);
     exact_under(m, 0, toks, n, a);
 
+    /* 9: the default's codes with outlier residuals, a fourth computation, as exact. */
+    c9 = open_ctx(m, sizeof cc, KVRT_ACT_BITS_OUTLIERS, 2, 0, NULL);
+    EXPECT_OK(kvrt_context_prefill(NULL, c9, 0, toks, n));
+    logits(b, c9);
+    EXPECT(memcmp(a, b, sizeof a) != 0);
+    exact_under(m, KVRT_ACT_BITS_OUTLIERS, toks, n, b);
+
     /* A struct_size from before act_bits: the default (0). */
     old = open_ctx(m, offsetof(kvrt_context_config, act_bits), 16, 2, 0, NULL);
     EXPECT_OK(kvrt_context_prefill(NULL, old, 0, toks, n));
@@ -144,6 +153,13 @@ int main(void) {
     logits(a, s0);
     logits(b, c0);
     EXPECT(memcmp(a, b, sizeof a) == 0);
+    s9 = open_ctx(m, sizeof cc, KVRT_ACT_BITS_OUTLIERS, 2, 1, shared);
+    EXPECT_OK(kvrt_request_stats_init(&st, sizeof st));
+    EXPECT_OK(kvrt_context_prefill(&st, s9, 0, toks, n));
+    EXPECT(st.reused_from_cache == 0);
+    logits(a, s9);
+    logits(b, c9);
+    EXPECT(memcmp(a, b, sizeof a) == 0);
     EXPECT_OK(kvrt_request_stats_init(&st, sizeof st));  /* and the 8-bit one still hits its own */
     EXPECT_OK(kvrt_context_seq_release(s8, 0));
     EXPECT_OK(kvrt_context_prefill(&st, s8, 0, toks, n));
@@ -164,6 +180,9 @@ int main(void) {
     EXPECT_OK(kvrt_context_seq_load(s0, 0, state));
     EXPECT_OK(kvrt_context_seq_save(c8, 0, state));
     EXPECT_ERR(kvrt_context_seq_load(c0, 0, state), KVRT_ERR_MISMATCH);
+    EXPECT_OK(kvrt_context_seq_save(c9, 0, state));
+    EXPECT_ERR(kvrt_context_seq_load(c0, 0, state), KVRT_ERR_MISMATCH);
+    EXPECT_OK(kvrt_context_seq_load(s9, 0, state));
     remove(state);
 
     /* Bad values: a status, a message naming the field, no context. */
@@ -180,6 +199,8 @@ int main(void) {
     kvrt_context_destroy(c8);
     kvrt_context_destroy(c16);
     kvrt_context_destroy(c0);
+    kvrt_context_destroy(c9);
+    kvrt_context_destroy(s9);
     kvrt_context_destroy(old);
     kvrt_context_destroy(s16);
     kvrt_context_destroy(s0);

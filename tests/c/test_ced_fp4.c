@@ -138,6 +138,16 @@ int main(void) {
     EXPECT_ERR(kvrt_context_create(&ctx, m32, &cfg), KVRT_ERR_INVALID_ARGUMENT);
     EXPECT(strstr(kvrt_last_error(), "kv_dtype") != NULL);
     EXPECT(ctx == NULL);
+    /* CED models have 8-bit activation codes only: 16 and 9 (outlier residuals) are refused. */
+    kvrt_context_config_init(&cfg, sizeof cfg);
+    cfg.act_bits = 16;
+    EXPECT_ERR(kvrt_context_create(&ctx, m32, &cfg), KVRT_ERR_UNSUPPORTED);
+    EXPECT(strstr(kvrt_last_error(), "act_bits 16") != NULL);
+    EXPECT(ctx == NULL);
+    cfg.act_bits = KVRT_ACT_BITS_OUTLIERS;
+    EXPECT_ERR(kvrt_context_create(&ctx, m32, &cfg), KVRT_ERR_UNSUPPORTED);
+    EXPECT(strstr(kvrt_last_error(), "act_bits 9") != NULL);
+    EXPECT(ctx == NULL);
     /* An older config size (ending at act_bits) keeps the default. */
     kvrt_context_config_init(&cfg, sizeof cfg);
     cfg.block_tokens = 4;

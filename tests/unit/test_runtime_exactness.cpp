@@ -359,12 +359,13 @@ void thread_count(const char* arch, KvTypes kt = {}) {
 
 KVRT_EXACTNESS_CASES("llama")
 
-// The other activation-code settings (kvrt_context_config.act_bits 16 and 8 everywhere; the
-// cases above run the default, 16-bit codes for the K/V projections only) on one model: the
-// same guarantees, against the uncached forward run with those codes; the three are different
-// computations; and contexts of the three sharing a cache never reuse each other's blocks.
-TEST_CASE("runtime[llama]: act_bits 16 and 8 keep chunked prefill, decode, prefix hits and threads bit-exact") {
-    for (int bits : {16, 8}) {
+// The other activation-code settings (kvrt_context_config.act_bits 16 and 8 everywhere, and 9:
+// the default with outlier residuals on the 8-bit codes; the cases above run the default, 16-bit
+// codes for the K/V projections only) on one model: the same guarantees, against the uncached
+// forward run with those codes; the four are different computations; and contexts of the four
+// sharing a cache never reuse each other's blocks.
+TEST_CASE("runtime[llama]: act_bits 16, 8 and 9 keep chunked prefill, decode, prefix hits and threads bit-exact") {
+    for (int bits : {16, 8, 9}) {
         const KvTypes kt{DType::F16, DType::F16, bits};
         chunked_prefill("llama", kt);
         greedy_decode("llama", kt);
@@ -381,13 +382,17 @@ TEST_CASE("runtime[llama]: act_bits 16 and 8 keep chunked prefill, decode, prefi
     CHECK_FALSE(bit_equal(w8.data(), w16.data(), w8.size()));
     CHECK_FALSE(bit_equal(w0.data(), w8.data(), w0.size()));
     CHECK_FALSE(bit_equal(w0.data(), w16.data(), w0.size()));
+    const std::vector<float> w9 =
+        runtime::uncached_forward(*A.m, p.data(), n, DType::F16, DType::F16, ActCodes::from_option(9));
+    CHECK_FALSE(bit_equal(w0.data(), w9.data(), w0.size()));
+    CHECK_FALSE(bit_equal(w9.data(), w16.data(), w0.size()));
     // One shared cache: each setting computes the document itself, then hits its own blocks.
     const std::vector<int32_t> doc = A.encode(
         "Project memo. The bridge repair starts on 3 May and must finish by 30 June. The budget is fixed.");
     REQUIRE(doc.size() > 16);
     runtime::Context first(A.m, small_params(256));
     first.prefill(0, doc.data(), doc.size());
-    for (int bits : {16, 8}) {
+    for (int bits : {16, 8, 9}) {
         runtime::Context c(A.m, typed(small_params(256), KvTypes{DType::F16, DType::F16, bits}), first.cache());
         runtime::RequestStats st;
         c.prefill(0, doc.data(), doc.size(), &st);

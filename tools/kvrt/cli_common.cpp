@@ -245,15 +245,17 @@ std::vector<std::string> with_kv_type_opts(std::vector<std::string> value_opts) 
 bool parse_act_bits(const char* cmd, const Args& a, int32_t& bits) {
     if (!a.has("--act-bits")) return true;
     const std::string v = a.get("--act-bits");
-    if (v != "default" && v != "0" && v != "8" && v != "16") {
-        std::fprintf(stderr, "kvrt %s: --act-bits '%s' is not default, 8 or 16\n", cmd, v.c_str());
+    if (v != "default" && v != "0" && v != "8" && v != "9" && v != "outliers" && v != "16") {
+        std::fprintf(stderr, "kvrt %s: --act-bits '%s' is not default, 8, outliers (9) or 16\n", cmd, v.c_str());
         return false;
     }
-    bits = v == "8" ? 8 : v == "16" ? 16 : 0;
+    bits = v == "8" ? 8 : v == "16" ? 16 : v == "9" || v == "outliers" ? KVRT_ACT_BITS_OUTLIERS : 0;
     return true;
 }
 
-const char* act_bits_name(int32_t bits) { return bits == 8 ? "8" : bits == 16 ? "16" : "default"; }
+const char* act_bits_name(int32_t bits) {
+    return bits == 8 ? "8" : bits == 16 ? "16" : bits == KVRT_ACT_BITS_OUTLIERS ? "outliers" : "default";
+}
 
 bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc) {
     struct {

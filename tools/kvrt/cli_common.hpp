@@ -74,7 +74,7 @@ const char* kv_type_name(int32_t t);
 // and indexer keys: f32, f16, bf16, fp4) (append to a command's list).
 std::vector<std::string> with_kv_type_opts(std::vector<std::string> value_opts);
 // Sets cc.kv_dtype / k_dtype / v_dtype / bank_dtype from them; false after printing an unknown name.
-// The list also carries --act-bits default|8|16 (kvrt_context_config.act_bits), which
+// The list also carries --act-bits default|8|outliers|16 (kvrt_context_config.act_bits), which
 // apply_kv_types sets too (parse_act_bits: false after printing a bad value).
 bool apply_kv_types(const char* cmd, const Args& a, kvrt_context_config& cc);
 bool parse_act_bits(const char* cmd, const Args& a, int32_t& bits);

@@ -24,7 +24,7 @@ namespace {
 const char* kUsage =
     "usage: kvrt perplexity -m MODEL -f TEXT [--ctx N] [--stride S] [--save-logits FILE] [--kl FILE]\n"
     "                       [--json] [-t THREADS] [--kv f32|f16|bf16] [--batch N] [--allow-other-model]\n"
-    "                       [--producer LABEL] [--act-bits default|8|16]\n"
+    "                       [--producer LABEL] [--act-bits default|8|outliers|16]\n"
     "Perplexity of TEXT (a UTF-8 file) with llama.cpp's llama-perplexity rule: the text is tokenised\n"
     "whole (BOS first when the model adds one), cut into non-overlapping windows of N tokens\n"
     "(default 512; at least 2N tokens are needed), each window's first token replaced by BOS\n"
@@ -39,7 +39,8 @@ const char* kUsage =
     "  --kl BASE --compare FILE  compare two saved files (no model is run)\n"
     "  --kv T              KV element type (default f16); -t threads; --batch prefill chunk\n"
     "  --act-bits B        activation codes of the quantised matmuls (kvrt_context_config.act_bits):\n"
-    "                      default (16-bit for the K/V projections, 8-bit elsewhere), 8 or 16\n";
+    "                      default (16-bit for the K/V projections, 8-bit elsewhere), 8, outliers\n"
+    "                      (9: the default plus residual codes for each row's outlier blocks) or 16\n";
 
 bool read_file(const std::string& path, std::string& out) {
     std::ifstream f(path, std::ios::binary);

@@ -178,6 +178,7 @@ log_fn = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
 
 # ---- ced.h -------------------------------------------------------------------
 CED_PREFILL_EXACT, CED_PREFILL_CED = 0, 1
+ACT_BITS_OUTLIERS = 9  # KVRT_ACT_BITS_OUTLIERS
 CED_RESUME_AUTO, CED_RESUME_CHECKPOINT, CED_RESUME_BOUNDED_REPLAY, CED_RESUME_COLD = 0, 1, 2, 3
 
 

@@ -30,8 +30,22 @@ def test_act_bits_16_is_its_own_deterministic_mode(model):
         assert hit.logits(0).tobytes() == c16.logits(0).tobytes()
 
 
+def test_act_bits_outliers_is_its_own_deterministic_mode(model):
+    toks = model.tokenize("The lighthouse keeper climbed the stairs and looked out over the sea.")
+    with kvrt.Context(model, n_ctx=128, n_threads=2, prefix_caching=False) as cd, \
+            kvrt.Context(model, n_ctx=128, n_threads=2, prefix_caching=False, act_bits=kvrt.ACT_BITS_OUTLIERS) as c9, \
+            kvrt.Context(model, n_ctx=128, n_threads=1, block_tokens=4, act_bits=kvrt.ACT_BITS_OUTLIERS) as hit:
+        cd.prefill(0, toks)
+        c9.prefill(0, toks)
+        assert c9.logits(0).tobytes() != cd.logits(0).tobytes()
+        hit.prefill(0, toks[:9])
+        hit.seq_release(0)
+        assert hit.prefill(0, toks).reused_tokens >= 8
+        assert hit.logits(0).tobytes() == c9.logits(0).tobytes()
+
+
 def test_act_bits_bad_value_raises(model):
-    for bad in (1, 4, 12, 32, -8):
+    for bad in (1, 4, 10, 12, 32, -8):
         with pytest.raises(kvrt.KvrtError) as ei:
             kvrt.Context(model, n_ctx=64, act_bits=bad)
         assert ei.value.status is kvrt.Status.INVALID_ARGUMENT

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <new>
 
 #if defined(__SSE2__)
@@ -25,7 +24,8 @@ QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks, ActBits ac
     const size_t qs_bytes = round64(n * 32 * (wide ? 2 : 1));
     const size_t f_bytes = round64(n * 4);
     const size_t rq_bytes = residual ? round64(n * 32) : 0;
-    const size_t need = qs_bytes + 4 * f_bytes + (residual ? rq_bytes + 3 * f_bytes : 0);
+    const size_t row_bytes = round64(static_cast<size_t>(rows) * 4);
+    const size_t need = qs_bytes + 4 * f_bytes + (residual ? rq_bytes + 4 * f_bytes + row_bytes : 0);
     if (need > capacity_) {
         void* p = std::aligned_alloc(64, need);
         if (!p) throw std::bad_alloc();
@@ -48,6 +48,8 @@ QuantizedRows QuantizedRowsBuffer::view(int64_t rows, int64_t blocks, ActBits ac
         q.rd = reinterpret_cast<float*>(r + rq_bytes);
         q.rsum = reinterpret_cast<int32_t*>(r + rq_bytes + f_bytes);
         q.rsum_lo = reinterpret_cast<int32_t*>(r + rq_bytes + 2 * f_bytes);
+        q.rlist = reinterpret_cast<int32_t*>(r + rq_bytes + 3 * f_bytes);
+        q.rcount = reinterpret_cast<int32_t*>(r + rq_bytes + 4 * f_bytes);
     }
     return q;
 }
@@ -114,39 +116,11 @@ void half_sums(const Q* qs, int64_t nb, int32_t* lo) {
 
 }  // namespace
 
-void quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
-                           float* rd, int32_t* rsum, int32_t* rsum_lo) {
-    float total = 0.0f;
-    for (int64_t b = 0; b < nb; b++) total += d[b];
-    const float limit = kOutlierBlockRatio * (total / static_cast<float>(nb));
-    for (int64_t b = 0; b < nb; b++) {
-        int8_t* r8 = rq + b * 32;
-        std::memset(r8, 0, 32);
-        rd[b] = 0.0f;
-        rsum[b] = rsum_lo[b] = 0;
-        if (!(d[b] > limit)) continue;  // (NaN and inf scales and means are never marked)
-        float r[32];
-        float amax = 0.0f;
-        for (int j = 0; j < 32; j++) {
-            r[j] = std::fma(-d[b], static_cast<float>(qs[b * 32 + j]), x[b * 32 + j]);
-            const float a = std::fabs(r[j]);
-            amax = a > amax ? a : amax;
-        }
-        const auto [db, id] = block_scale(amax);
-        if (!(db > 0.0f) || !std::isfinite(db)) continue;  // an exact block, or a non-finite x
-        int32_t t = 0, t_lo = 0;
-        for (int j = 0; j < 32; j++) {
-            const float v = std::nearbyint(r[j] * id);  // |r| <= amax: within [-127, 127]
-            const int32_t q = v >= 127.0f ? 127 : v <= -128.0f ? -128 : static_cast<int32_t>(v);
-            r8[j] = static_cast<int8_t>(q);
-            t += q;
-            if (j < 16) t_lo += q;
-        }
-        rd[b] = db;
-        rsum[b] = t;
-        rsum_lo[b] = t_lo;
-        s[b] = std::fma(db, static_cast<float>(t), s[b]);
-    }
+#include "kernels/cpu/activation_residual_core.inl"
+
+int32_t quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
+                              float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist) {
+    return residual_row_core(x, nb, qs, d, s, rq, rd, rsum, rsum_lo, rlist);
 }
 
 void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
@@ -178,13 +152,15 @@ void quantize_rows(const float* X, int64_t ldx, int64_t m0, int64_t m1, const Qu
     Fn fn = quantize_row_scalar;
     if (isa >= KernelIsa::Avx512) fn = quantize_row_avx512;  // Amx: the AVX-512 quantiser
     else if (isa == KernelIsa::Avx2 || isa == KernelIsa::AvxVnni) fn = quantize_row_avx2;
+    // (AVX2 machines: the same function with fma and round instructions, the same bytes)
+    const auto residual = isa >= KernelIsa::Avx2 ? quantize_row_residual_avx2 : quantize_row_residual;
     for (int64_t m = m0; m < m1; m++) {
         int8_t* qs = out.qs + m * nb * 32;
         fn(X + m * ldx, nb, qs, out.d + m * nb, out.sum + m * nb, out.s + m * nb);
         half_sums(qs, nb, out.sum_lo + m * nb);
         if (out.rq)
-            quantize_row_residual(X + m * ldx, nb, qs, out.d + m * nb, out.s + m * nb, out.rq + m * nb * 32,
-                                  out.rd + m * nb, out.rsum + m * nb, out.rsum_lo + m * nb);
+            out.rcount[m] = residual(X + m * ldx, nb, qs, out.d + m * nb, out.s + m * nb, out.rq + m * nb * 32,
+                                     out.rd + m * nb, out.rsum + m * nb, out.rsum_lo + m * nb, out.rlist + m * nb);
     }
 }
 

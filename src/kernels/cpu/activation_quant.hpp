@@ -27,8 +27,10 @@ namespace kvrt::kernels {
 // 16-bit codes (ActBits::Q16, activation_quant.cpp): q16 instead of qs (qs is then
 // null), d = amax / 32767, |q| <= 32767; the sums as above.
 // ActBits::Q8R adds the outlier blocks' residuals (weight_matmul.hpp): rq (32 codes per block,
-// zero outside marked blocks), rd (their scale; 0: not marked), rsum / rsum_lo (their sums, as
-// sum / sum_lo); s then covers both parts. Null otherwise.
+// written for marked blocks only), rd (their scale; 0: not marked), rsum / rsum_lo (their sums,
+// as sum / sum_lo, marked blocks only), rcount and rlist (per row: how many blocks are marked, and
+// which, in increasing order, rlist[m * blocks + i] for i < rcount[m]); s then covers both parts.
+// Null otherwise.
 struct QuantizedRows {
     int64_t rows = 0;
     int64_t blocks = 0;  // nb = K / 32
@@ -42,6 +44,8 @@ struct QuantizedRows {
     float* rd = nullptr;
     int32_t* rsum = nullptr;
     int32_t* rsum_lo = nullptr;
+    int32_t* rlist = nullptr;
+    int32_t* rcount = nullptr;
 
     const int8_t* row_qs(int64_t m) const { return qs + m * blocks * 32; }
     const int16_t* row_q16(int64_t m) const { return q16 + m * blocks * 32; }
@@ -58,11 +62,13 @@ struct QuantizedRows {
                              rq ? rq + m0 * blocks * 32 : nullptr,
                              rd ? rd + m0 * blocks : nullptr,
                              rsum ? rsum + m0 * blocks : nullptr,
-                             rsum_lo ? rsum_lo + m0 * blocks : nullptr};
+                             rsum_lo ? rsum_lo + m0 * blocks : nullptr,
+                             rlist ? rlist + m0 * blocks : nullptr,
+                             rcount ? rcount + m0 : nullptr};
     }
     // Bytes of storage per row and block for codes of `act` (QuantizedRowsBuffer::view).
     static size_t bytes_per_block(ActBits act) {
-        return act == ActBits::Q16 ? 64 + 16 : act == ActBits::Q8R ? 32 + 16 + 32 + 12 : 32 + 16;
+        return act == ActBits::Q16 ? 64 + 16 : act == ActBits::Q8R ? 32 + 16 + 32 + 16 + 4 : 32 + 16;
     }
 };
 
@@ -82,11 +88,13 @@ private:
 };
 
 // ActBits::Q8R's second step for one row already quantised to 8-bit codes (qs, d, s, sum_lo):
-// marks its outlier blocks (d > kOutlierBlockRatio * the mean of the row's d) and writes their
-// residual codes and sums (zero elsewhere), updating s. Portable code, the same on every path (its
+// marks its outlier blocks (d > kOutlierBlockRatio * the mean of the row's d: rd != 0) and writes
+// their residual codes and sums and lists them in rlist, updating s; returns how many it marked. Portable code, the same on every path (its
 // float steps are fmas and one sequential mean).
-void quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
-                           float* rd, int32_t* rsum, int32_t* rsum_lo);
+int32_t quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
+                              float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist);
+int32_t quantize_row_residual_avx2(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
+                                   float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist);
 
 // Quantises rows [m0, m1) of X (rows ldx floats apart, K = out.blocks * 32)
 // into `out` (8-bit codes, or 16-bit ones when out.q16 is set). isa must be

@@ -12,7 +12,16 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
+#include <cmath>
+
 namespace kvrt::kernels {
+
+#include "kernels/cpu/activation_residual_core.inl"
+
+int32_t quantize_row_residual_avx2(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
+                                   float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist) {
+    return residual_row_core(x, nb, qs, d, s, rq, rd, rsum, rsum_lo, rlist);
+}
 
 namespace {
 
@@ -78,6 +87,10 @@ void quantize_row16_avx2(const float* x, int64_t nb, int16_t* qs, float* d, int3
 #else  // not x86: never selected; keeps the link whole.
 
 namespace kvrt::kernels {
+int32_t quantize_row_residual_avx2(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
+                                   float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist) {
+    return quantize_row_residual(x, nb, qs, d, s, rq, rd, rsum, rsum_lo, rlist);
+}
 void quantize_row_avx2(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {
     quantize_row_scalar(x, nb, qs, d, sum, s);
 }

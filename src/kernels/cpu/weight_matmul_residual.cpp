@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace kvrt::kernels {
 
@@ -81,32 +82,86 @@ void run_group(const MatmulArgs& args, PanelKernel8 kernel, ResidualScratch& sc,
     }
 }
 
+// Row m's codes, scales and sums of step st into slot `slot` of the group (a K-quant step's
+// unmarked blocks: zero codes and scale, which add exactly nothing).
+void gather(const QuantizedRows& a, int64_t m, int64_t st, int64_t subs, ResidualScratch& sc, int slot) {
+    for (int64_t j = 0; j < subs; j++) {
+        const int64_t src = m * a.blocks + st * subs + j, dst = slot * subs + j;
+        const bool mark = a.rd[src] != 0.0f;
+        if (mark) std::memcpy(sc.qs + dst * 32, a.rq + src * 32, 32);
+        else std::memset(sc.qs + dst * 32, 0, 32);
+        sc.d[dst] = a.rd[src];
+        sc.sum[dst] = mark ? a.rsum[src] : 0;
+        sc.sum_lo[dst] = mark ? a.rsum_lo[src] : 0;
+        sc.s[dst] = 0.0f;
+    }
+    sc.row[slot] = m;
+}
+
+// The rows of each step with a marked block, in increasing order: rows[start[st] .. start[st + 1])
+// (a counting sort over the rows' lists of marked blocks). Per thread; false when it cannot grow
+// (then the caller scans each step).
+struct StepRows {
+    std::vector<int64_t> start;
+    std::vector<int64_t> rows;
+};
+template <class Fn>
+void for_each_marked_step(const QuantizedRows& a, int64_t m, int64_t subs, Fn&& fn) {
+    int64_t last = -1;
+    for (int32_t i = 0; i < a.rcount[m]; i++) {
+        const int64_t st = a.rlist[m * a.blocks + i] / subs;
+        if (st != last) fn(st), last = st;
+    }
+}
+bool step_rows(const QuantizedRows& a, int64_t M, int64_t subs, StepRows& out) {
+    const int64_t nsteps = a.blocks / subs;
+    try {
+        out.start.assign(static_cast<size_t>(nsteps + 1), 0);
+        int64_t total = 0;
+        for (int64_t m = 0; m < M; m++)
+            for_each_marked_step(a, m, subs, [&](int64_t st) { out.start[static_cast<size_t>(st + 1)]++, total++; });
+        for (int64_t st = 0; st < nsteps; st++) out.start[static_cast<size_t>(st + 1)] += out.start[static_cast<size_t>(st)];
+        if (out.rows.size() < static_cast<size_t>(total)) out.rows.resize(static_cast<size_t>(total));
+    } catch (...) {
+        return false;
+    }
+    std::vector<int64_t>& fill = out.start;  // (restored below: fill[st] walks from start[st])
+    for (int64_t m = 0; m < M; m++)
+        for_each_marked_step(a, m, subs, [&](int64_t st) { out.rows[static_cast<size_t>(fill[static_cast<size_t>(st)]++)] = m; });
+    for (int64_t st = nsteps; st > 0; st--) fill[static_cast<size_t>(st)] = fill[static_cast<size_t>(st - 1)];
+    fill[0] = 0;
+    return true;
+}
+
 }  // namespace
 
 void matmul_residual(const MatmulArgs& args, PanelKernel8 kernel, int64_t p0, int64_t p1) {
     const QuantizedRows& a = *args.a;
     if (!a.rq || p0 >= p1) return;
+    bool any = false;
+    for (int64_t m = 0; m < args.M && !any; m++) any = a.rcount[m] != 0;
+    if (!any) return;
     const PackedWeight& w = *args.w;
     const int64_t subs = panel_step_elems(w.type()) / 32;  // blocks per panel step
+    const int64_t nsteps = a.blocks / subs;
     ResidualScratch& sc = residual_scratch();
-    for (int64_t st = 0; st < a.blocks / subs; st++) {
-        const int64_t b0 = st * subs;
+    thread_local StepRows lists;
+    const bool listed = step_rows(a, args.M, subs, lists);
+    for (int64_t st = 0; st < nsteps; st++) {
         int rows = 0;
-        for (int64_t m = 0; m < args.M; m++) {
-            if (!marked(a, m, b0, subs)) continue;
-            for (int64_t j = 0; j < subs; j++) {
-                const int64_t src = m * a.blocks + b0 + j, dst = rows * subs + j;
-                std::memcpy(sc.qs + dst * 32, a.rq + src * 32, 32);
-                sc.d[dst] = a.rd[src];
-                sc.sum[dst] = a.rsum[src];
-                sc.sum_lo[dst] = a.rsum_lo[src];
-                sc.s[dst] = 0.0f;
-            }
-            sc.row[rows++] = m;
+        auto add = [&](int64_t m) {
+            gather(a, m, st, subs, sc, rows++);
             if (rows == kGroupRows) {
                 run_group(args, kernel, sc, rows, st, subs, p0, p1);
                 rows = 0;
             }
+        };
+        if (listed) {
+            for (int64_t i = lists.start[static_cast<size_t>(st)]; i < lists.start[static_cast<size_t>(st + 1)]; i++)
+                add(lists.rows[static_cast<size_t>(i)]);
+        } else {
+            for (int64_t m = 0; m < args.M; m++)
+                if (a.rcount[m] != 0 && marked(a, m, st * subs, subs)) add(m);
         }
         if (rows > 0) run_group(args, kernel, sc, rows, st, subs, p0, p1);
     }

@@ -96,16 +96,23 @@ enum class KernelSet : uint8_t { Fast, Reference };
 // kvrt_context_config.act_bits, kernels/weight_matmul.hpp ActBits). k, v: the K and V
 // projections, whose outputs the cache stores and every later token attends to; other: Q,
 // the attention output, the FFN and the output head. The default (act_bits 0) gives the
-// K/V projections 16-bit codes (~1.5-6% of the matmul work) and the rest 8-bit ones with the
-// residuals of their outlier blocks (ActBits::Q8R, ~1.5-3% of the blocks): kvrt's mean KL
-// divergence from a float64 forward (scripts/reference/README.md, "Outlier residuals").
+// K/V projections 16-bit codes and the rest 8-bit ones: on the three real models that
+// takes kvrt's mean KL divergence from a float64 forward to 0.34-0.80x llama.cpp's for
+// ~1.5-6% of the matmul work at 16 bits (scripts/reference/README.md, "The default since
+// 0.3.1"). act_bits 9 gives the rest 8-bit codes with their outlier blocks' residuals
+// (ActBits::Q8R; "Outlier residuals" there).
 struct ActCodes {
     ActBits k = ActBits::Q16, v = ActBits::Q16;
-    ActBits other = ActBits::Q8R;
+    ActBits other = ActBits::Q8;
     ActCodes() = default;
     ActCodes(ActBits all) : k(all), v(all), other(all) {}  // NOLINT: every matmul the same width
-    // act_bits 0 (the default), 8 or 16; anything else is the caller's to refuse first.
+    // act_bits 0 (the default), 8, 9 or 16; anything else is the caller's to refuse first.
     static ActCodes from_option(int act_bits) {
+        if (act_bits == 9) {
+            ActCodes c;
+            c.other = ActBits::Q8R;
+            return c;
+        }
         return act_bits == 8 ? ActCodes(ActBits::Q8) : act_bits == 16 ? ActCodes(ActBits::Q16) : ActCodes();
     }
 };

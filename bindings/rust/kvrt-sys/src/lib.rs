@@ -550,6 +550,8 @@ extern "C" {
 
 // ---- ced.h --------------------------------------------------------------------
 
+/// `kvrt_context_config::act_bits`: 8-bit codes with the residuals of each row's outlier blocks.
+pub const KVRT_ACT_BITS_OUTLIERS: i32 = 9;
 /// `kvrt_ced_prefill_mode`: values of `kvrt_context_config::ced_prefill_mode`.
 pub const KVRT_CED_PREFILL_EXACT: i32 = 0;
 pub const KVRT_CED_PREFILL_CED: i32 = 1;

@@ -62,6 +62,10 @@ impl CedResume {
     }
 }
 
+/// `ContextOptions::act_bits`: 8-bit codes with the residuals of each row's outlier blocks
+/// (`KVRT_ACT_BITS_OUTLIERS`).
+pub const ACT_BITS_OUTLIERS: i32 = sys::KVRT_ACT_BITS_OUTLIERS;
+
 /// Options of [`Context::new`]; `Default` gives kvrt's defaults.
 #[derive(Clone, Debug)]
 pub struct ContextOptions {
@@ -92,7 +96,9 @@ pub struct ContextOptions {
     pub v_type: Option<KvType>,
     /// Activation code width of the quantised weight matmuls (kvrt_context_config.act_bits):
     /// 0 (default) 16-bit codes for the K/V projections and 8-bit elsewhere, 8 everywhere
-    /// (fastest) or 16 everywhere (~256x finer activation rounding, closest to exact math);
+    /// (fastest), [`ACT_BITS_OUTLIERS`] (9: the default plus residual codes for each row's
+    /// outlier blocks, ~half its distance from exact math for some prefill speed) or 16
+    /// everywhere (~256x finer activation rounding, closest to exact math);
     /// blocks computed under one setting are never reused by another.
     pub act_bits: i32,
     /// CED models only: the bank rows' and indexer keys' type (kvrt_context_config.bank_dtype):

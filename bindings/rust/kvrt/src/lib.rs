@@ -26,7 +26,7 @@ mod model;
 mod util;
 
 pub use cache::{Cache, CacheKeys, CacheStats, DType, LayerConfig, LayerInfo, LayerKind, Layout, SeqInfo};
-pub use context::{CedPrefillMode, CedResume, Context, ContextOptions, GenerateOptions, GenerateOutput, KvType, RequestStats, Sampler,
+pub use context::{CedPrefillMode, ACT_BITS_OUTLIERS, CedResume, Context, ContextOptions, GenerateOptions, GenerateOutput, KvType, RequestStats, Sampler,
                   SamplerOptions, StopReason};
 pub use error::{status_name, Error, ErrorKind, Result};
 pub use embedder::{isa_get, isa_name, isa_set, set_log_callback, Activity, CancelHandle, LogFn, Stage, Token, TokenIter};

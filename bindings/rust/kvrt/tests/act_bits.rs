@@ -39,7 +39,16 @@ fn act_bits_16_is_its_own_deterministic_mode() {
     let s = hit.prefill(0, &toks).unwrap();
     assert!(s.reused_tokens >= 8, "reused {}", s.reused_tokens);
     assert_eq!(bits(&hit.logits(0).unwrap()), bits(&c16.logits(0).unwrap()));
-    for bad in [1, 4, 12, 32, -8] {
+    // The outlier residuals: a fourth computation, and a prefix hit under it equals its cold run.
+    let mut c9 = Context::new(&m, &o(kvrt::ACT_BITS_OUTLIERS, 2, false)).unwrap();
+    let mut hit9 = Context::new(&m, &o(kvrt::ACT_BITS_OUTLIERS, 1, true)).unwrap();
+    c9.prefill(0, &toks).unwrap();
+    assert_ne!(bits(&c9.logits(0).unwrap()), d);
+    hit9.prefill(0, &toks[..9]).unwrap();
+    hit9.seq_release(0).unwrap();
+    assert!(hit9.prefill(0, &toks).unwrap().reused_tokens >= 8);
+    assert_eq!(bits(&hit9.logits(0).unwrap()), bits(&c9.logits(0).unwrap()));
+    for bad in [1, 4, 10, 12, 32, -8] {
         let e = Context::new(&m, &o(bad, 1, true)).err().expect("act_bits must be 0, 8 or 16");
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
