@@ -29,7 +29,17 @@ struct Tile {
     float* y;
     int64_t ldy;
     int ncols;  // valid columns (1..16)
+    bool sparse;  // MatmulArgs::sparse_blocks
 };
+
+// Rows m0 .. m0 + MR - 1 all have scale 0 at block b (MatmulArgs::sparse_blocks).
+template <int MR>
+inline bool all_zero_scales(const QuantizedRows& a, int64_t m0, int64_t b) {
+    bool zero = true;
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) zero &= a.d[(m0 + r) * a.blocks + b] == 0.0f;
+    return zero;
+}
 
 template <int MR>
 inline void store_tile(const Tile& t, __m256 (&acc)[MR][2]) {
@@ -88,6 +98,7 @@ void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
         t.pf = pf;
         t.panel = w.panel(p) + args.step0 * static_cast<int64_t>(w.panel_stride());
         t.stride = w.panel_stride();
+        t.sparse = args.sparse_blocks;
         t.ldy = args.ldy;
         t.ncols = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
         if (t.ncols <= 0) break;  // the zero padding panel

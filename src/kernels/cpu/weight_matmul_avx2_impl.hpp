@@ -253,6 +253,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
         for (int s = 0; s < kSubs; s++) {
             const int64_t b = st * kSubs + s;
+            if (t.sparse && all_zero_scales<MR>(a, t.m0, b)) continue;
             if (t.prefetch) prefetch_step(t.pf, pb + s * pf_chunk, pf_chunk);
             const uint8_t* qs = pb + qoff + s * 256;
             const uint8_t* hx = pb + hoff + s * hstep;

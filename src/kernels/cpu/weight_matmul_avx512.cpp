@@ -73,7 +73,17 @@ struct Tile {
     float* y;              // Y + m0 * ldy + first column
     int64_t ldy;
     int ncols;             // valid columns (1..16*NP)
+    bool sparse;           // MatmulArgs::sparse_blocks
 };
+
+// Rows m0 .. m0 + MR - 1 all have scale 0 at block b (MatmulArgs::sparse_blocks).
+template <int MR>
+inline bool all_zero_scales(const QuantizedRows& a, int64_t m0, int64_t b) {
+    bool zero = true;
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) zero &= a.d[(m0 + r) * a.blocks + b] == 0.0f;
+    return zero;
+}
 
 inline int32_t load_i32(const void* p) {
     int32_t v;
@@ -310,6 +320,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + p * step)));
         for (int s = 0; s < kSubs; s++) {
             const int64_t b = st * kSubs + s;
+            if (t.sparse && all_zero_scales<MR>(a, t.m0, b)) continue;
             if (t.prefetch)
                 for (size_t o = 0; o < pf_chunk; o += 64)
                     prefetch_line(pb + s * pf_chunk + pf.ahead + o, pf.l2);
@@ -526,6 +537,7 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
         Tile t;
         t.pf = pf;
         t.panel = w.panel(p) + args.step0 * static_cast<int64_t>(w.panel_stride());
+        t.sparse = args.sparse_blocks;
         t.ldy = args.ldy;
         t.ncols = static_cast<int>(std::min<int64_t>(2 * kPanel, w.rows() - p * kPanel));
         int64_t m0 = 0;

@@ -41,6 +41,10 @@ struct MatmulArgs {
     // step0 of W (a.blocks blocks from there), and Y holds output columns from col0 on.
     int64_t step0 = 0;
     int64_t col0 = 0;
+    // The residual pass of a K-quant step: most of the gathered rows' sub-blocks are unmarked
+    // (zero scale and codes); a tile skips a sub-block whose rows' scales are all 0, which
+    // changes no bit (each would add exactly nothing).
+    bool sparse_blocks = false;
 };
 
 // The weight stream's software prefetch in decode-shaped matmuls: how far ahead of the block being

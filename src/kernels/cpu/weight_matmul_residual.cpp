@@ -73,6 +73,7 @@ void run_group(const MatmulArgs& args, PanelKernel8 kernel, ResidualScratch& sc,
         ra.ldy = width;
         ra.step0 = step;
         ra.col0 = n0;
+        ra.sparse_blocks = subs > 1;
         kernel(ra, c0, c1);
         for (int i = 0; i < rows; i++) {
             float* y = args.Y + sc.row[i] * args.ldy;
@@ -145,6 +146,13 @@ void matmul_residual(const MatmulArgs& args, PanelKernel8 kernel, int64_t p0, in
     const int64_t subs = panel_step_elems(w.type()) / 32;  // blocks per panel step
     const int64_t nsteps = a.blocks / subs;
     ResidualScratch& sc = residual_scratch();
+    if (args.M == 1) {  // decode: the row's own list, one kernel call per marked step
+        for_each_marked_step(a, 0, subs, [&](int64_t st) {
+            gather(a, 0, st, subs, sc, 0);
+            run_group(args, kernel, sc, 1, st, subs, p0, p1);
+        });
+        return;
+    }
     thread_local StepRows lists;
     const bool listed = step_rows(a, args.M, subs, lists);
     for (int64_t st = 0; st < nsteps; st++) {

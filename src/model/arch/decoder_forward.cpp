@@ -473,7 +473,7 @@ void forward_team(const Model& model, std::span<SeqStep> batch, ForwardScratch& 
                 for (int64_t i = 0; i < R; ++i) std::copy_n(&xp[rows[i] * E], E, &xnp[i * E]);
                 guard([&] { cpu::rms_norm(xnp, model.output_norm().data(), c.rms_eps, static_cast<int32_t>(R), static_cast<int32_t>(E), xp); });
                 float* Y = R == 1 ? dsts[0] : S.logits_rows.data();
-                const MatmulPartInput in_head(xp, R, E, S.act.other);
+                const MatmulPartInput in_head(xp, R, E, S.act.head);
                 sync.run(3, static_cast<int64_t>(head_parts.size()), [&](int64_t t) {
                     guard([&] { matmul_part(model.output(), in_head, Y, V, head_parts[t].first, head_parts[t].second); });
                 });
@@ -754,7 +754,7 @@ void forward_prefill_team(const Model& model, std::span<SeqStep> batch, ForwardS
                               &head_in[h0 * E]);
             });
             float* Y = R == 1 ? dsts[0] : S.logits_rows.data();
-            guard([&] { matmul_team(model.output(), head_in.data(), R, E, Y, V, S.act.other, S.team_act, mm_next[static_cast<size_t>(NL * kMatmuls)], bar); });
+            guard([&] { matmul_team(model.output(), head_in.data(), R, E, Y, V, S.act.head, S.team_act, mm_next[static_cast<size_t>(NL * kMatmuls)], bar); });
         }
     }
     error.rethrow();
@@ -909,9 +909,9 @@ void decoder_forward(const Model& model, std::span<SeqStep> batch, ForwardScratc
     rmsnorm(S.xn.data(), model.output_norm().data(), S.x.data(), R);
     S.logits_rows.resize(static_cast<size_t>(R * V));
     if (ref)
-        matmul_ref(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, S.act.other);
+        matmul_ref(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, S.act.head);
     else
-        matmul(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, n_threads, KernelIsa::Auto, S.act.other);
+        matmul(model.output(), S.x.data(), R, E, S.logits_rows.data(), V, n_threads, KernelIsa::Auto, S.act.head);
     for (int64_t i = 0; i < R; ++i) std::memcpy(dsts[i], &S.logits_rows[i * V], static_cast<size_t>(V) * 4);
 }
 

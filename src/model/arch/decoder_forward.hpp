@@ -104,8 +104,9 @@ enum class KernelSet : uint8_t { Fast, Reference };
 struct ActCodes {
     ActBits k = ActBits::Q16, v = ActBits::Q16;
     ActBits other = ActBits::Q8;
+    ActBits head = ActBits::Q8;  // the output head (act_bits 9: no residuals, see from_option)
     ActCodes() = default;
-    ActCodes(ActBits all) : k(all), v(all), other(all) {}  // NOLINT: every matmul the same width
+    ActCodes(ActBits all) : k(all), v(all), other(all), head(all) {}  // NOLINT: every matmul the same width
     // act_bits 0 (the default), 8, 9 or 16; anything else is the caller's to refuse first.
     static ActCodes from_option(int act_bits) {
         if (act_bits == 9) {
