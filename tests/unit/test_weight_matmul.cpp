@@ -927,8 +927,9 @@ TEST_CASE("weight_matmul Q16: 16-bit activation codes are the same bytes on ever
     }
 }
 
-TEST_CASE("weight_matmul Q16: every quantised type on every ISA path agrees with ref and gives the same bits") {
-    const int64_t shapes[][3] = {{1, 1, 256}, {3, 17, 512}, {5, 45, 256}, {2, 48, 768}, {9, 33, 256}};
+// fn(t, M, N, K, w) for every quantised type and each shape {M, N, K}, W seeded by seed_mul.
+template <size_t S, class Fn>
+void each_quantised_case(const int64_t (&shapes)[S][3], uint32_t seed_mul, Fn&& fn) {
     std::vector<TensorType> types{TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0};
     types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
     for (TensorType t : types) {
@@ -938,64 +939,80 @@ TEST_CASE("weight_matmul Q16: every quantised type on every ISA path agrees with
             CAPTURE(M);
             CAPTURE(N);
             CAPTURE(K);
-            Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * 37 + K + static_cast<int>(t)));
-            const int64_t ldx = K + 3, ldy = N + 5;
-            auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M + 3 * K));
-            std::vector<float> Yref(M * ldy, -1.0f), Y8(M * ldy, -1.0f), Yscalar;
-            matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy, ActBits::Q16);
-            matmul_ref(w.packed, X.data(), M, ldx, Y8.data(), ldy, ActBits::Q8);
-            CHECK_FALSE(same_bits(Yref.data(), Y8.data(), Yref.size()));  // the mode is applied
-            std::vector<float> Yraw(M * ldy, -1.0f);
-            ref::weight_matmul(t, w.raw.data(), N, K, X.data(), M, ldx, Yraw.data(), ldy, ActBits::Q16);
-            CHECK(same_bits(Yraw.data(), Yref.data(), Yraw.size()));
-            for (KernelIsa isa : isas()) {
-                CAPTURE(kernel_isa_name(isa));
-                std::vector<float> Y(M * ldy, -7.0f);
-                matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, 2, isa, ActBits::Q16);
-                CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, ldx, Y.data(), Yref.data(), ldy) == 0);
-                int touched = 0;
-                for (int64_t m = 0; m < M; m++)
-                    for (int64_t n = N; n < ldy; n++) touched += Y[m * ldy + n] != -7.0f;
-                CHECK(touched == 0);
-                if (isa == KernelIsa::Scalar) Yscalar = Y;
-                else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
-            }
+            const Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * seed_mul + K + static_cast<int>(t)));
+            fn(t, M, N, K, w);
         }
     }
 }
 
-TEST_CASE("weight_matmul Q16: rows do not depend on M, neighbours, threads or column splits") {
+TEST_CASE("weight_matmul Q16: every quantised type on every ISA path agrees with ref and gives the same bits") {
+    const int64_t shapes[][3] = {{1, 1, 256}, {3, 17, 512}, {5, 45, 256}, {2, 48, 768}, {9, 33, 256}};
+    each_quantised_case(shapes, 37, [](TensorType t, int64_t M, int64_t N, int64_t K, const Weight& w) {
+        const int64_t ldx = K + 3, ldy = N + 5;
+        auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M + 3 * K));
+        std::vector<float> Yref(M * ldy, -1.0f), Y8(M * ldy, -1.0f), Yscalar;
+        matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy, ActBits::Q16);
+        matmul_ref(w.packed, X.data(), M, ldx, Y8.data(), ldy, ActBits::Q8);
+        CHECK_FALSE(same_bits(Yref.data(), Y8.data(), Yref.size()));  // the mode is applied
+        std::vector<float> Yraw(M * ldy, -1.0f);
+        ref::weight_matmul(t, w.raw.data(), N, K, X.data(), M, ldx, Yraw.data(), ldy, ActBits::Q16);
+        CHECK(same_bits(Yraw.data(), Yref.data(), Yraw.size()));
+        for (KernelIsa isa : isas()) {
+            CAPTURE(kernel_isa_name(isa));
+            std::vector<float> Y(M * ldy, -7.0f);
+            matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, 2, isa, ActBits::Q16);
+            CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, ldx, Y.data(), Yref.data(), ldy) == 0);
+            int touched = 0;
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = N; n < ldy; n++) touched += Y[m * ldy + n] != -7.0f;
+            CHECK(touched == 0);
+            if (isa == KernelIsa::Scalar) Yscalar = Y;
+            else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
+        }
+    });
+}
+
+// The row-independence contract under activation codes `act` (rows with outlier blocks when
+// `outliers`): a row's output does not depend on M, its neighbours, the thread count or the column
+// split (matmul_part), nor on the rows split across threads.
+static void rows_do_not_depend(ActBits act, bool outliers) {
     const int64_t N = 80, K = 512, M = 41;
     for (TensorType t : {TensorType::Q4_1, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
         CAPTURE(tensor_type_name(t));
         Weight w = make_weight(t, N, K, 81);
         auto X = randn(static_cast<size_t>(M * K), 82);
+        if (outliers) add_outlier_blocks(X, M, K, K);
         for (KernelIsa isa : isas()) {
             CAPTURE(kernel_isa_name(isa));
             std::vector<float> Y2(M * N), Y1(M * N);
-            matmul(w.packed, X.data(), M, K, Y2.data(), N, 2, isa, ActBits::Q16);
-            matmul(w.packed, X.data(), M, K, Y1.data(), N, 1, isa, ActBits::Q16);
+            matmul(w.packed, X.data(), M, K, Y2.data(), N, 2, isa, act);
+            matmul(w.packed, X.data(), M, K, Y1.data(), N, 1, isa, act);
             CHECK(same_bits(Y1.data(), Y2.data(), Y1.size()));
             for (int64_t m : {int64_t{0}, int64_t{1}, int64_t{22}, int64_t{40}}) {
                 std::vector<float> y(N);
-                matmul(w.packed, X.data() + m * K, 1, K, y.data(), N, 2, isa, ActBits::Q16);
+                matmul(w.packed, X.data() + m * K, 1, K, y.data(), N, 2, isa, act);
                 CHECK(same_bits(y.data(), Y2.data() + m * N, N));
             }
             REQUIRE(matmul_pairs(w.packed) == 3);
             std::vector<float> Yp(3 * N, -1.0f);
-            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 1, 3, isa, ActBits::Q16);
-            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 0, 1, isa, ActBits::Q16);
+            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 1, 3, isa, act);
+            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 0, 1, isa, act);
             CHECK(same_bits(Yp.data(), Y2.data(), 3 * N));
         }
         // Many rows, few columns: rows split across threads.
         Weight narrow = make_weight(t, 20, 256, 83);
         const int64_t Mn = 203;
         auto Xn = randn(static_cast<size_t>(Mn * 256), 84);
+        if (outliers) add_outlier_blocks(Xn, Mn, 256, 256);
         std::vector<float> A(Mn * 20), B(Mn * 20);
-        matmul(narrow.packed, Xn.data(), Mn, 256, A.data(), 20, 1, KernelIsa::Auto, ActBits::Q16);
-        matmul(narrow.packed, Xn.data(), Mn, 256, B.data(), 20, 3, KernelIsa::Auto, ActBits::Q16);
+        matmul(narrow.packed, Xn.data(), Mn, 256, A.data(), 20, 1, KernelIsa::Auto, act);
+        matmul(narrow.packed, Xn.data(), Mn, 256, B.data(), 20, 3, KernelIsa::Auto, act);
         CHECK(same_bits(A.data(), B.data(), A.size()));
     }
+}
+
+TEST_CASE("weight_matmul Q16: rows do not depend on M, neighbours, threads or column splits") {
+    rows_do_not_depend(ActBits::Q16, false);
     // Float weights have no activation codes: Q16 changes nothing.
     Weight f = make_weight(TensorType::F16, 40, 96, 85);
     auto X = randn(static_cast<size_t>(3 * 96), 86);
@@ -1117,77 +1134,35 @@ TEST_CASE("weight_matmul Q8R: outlier blocks are marked by their scale, their re
 
 TEST_CASE("weight_matmul Q8R: every quantised type on every ISA path agrees with ref and gives the same bits") {
     const int64_t shapes[][3] = {{1, 1, 256}, {3, 17, 512}, {7, 45, 256}, {2, 48, 768}, {40, 33, 256}, {70, 20, 512}};
-    std::vector<TensorType> types{TensorType::Q4_1, TensorType::Q4_0, TensorType::Q8_0};
-    types.insert(types.end(), std::begin(kNewTypes), std::end(kNewTypes));
-    for (TensorType t : types) {
-        for (auto& s : shapes) {
-            const int64_t M = s[0], N = s[1], K = s[2];
-            CAPTURE(tensor_type_name(t));
-            CAPTURE(M);
-            CAPTURE(N);
-            CAPTURE(K);
-            Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * 41 + K + static_cast<int>(t)));
-            const int64_t ldx = K + 3, ldy = N + 5;
-            auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M + 5 * K));
-            add_outlier_blocks(X, M, K, ldx);
-            std::vector<float> Yref(M * ldy, -1.0f), Y8(M * ldy, -1.0f), Yscalar;
-            matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy, ActBits::Q8R);
-            matmul_ref(w.packed, X.data(), M, ldx, Y8.data(), ldy, ActBits::Q8);
-            if (M > 1) CHECK_FALSE(same_bits(Yref.data(), Y8.data(), Yref.size()));  // the residuals are applied
-            for (KernelIsa isa : isas()) {
-                CAPTURE(kernel_isa_name(isa));
-                std::vector<float> Y(M * ldy, -7.0f), Yq8(M * ldy, -7.0f);
-                matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, 2, isa, ActBits::Q8R);
-                matmul(w.packed, X.data(), M, ldx, Yq8.data(), ldy, 2, isa, ActBits::Q8);
-                CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, ldx, Y.data(), Yref.data(), ldy) == 0);
-                int touched = 0;
-                for (int64_t m = 0; m < M; m++) {
-                    for (int64_t n = N; n < ldy; n++) touched += Y[m * ldy + n] != -7.0f;
-                    // rows without outlier blocks: the bits of 8-bit codes
-                    if (m % 3 == 0) CHECK(same_bits(Y.data() + m * ldy, Yq8.data() + m * ldy, N));
-                }
-                CHECK(touched == 0);
-                if (isa == KernelIsa::Scalar) Yscalar = Y;
-                else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
+    each_quantised_case(shapes, 41, [](TensorType t, int64_t M, int64_t N, int64_t K, const Weight& w) {
+        const int64_t ldx = K + 3, ldy = N + 5;
+        auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M + 5 * K));
+        add_outlier_blocks(X, M, K, ldx);
+        std::vector<float> Yref(M * ldy, -1.0f), Y8(M * ldy, -1.0f), Yscalar;
+        matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy, ActBits::Q8R);
+        matmul_ref(w.packed, X.data(), M, ldx, Y8.data(), ldy, ActBits::Q8);
+        if (M > 1) CHECK_FALSE(same_bits(Yref.data(), Y8.data(), Yref.size()));  // the residuals are applied
+        for (KernelIsa isa : isas()) {
+            CAPTURE(kernel_isa_name(isa));
+            std::vector<float> Y(M * ldy, -7.0f), Yq8(M * ldy, -7.0f);
+            matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, 2, isa, ActBits::Q8R);
+            matmul(w.packed, X.data(), M, ldx, Yq8.data(), ldy, 2, isa, ActBits::Q8);
+            CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, ldx, Y.data(), Yref.data(), ldy) == 0);
+            int touched = 0;
+            for (int64_t m = 0; m < M; m++) {
+                for (int64_t n = N; n < ldy; n++) touched += Y[m * ldy + n] != -7.0f;
+                // rows without outlier blocks: the bits of 8-bit codes
+                if (m % 3 == 0) CHECK(same_bits(Y.data() + m * ldy, Yq8.data() + m * ldy, N));
             }
+            CHECK(touched == 0);
+            if (isa == KernelIsa::Scalar) Yscalar = Y;
+            else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
         }
-    }
+    });
 }
 
 TEST_CASE("weight_matmul Q8R: rows do not depend on M, neighbours, threads or column splits") {
-    const int64_t N = 80, K = 512, M = 41;
-    for (TensorType t : {TensorType::Q4_1, TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
-        CAPTURE(tensor_type_name(t));
-        Weight w = make_weight(t, N, K, 181);
-        auto X = randn(static_cast<size_t>(M * K), 182);
-        add_outlier_blocks(X, M, K, K);
-        for (KernelIsa isa : isas()) {
-            CAPTURE(kernel_isa_name(isa));
-            std::vector<float> Y2(M * N), Y1(M * N);
-            matmul(w.packed, X.data(), M, K, Y2.data(), N, 2, isa, ActBits::Q8R);
-            matmul(w.packed, X.data(), M, K, Y1.data(), N, 1, isa, ActBits::Q8R);
-            CHECK(same_bits(Y1.data(), Y2.data(), Y1.size()));
-            for (int64_t m : {int64_t{0}, int64_t{1}, int64_t{22}, int64_t{40}}) {
-                std::vector<float> y(N);
-                matmul(w.packed, X.data() + m * K, 1, K, y.data(), N, 2, isa, ActBits::Q8R);
-                CHECK(same_bits(y.data(), Y2.data() + m * N, N));
-            }
-            REQUIRE(matmul_pairs(w.packed) == 3);
-            std::vector<float> Yp(3 * N, -1.0f);
-            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 1, 3, isa, ActBits::Q8R);
-            matmul_part(w.packed, X.data(), 3, K, Yp.data(), N, 0, 1, isa, ActBits::Q8R);
-            CHECK(same_bits(Yp.data(), Y2.data(), 3 * N));
-        }
-        // Many rows, few columns: rows split across threads.
-        Weight narrow = make_weight(t, 20, 256, 183);
-        const int64_t Mn = 203;
-        auto Xn = randn(static_cast<size_t>(Mn * 256), 184);
-        add_outlier_blocks(Xn, Mn, 256, 256);
-        std::vector<float> A(Mn * 20), B(Mn * 20);
-        matmul(narrow.packed, Xn.data(), Mn, 256, A.data(), 20, 1, KernelIsa::Auto, ActBits::Q8R);
-        matmul(narrow.packed, Xn.data(), Mn, 256, B.data(), 20, 3, KernelIsa::Auto, ActBits::Q8R);
-        CHECK(same_bits(A.data(), B.data(), A.size()));
-    }
+    rows_do_not_depend(ActBits::Q8R, true);
 }
 
 TEST_CASE("weight_matmul Q8R: the residuals cut the activation error against f32 math where rows have outliers") {

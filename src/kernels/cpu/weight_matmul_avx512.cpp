@@ -76,14 +76,6 @@ struct Tile {
     bool sparse;           // MatmulArgs::sparse_blocks
 };
 
-// Rows m0 .. m0 + MR - 1 all have scale 0 at block b (MatmulArgs::sparse_blocks).
-template <int MR>
-inline bool all_zero_scales(const QuantizedRows& a, int64_t m0, int64_t b) {
-    bool zero = true;
-    #pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) zero &= a.d[(m0 + r) * a.blocks + b] == 0.0f;
-    return zero;
-}
 
 inline int32_t load_i32(const void* p) {
     int32_t v;

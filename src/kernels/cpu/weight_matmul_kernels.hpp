@@ -62,6 +62,14 @@ struct WeightPrefetch {
     bool l2 = false;
 };
 const WeightPrefetch& weight_prefetch() noexcept;
+// Rows m0 .. m0 + MR - 1 all have scale 0 at block b (MatmulArgs::sparse_blocks).
+template <int MR>
+inline bool all_zero_scales(const QuantizedRows& a, int64_t m0, int64_t b) {
+    bool zero = true;
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) zero &= a.d[(m0 + r) * a.blocks + b] == 0.0f;
+    return zero;
+}
 // The rule above for a CPU (tests check it per CPU kind).
 WeightPrefetch weight_prefetch_for(const CpuFeatures& f) noexcept;
 
