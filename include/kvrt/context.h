@@ -152,13 +152,14 @@ typedef struct kvrt_context_config {
      *   9 (KVRT_ACT_BITS_OUTLIERS): as 0, and each 8-bit-coded block whose scale exceeds 3x
      *      its row's mean (an outlier channel's block: 1.5-4% of the blocks of the real
      *      models) also gets the 8-bit codes of its rounding error, which a second pass over
-     *      those blocks adds: SmolLM2's KL from float64 0.42x llama.cpp's (0 gives 0.80x),
-     *      for 10-15% of the prefill speed.
+     *      those blocks adds (not on the output head): on an AVX-512 CPU SmolLM2's KL from
+     *      float64 0.45x llama.cpp's (0 gives 0.80x), for 3-11% of the prefill speed of 0.
      *   16: 16-bit codes everywhere (scale amax/32767): the activation rounding, which is all
      *       of kvrt's distance from exact math on the models measured, shrinks ~256x.
      * The KL divergences and the speed of each are in scripts/reference/README.md ("16-bit
-     * activation codes", "Which matmuls", "Outlier residuals"). Every guarantee holds in each (cached == uncached,
-     * prefix hit == cold, threads and ISA paths give the same bits); blocks computed under one
+     * activation codes", "Which matmuls", "Outlier residuals"). Every guarantee holds in each
+     * (cached == uncached, prefix hit == cold, threads and ISA paths give the same bits); blocks
+     * computed under one
      * setting are never reused under another (they key the prefix cache and state files as a
      * salt does). CED models have 8-bit codes only: 0 means 8 there, 9 and 16 are
      * KVRT_ERR_UNSUPPORTED; other values KVRT_ERR_INVALID_ARGUMENT. */

@@ -62,10 +62,12 @@ private:
     cache::SeqId id_;
 };
 
+static_assert(kActBitsOutliers == KVRT_ACT_BITS_OUTLIERS, "one value for the outlier-residual mode");
+
 std::string act_bits_salt_suffix(int act_bits) {
     if (act_bits == 16) return std::string("\0kvrt-act16", 11);
     if (act_bits == 0) return std::string("\0kvrt-act-kv16", 14);
-    if (act_bits == 9) return std::string("\0kvrt-act-kv16-r3", 17);
+    if (act_bits == kActBitsOutliers) return std::string("\0kvrt-act-kv16-r3", 17);
     return {};
 }
 
@@ -85,10 +87,10 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     KVRT_CHECK(p_.block_tokens >= 1 && p_.block_tokens <= 4096, KVRT_ERR_INVALID_ARGUMENT,
                "block_tokens must be in [1, 4096]");
     KVRT_CHECK(p_.n_threads >= 0, KVRT_ERR_INVALID_ARGUMENT, "n_threads is negative");
-    KVRT_CHECK(p_.act_bits == 0 || p_.act_bits == 8 || p_.act_bits == 9 || p_.act_bits == 16,
+    KVRT_CHECK(p_.act_bits == 0 || p_.act_bits == 8 || p_.act_bits == kActBitsOutliers || p_.act_bits == 16,
                KVRT_ERR_INVALID_ARGUMENT,
                "act_bits " + std::to_string(p_.act_bits) + " is not 0 (the default), 8, 9 or 16");
-    KVRT_CHECK((p_.act_bits != 16 && p_.act_bits != 9) || !model_->is_ced(), KVRT_ERR_UNSUPPORTED,
+    KVRT_CHECK((p_.act_bits != 16 && p_.act_bits != kActBitsOutliers) || !model_->is_ced(), KVRT_ERR_UNSUPPORTED,
                "act_bits " + std::to_string(p_.act_bits) +
                    " is implemented for decoder models (llama, qwen2, gemma3), not CED ones");
     // CED models have 8-bit codes only: their default is that.

@@ -383,7 +383,7 @@ TEST_CASE("runtime[llama]: act_bits 16, 8 and 9 keep chunked prefill, decode, pr
     CHECK_FALSE(bit_equal(w0.data(), w8.data(), w0.size()));
     CHECK_FALSE(bit_equal(w0.data(), w16.data(), w0.size()));
     const std::vector<float> w9 =
-        runtime::uncached_forward(*A.m, p.data(), n, DType::F16, DType::F16, ActCodes::from_option(9));
+        runtime::uncached_forward(*A.m, p.data(), n, DType::F16, DType::F16, ActCodes::from_option(kActBitsOutliers));
     CHECK_FALSE(bit_equal(w0.data(), w9.data(), w0.size()));
     CHECK_FALSE(bit_equal(w9.data(), w16.data(), w0.size()));
     // One shared cache: each setting computes the document itself, then hits its own blocks.

@@ -51,20 +51,14 @@ struct QuantizedRows {
     const int16_t* row_q16(int64_t m) const { return q16 + m * blocks * 32; }
     // The view of rows [m0, rows).
     QuantizedRows from_row(int64_t m0) const {
+        auto at = [m0](auto* p, int64_t per_row) { return p ? p + m0 * per_row : p; };
+        const int64_t nb = blocks;
         return QuantizedRows{rows - m0,
-                             blocks,
-                             qs ? qs + m0 * blocks * 32 : nullptr,
-                             d + m0 * blocks,
-                             sum + m0 * blocks,
-                             s + m0 * blocks,
-                             sum_lo + m0 * blocks,
-                             q16 ? q16 + m0 * blocks * 32 : nullptr,
-                             rq ? rq + m0 * blocks * 32 : nullptr,
-                             rd ? rd + m0 * blocks : nullptr,
-                             rsum ? rsum + m0 * blocks : nullptr,
-                             rsum_lo ? rsum_lo + m0 * blocks : nullptr,
-                             rlist ? rlist + m0 * blocks : nullptr,
-                             rcount ? rcount + m0 : nullptr};
+                             nb,
+                             at(qs, 32 * nb), at(d, nb), at(sum, nb), at(s, nb), at(sum_lo, nb),
+                             at(q16, 32 * nb),
+                             at(rq, 32 * nb), at(rd, nb), at(rsum, nb), at(rsum_lo, nb), at(rlist, nb),
+                             at(rcount, 1)};
     }
     // Bytes of storage per row and block for codes of `act` (QuantizedRowsBuffer::view).
     static size_t bytes_per_block(ActBits act) {
@@ -88,9 +82,10 @@ private:
 };
 
 // ActBits::Q8R's second step for one row already quantised to 8-bit codes (qs, d, s, sum_lo):
-// marks its outlier blocks (d > kOutlierBlockRatio * the mean of the row's d: rd != 0) and writes
-// their residual codes and sums and lists them in rlist, updating s; returns how many it marked. Portable code, the same on every path (its
-// float steps are fmas and one sequential mean).
+// marks its outlier blocks (d > kOutlierBlockRatio * the mean of the row's d: rd != 0), writes
+// their residual codes and sums, lists them in rlist and updates s; returns how many it marked.
+// One body (activation_residual_core.inl) compiled portable and for AVX2 + FMA: the same bytes
+// (its float steps are fmas, round-half-even and one sequential mean).
 int32_t quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
                               float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist);
 int32_t quantize_row_residual_avx2(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,

@@ -304,10 +304,10 @@ MatmulTeamBuffer::MatmulTeamBuffer(MatmulTeamBuffer&&) noexcept = default;
 MatmulTeamBuffer& MatmulTeamBuffer::operator=(MatmulTeamBuffer&&) noexcept = default;
 void MatmulTeamBuffer::reserve(int64_t M, int64_t K) {
     KVRT_CHECK(M >= 0 && K >= 0, KVRT_ERR_INVALID_ARGUMENT, "MatmulTeamBuffer::reserve: negative size");
-    const size_t per_block =
-        std::max(QuantizedRows::bytes_per_block(ActBits::Q16), QuantizedRows::bytes_per_block(ActBits::Q8R));
-    (void)impl_->rows.view(M, (K + 31) / 32, ActBits::Q16);
-    (void)impl_->rows.view(M, (K + 31) / 32, ActBits::Q8R);  // (grows it if the larger)
+    // Q8R's view is the largest of the three kinds (8-bit codes twice and more sums than Q16's).
+    const size_t per_block = QuantizedRows::bytes_per_block(ActBits::Q8R);
+    static_assert(32 + 16 + 32 + 16 >= 64 + 16, "Q8R's storage covers Q16's");
+    (void)impl_->rows.view(M, (K + 31) / 32, ActBits::Q8R);
     impl_->bytes = std::max(impl_->bytes, static_cast<size_t>(M) * static_cast<size_t>((K + 31) / 32) * per_block);
 }
 size_t MatmulTeamBuffer::bytes() const noexcept { return impl_->bytes; }

@@ -101,6 +101,8 @@ enum class KernelSet : uint8_t { Fast, Reference };
 // ~1.5-6% of the matmul work at 16 bits (scripts/reference/README.md, "The default since
 // 0.3.1"). act_bits 9 gives the rest 8-bit codes with their outlier blocks' residuals
 // (ActBits::Q8R; "Outlier residuals" there).
+// act_bits of that mode (the C API's KVRT_ACT_BITS_OUTLIERS).
+inline constexpr int kActBitsOutliers = 9;
 struct ActCodes {
     ActBits k = ActBits::Q16, v = ActBits::Q16;
     ActBits other = ActBits::Q8;
@@ -109,7 +111,7 @@ struct ActCodes {
     ActCodes(ActBits all) : k(all), v(all), other(all), head(all) {}  // NOLINT: every matmul the same width
     // act_bits 0 (the default), 8, 9 or 16; anything else is the caller's to refuse first.
     static ActCodes from_option(int act_bits) {
-        if (act_bits == 9) {
+        if (act_bits == kActBitsOutliers) {
             ActCodes c;
             c.other = ActBits::Q8R;
             return c;
