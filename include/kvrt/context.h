@@ -158,10 +158,11 @@ typedef struct kvrt_context_config {
      *       of kvrt's distance from exact math on the models measured, shrinks ~256x.
      * The KL divergences and the speed of each are in scripts/reference/README.md ("16-bit
      * activation codes", "Which matmuls", "Outlier residuals"). Every guarantee holds in each
-     * (cached == uncached, prefix hit == cold, threads and ISA paths give the same bits); blocks
-     * computed under one
-     * setting are never reused under another (they key the prefix cache and state files as a
-     * salt does). CED models have 8-bit codes only: 0 means 8 there, 9 and 16 are
+     * (cached == uncached, prefix hit == cold, any thread count gives the same bits, and so does
+     * every ISA path of the weight matmuls; attention's summation order follows the CPU's vector
+     * width, so logits differ in their last bits between AVX2 and AVX-512 CPUs); blocks computed
+     * under one setting are never reused under another (they key the prefix cache and state
+     * files as a salt does). CED models have 8-bit codes only: 0 means 8 there, 9 and 16 are
      * KVRT_ERR_UNSUPPORTED; other values KVRT_ERR_INVALID_ARGUMENT. */
     int32_t act_bits;
     /* Appended in 0.3 (an older struct_size keeps the default). CED models only (ignored for

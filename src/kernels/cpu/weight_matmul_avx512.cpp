@@ -76,7 +76,6 @@ struct Tile {
     bool sparse;           // MatmulArgs::sparse_blocks
 };
 
-
 inline int32_t load_i32(const void* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
@@ -304,12 +303,12 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
     const Code<AB>* xq[MR];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
-    // Sub-block s of step st, whose bytes start at pb and whose super-block scales are dw. (A lambda
-    // called from the step loop rather than the loop's body: the same operations, but GCC 12
-    // inlines it late and schedules the 5-row Q5_0 tile better so: Q5_0 prefill 296-301 -> 318-326
-    // GOP/s on 1 thread, 597-599 -> 627-650 on 2 (bench_weight_matmul --quick, AMD EPYC Zen 4),
-    // the K-quants unchanged. Forced early (always_inline), the K-quants' decode tiles ran at half
-    // speed; the AVX2 tiles measured no gain so.)
+    // Sub-block s of step st, whose bytes start at pb and whose super-block scales are dw. It is a
+    // lambda called from the step loop rather than the loop's body: the same operations, but GCC 12
+    // inlines it late and then schedules the 5-row Q5_0 tile better (Q5_0 prefill 296-301 -> 318-326
+    // GOP/s on 1 thread, 597-599 -> 627-650 on 2; bench_weight_matmul --quick, AMD EPYC Zen 4; the
+    // K-quants unchanged). Inlined early (always_inline), the K-quants' decode tiles ran at half
+    // speed. The AVX2 tiles in this shape measured no gain and keep the loop body.
     auto sub = [&](int64_t st, int s, const uint8_t* pb, const __m512 (&dw)[NP]) {
         const int64_t b = st * kSubs + s;
         if (t.sparse && all_zero_scales<MR>(a, t.m0, b)) return;
