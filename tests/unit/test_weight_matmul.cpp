@@ -1161,6 +1161,50 @@ TEST_CASE("weight_matmul Q8R: every quantised type on every ISA path agrees with
     });
 }
 
+// The AVX-512 kernel computes the residual products itself after each panel pair's row tiles: per
+// step, the rows marked there in groups of up to kFusedResidualGroup, which in a K-quant step may be
+// marked at different blocks of it (weight_matmul_fused_residual.hpp); the other paths run the
+// separate pass. Both give its bits: here an outlier channel shared by most rows (many rows marked at
+// the same blocks: several groups, of every size), rows with many marked blocks, and rows of none.
+TEST_CASE("weight_matmul Q8R: shared outlier channels and rows with many marked blocks give the same bits on every path") {
+    const int64_t shapes[][3] = {{13, 40, 512}, {8, 33, 768}, {21, 64, 3072}, {1, 20, 3072}, {70, 34, 256}};
+    each_quantised_case(shapes, 43, [](TensorType t, int64_t M, int64_t N, int64_t K, const Weight& w) {
+        const int64_t ldx = K + 1, ldy = N, nb = K / 32;
+        auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(7 * M + K));
+        for (int64_t m = 0; m < M; m++) {
+            // blocks 1 and nb - 2: every row but each fifth; rows m % 4 == 0: every fifth block instead
+            for (int64_t b = 0; b < nb; b++) {
+                const bool shared = (b == 1 || b == nb - 2) && m % 5 != 4;
+                const bool many = m % 4 == 0 && b % 5 == 0;
+                if (shared || many)
+                    for (int64_t e = 0; e < 32; e++) X[m * ldx + b * 32 + e] *= many ? 40.0f : 20.0f;
+            }
+        }
+        {  // the marks are as meant: the shared blocks in most rows, many blocks in some
+            kernels::QuantizedRowsBuffer buf;
+            kernels::QuantizedRows q = buf.view(M, nb, ActBits::Q8R);
+            kernels::quantize_rows(X.data(), ldx, 0, M, q, KernelIsa::Auto);
+            int shared = 0;
+            for (int64_t m = 0; m < M; m++) shared += q.rd[m * nb + 1] != 0.0f;
+            CHECK(shared >= (M > 1 ? 5 : 1));
+            CHECK(q.rcount[0] >= nb / 10);
+        }
+        std::vector<float> Yref(M * ldy, -1.0f);
+        matmul_ref(w.packed, X.data(), M, ldx, Yref.data(), ldy, ActBits::Q8R);
+        std::vector<float> Yscalar;
+        for (KernelIsa isa : isas()) {
+            CAPTURE(kernel_isa_name(isa));
+            for (int threads : {1, 2}) {
+                std::vector<float> Y(M * ldy, -7.0f);
+                matmul(w.packed, X.data(), M, ldx, Y.data(), ldy, threads, isa, ActBits::Q8R);
+                CHECK(outside_ref_tolerance(t, w.raw.data(), N, K, X.data(), M, ldx, Y.data(), Yref.data(), ldy) == 0);
+                if (Yscalar.empty()) Yscalar = Y;
+                else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
+            }
+        }
+    });
+}
+
 TEST_CASE("weight_matmul Q8R: rows do not depend on M, neighbours, threads or column splits") {
     rows_do_not_depend(ActBits::Q8R, true);
 }

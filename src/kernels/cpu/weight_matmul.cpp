@@ -8,6 +8,7 @@
 #include "util/region_error.hpp"
 
 #include "kernels/cpu/activation_quant.hpp"
+#include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 #include "util/error.hpp"
@@ -140,8 +141,18 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
 PanelKernel8 residual_kernel(PanelKernel kernel) {
     return kernel == matmul_panels_amx ? matmul_panels_avx512 : kernel;
 }
-// kernel over panels [p0, p1), then the residual pass where args.a has one.
+// kernel over panels [p0, p1), then the residual pass where args.a has one; the AVX-512 kernel
+// computes the residual products itself instead (the same bits), given the marked rows' lists.
 void run_kernel(const MatmulArgs& args, PanelKernel kernel, int64_t p0, int64_t p1) {
+    if (args.a && args.a->rq && kernel == matmul_panels_avx512) {
+        MarkedStepRows lists;
+        if (marked_step_rows(*args.a, args.M, panel_step_elems(args.w->type()) / 32, lists)) {
+            MatmulArgs fused = args;
+            fused.residual_rows = &lists;
+            kernel(fused, p0, p1);
+            return;
+        }
+    }
     kernel(args, p0, p1);
     if (args.a && args.a->rq) matmul_residual(args, residual_kernel(kernel), p0, p1);
 }

@@ -15,6 +15,7 @@
 // row's own int32, as vpdpbusd does for 8-bit codes. The integer sums are exact and
 // the float operations per element are the scalar Q16 path's (Q6_K: two fmas), so
 // this path gives the bits of the others.
+#include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 
@@ -28,6 +29,7 @@
 #pragma GCC push_options
 // GCC 12 warns falsely inside its own AVX-512 headers (_mm512_undefined_*).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")
 
 #include "kernels/cpu/weight_codes_avx512.hpp"
@@ -74,7 +76,45 @@ struct Tile {
     int64_t ldy;
     int ncols;             // valid columns (1..16*NP)
     bool sparse;           // MatmulArgs::sparse_blocks
+    const MarkedStepRows* rrows;  // MatmulArgs::residual_rows (8-bit codes)
 };
+
+template <int N>
+using Int = std::integral_constant<int, N>;
+
+// The fused residual (weight_matmul_fused_residual.hpp) of a panel pair whose row tiles have stored
+// their chains (t: the pair from row 0): per step in increasing order, blk(Int<RR>, st, rows) adds
+// the residual products of RR (1..kFusedResidualGroup) of the rows marked there to their rows of Y.
+template <class Blk>
+void fused_residual_pair(const Tile& t, Blk&& blk) {
+    static_assert(kFusedResidualGroup == 4, "update the dispatch");
+    const MarkedStepRows& l = *t.rrows;
+    for (int64_t st = 0; st < l.steps; st++) {
+        const int64_t* rows = l.rows + l.start[st];
+        const int64_t n = l.start[st + 1] - l.start[st];
+        for (int64_t i = 0; i < n; i += kFusedResidualGroup) {
+            switch (std::min<int64_t>(n - i, kFusedResidualGroup)) {
+                case 1: blk(Int<1>{}, st, rows + i); break;
+                case 2: blk(Int<2>{}, st, rows + i); break;
+                case 3: blk(Int<3>{}, st, rows + i); break;
+                default: blk(Int<4>{}, st, rows + i); break;
+            }
+        }
+    }
+}
+
+// Y row m of the tile's columns += v (its valid columns).
+template <int NP>
+inline void add_to_row(const Tile& t, int64_t m, const __m512 (&v)[NP]) {
+    #pragma GCC unroll 8
+    for (int p = 0; p < NP; p++) {
+        const int left = t.ncols - 16 * p;
+        if (left <= 0) break;
+        const __mmask16 mask = left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+        float* y = t.y + m * t.ldy + 16 * p;
+        _mm512_mask_storeu_ps(y, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, y), v[p]));
+    }
+}
 
 inline int32_t load_i32(const void* p) {
     int32_t v;
@@ -140,7 +180,7 @@ inline void store_tile(const Tile& t, __m512 (&acc)[MR][NP]) {
     }
 }
 
-template <bool Q41, int MR, int NP, int AB>
+template <bool Q41, int MR, int NP, int AB, bool FUSE = false>
 void tile_q4(const Tile& t, const QuantizedRows& a) {
     const WeightPrefetch& pf = t.pf;
     constexpr size_t step = Q41 ? kQ4_1PanelBlock : kQ4_0PanelBlock;
@@ -155,20 +195,35 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     const Code<AB>* xq[MR];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
-    for (int64_t b = 0; b < nb; b++) {
+    // Block b for the first MX rows of the tile (MR or 0) and the residual codes of RR marked rows
+    // (the fused residual: rows rrow, their products added to Y).
+    auto blk = [&](auto mx, auto rr, int64_t b, const int64_t* rrow) {
+        constexpr int MX = decltype(mx)::value, RR = decltype(rr)::value;
+        constexpr int MA = MX > 0 ? MX : 1, RA = RR > 0 ? RR : 1;
         const uint8_t* pb = t.panel + b * 2 * step;
-        if (t.prefetch)
+        if (MX > 0 && t.prefetch)
             for (size_t o = 0; o < 2 * step; o += 64)
                 prefetch_line(pb + pf.ahead + o, pf.l2);
         // With few rows the vpdpbusd chains are too few to hide their latency:
         // split each in two (integer sums: exact, the result is unchanged).
         constexpr bool kSplit = MR <= 2;
-        __m512i ia[MR][NP], ib[MR][NP];
+        // The residual rows (alone) take two chains each, chunks 0-1 and 2-3: shorter dependent
+        // vpdpbusd chains (integer sums: exact).
+        __m512i ia[MA][NP], ib[MA][NP], ir[RA][NP][2];
+        const int8_t* xr[RA];
         #pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
+        for (int r = 0; r < MX; r++) {
             const __m512i init = Q41 ? _mm512_setzero_si512() : _mm512_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
             #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) ia[r][p] = init, ib[r][p] = _mm512_setzero_si512();
+        }
+        #pragma GCC unroll 8
+        for (int k = 0; k < RR; k++) {
+            const int64_t ab = (t.m0 + rrow[k]) * nb + b;
+            xr[k] = a.rq + ab * 32;
+            const __m512i init = Q41 ? _mm512_setzero_si512() : _mm512_set1_epi32(-8 * a.rsum[ab]);
+            #pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) ir[k][p][0] = init, ir[k][p][1] = _mm512_setzero_si512();
         }
         #pragma GCC unroll 8
         for (int c = 0; c < 4; c++) {
@@ -180,7 +235,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
                 wh[p] = wcodes<AB>(_mm512_and_si512(_mm512_srli_epi16(w, 4), lo));
             }
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < MX; r++) {
                 const Code<AB>* xb = xq[r] + b * 32 + 8 * c;
                 const XCodes<AB> x0 = xcodes<AB>(xb), x1 = xcodes<AB>(xb + 4);
                 #pragma GCC unroll 8
@@ -190,10 +245,18 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
                     else ia[r][p] = dot<AB>(ia[r][p], wh[p], x1);
                 }
             }
+            if constexpr (RR > 0) {
+                #pragma GCC unroll 8
+                for (int k = 0; k < RR; k++) {
+                    const XCodes<8> x0 = xcodes<8>(xr[k] + 8 * c), x1 = xcodes<8>(xr[k] + 8 * c + 4);
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) ir[k][p][c >> 1] = dot<8>(dot<8>(ir[k][p][c >> 1], wl[p], x0), wh[p], x1);
+                }
+            }
         }
         if (kSplit)
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++)
+            for (int r = 0; r < MX; r++)
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) ia[r][p] = _mm512_add_epi32(ia[r][p], ib[r][p]);
         __m512 dw[NP], mw[NP];
@@ -204,7 +267,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
             if (Q41) mw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp + 32)));
         }
         #pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
+        for (int r = 0; r < MX; r++) {
             const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
             const __m512 sa = Q41 ? _mm512_set1_ps(a.s[(t.m0 + r) * nb + b]) : _mm512_setzero_ps();
             #pragma GCC unroll 8
@@ -213,11 +276,28 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
                 if (Q41) acc[r][p] = _mm512_fmadd_ps(mw[p], sa, acc[r][p]);
             }
         }
+        // The residual products from 0, their min term with s = 0 (the main codes' s covers it).
+        #pragma GCC unroll 8
+        for (int k = 0; k < RR; k++) {
+            const __m512 rd = _mm512_set1_ps(a.rd[(t.m0 + rrow[k]) * nb + b]), zero = _mm512_setzero_ps();
+            __m512 v[NP];
+            #pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) {
+                v[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], rd), _mm512_cvtepi32_ps(_mm512_add_epi32(ir[k][p][0], ir[k][p][1])), zero);
+                if (Q41) v[p] = _mm512_fmadd_ps(mw[p], zero, v[p]);
+            }
+            add_to_row<NP>(t, rrow[k], v);
+        }
+    };
+    if constexpr (FUSE) {  // the fused residual of the pair (its row tiles have run)
+        fused_residual_pair(t, [&](auto rr, int64_t b, const int64_t* rows) { blk(Int<0>{}, rr, b, rows); });
+        return;
     }
+    for (int64_t b = 0; b < nb; b++) blk(Int<MR>{}, Int<0>{}, b, nullptr);
     store_tile<MR, NP>(t, acc);
 }
 
-template <int MR, int NP, int AB>
+template <int MR, int NP, int AB, bool FUSE = false>
 void tile_q8(const Tile& t, const QuantizedRows& a) {
     const WeightPrefetch& pf = t.pf;
     const int64_t nb = a.blocks;
@@ -229,18 +309,30 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     const Code<AB>* xq[MR];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
-    for (int64_t b = 0; b < nb; b++) {
+    // Block b for MX rows and RR residual rows, as in tile_q4.
+    auto blk = [&](auto mx, auto rr, int64_t b, const int64_t* rrow) {
+        constexpr int MX = decltype(mx)::value, RR = decltype(rr)::value;
+        constexpr int MA = MX > 0 ? MX : 1, RA = RR > 0 ? RR : 1;
         const uint8_t* pb = t.panel + b * 2 * kQ8_0PanelBlock;
-        if (t.prefetch)
+        if (MX > 0 && t.prefetch)
             for (size_t o = 0; o < 2 * kQ8_0PanelBlock; o += 64)
                 prefetch_line(pb + pf.ahead + o, pf.l2);
         constexpr bool kSplit = MR <= 2;  // as in tile_q4
-        __m512i ia[MR][NP], ib[MR][NP];
+        __m512i ia[MA][NP], ib[MA][NP], ir[RA][NP][2];  // (residual rows: 2 chains, as in tile_q4)
+        const int8_t* xr[RA];
         #pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
+        for (int r = 0; r < MX; r++) {
             const __m512i init = _mm512_set1_epi32(-128 * a.sum[(t.m0 + r) * nb + b]);
             #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) ia[r][p] = init, ib[r][p] = _mm512_setzero_si512();
+        }
+        #pragma GCC unroll 8
+        for (int k = 0; k < RR; k++) {
+            const int64_t ab = (t.m0 + rrow[k]) * nb + b;
+            xr[k] = a.rq + ab * 32;
+            const __m512i init = _mm512_set1_epi32(-128 * a.rsum[ab]);
+            #pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) ir[k][p][0] = init, ir[k][p][1] = _mm512_setzero_si512();
         }
         #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
@@ -248,7 +340,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
             #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) w[p] = wcodes<AB>(_mm512_loadu_si512(pb + p * kQ8_0PanelBlock + 32 + g * 64));
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < MX; r++) {
                 const XCodes<AB> x = xcodes<AB>(xq[r] + b * 32 + 4 * g);
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
@@ -256,10 +348,18 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
                     else ia[r][p] = dot<AB>(ia[r][p], w[p], x);
                 }
             }
+            if constexpr (RR > 0) {
+                #pragma GCC unroll 8
+                for (int k = 0; k < RR; k++) {
+                    const XCodes<8> x = xcodes<8>(xr[k] + 4 * g);
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) ir[k][p][g >> 2] = dot<8>(ir[k][p][g >> 2], w[p], x);
+                }
+            }
         }
         if (kSplit)
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++)
+            for (int r = 0; r < MX; r++)
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) ia[r][p] = _mm512_add_epi32(ia[r][p], ib[r][p]);
         __m512 dw[NP];
@@ -267,13 +367,28 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
         for (int p = 0; p < NP; p++)
             dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + p * kQ8_0PanelBlock)));
         #pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
+        for (int r = 0; r < MX; r++) {
             const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
             #pragma GCC unroll 8
             for (int p = 0; p < NP; p++)
                 acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(ia[r][p]), acc[r][p]);
         }
+        #pragma GCC unroll 8
+        for (int k = 0; k < RR; k++) {
+            const __m512 rd = _mm512_set1_ps(a.rd[(t.m0 + rrow[k]) * nb + b]);
+            __m512 v[NP];
+            #pragma GCC unroll 8
+            for (int p = 0; p < NP; p++)
+                v[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], rd), _mm512_cvtepi32_ps(_mm512_add_epi32(ir[k][p][0], ir[k][p][1])),
+                                       _mm512_setzero_ps());
+            add_to_row<NP>(t, rrow[k], v);
+        }
+    };
+    if constexpr (FUSE) {  // the fused residual of the pair (its row tiles have run)
+        fused_residual_pair(t, [&](auto rr, int64_t b, const int64_t* rows) { blk(Int<0>{}, rr, b, rows); });
+        return;
     }
+    for (int64_t b = 0; b < nb; b++) blk(Int<MR>{}, Int<0>{}, b, nullptr);
     store_tile<MR, NP>(t, acc);
 }
 
@@ -281,7 +396,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
 // per 32-element sub-block, the integer dots over elements 0..15 (lo) and 16..31
 // (hi) of the block (two vpdpbusd chains), then the float operations of
 // weight_matmul_kernels.hpp.
-template <TensorType T, int MR, int NP, int AB>
+template <TensorType T, int MR, int NP, int AB, bool FUSE = false>
 void tile_new(const Tile& t, const QuantizedRows& a) {
     const WeightPrefetch& pf = t.pf;
     constexpr size_t step = panel_step_bytes(T);
@@ -303,32 +418,51 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
     const Code<AB>* xq[MR];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
-    // Sub-block s of step st, whose bytes start at pb and whose super-block scales are dw. It is a
+    // Sub-block s of step st, whose bytes start at pb and whose super-block scales are dw, for the
+    // first MX rows of the tile (MR or 0) and the residual codes of RR marked rows (the fused
+    // residual: rrow, their products accumulated in pacc where their block s is marked). It is a
     // lambda called from the step loop rather than the loop's body: the same operations, but GCC 12
     // inlines it late and then schedules the 5-row Q5_0 tile better (Q5_0 prefill 296-301 -> 318-326
     // GOP/s on 1 thread, 597-599 -> 627-650 on 2; bench_weight_matmul --quick, AMD EPYC Zen 4; the
     // K-quants unchanged). Inlined early (always_inline), the K-quants' decode tiles ran at half
     // speed. The AVX2 tiles in this shape measured no gain and keep the loop body.
-    auto sub = [&](int64_t st, int s, const uint8_t* pb, const __m512 (&dw)[NP]) {
+    auto sub = [&](auto mx, auto rr, int64_t st, int s, const uint8_t* pb, const __m512 (&dw)[NP], const int64_t* rrow,
+                   __m512 (*pacc)[NP]) {
+        constexpr int MX = decltype(mx)::value, RR = decltype(rr)::value;
+        constexpr int MA = MX > 0 ? MX : 1, RA = RR > 0 ? RR : 1;
         const int64_t b = st * kSubs + s;
-        if (t.sparse && all_zero_scales<MR>(a, t.m0, b)) return;
-        if (t.prefetch)
+        if (MX > 0 && t.sparse && all_zero_scales<MR>(a, t.m0, b)) return;
+        if (MX > 0 && t.prefetch)
             for (size_t o = 0; o < pf_chunk; o += 64)
                 prefetch_line(pb + s * pf_chunk + pf.ahead + o, pf.l2);
-        __m512i ilo[MR][NP], ihi[MR][NP];
-        #pragma GCC unroll 8
-        for (int r = 0; r < MR; r++) {
-            // Q5_0 and Q6_K: the -16 * sum(x) / -32 * sum(x) offsets start the chains (exact:
-            // integer sums); Q6_K's two chains take their groups' (kTwo).
-            const int64_t ab = (t.m0 + r) * nb + b;
-            __m512i init = _mm512_setzero_si512(), init_hi = _mm512_setzero_si512();
-            if constexpr (T == TensorType::Q5_0) init = _mm512_set1_epi32(-16 * a.sum[ab]);
+        __m512i ilo[MA][NP], ihi[MA][NP], rc[RA][NP][2];  // (residual rows: elements 0..15, 16..31)
+        const int8_t* xr[RA];
+        // Q5_0 and Q6_K: the -16 * sum(x) / -32 * sum(x) offsets start the chains (exact: integer
+        // sums); Q6_K's two chains take their groups' (kTwo).
+        auto init = [&](int32_t sum, int32_t sum_lo, __m512i& lo_, __m512i& hi_) {
+            lo_ = _mm512_setzero_si512(), hi_ = _mm512_setzero_si512();
+            if constexpr (T == TensorType::Q5_0) lo_ = _mm512_set1_epi32(-16 * sum);
             if constexpr (T == TensorType::Q6_K) {
-                init = _mm512_set1_epi32(-32 * a.sum_lo[ab]);
-                init_hi = _mm512_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
+                lo_ = _mm512_set1_epi32(-32 * sum_lo);
+                hi_ = _mm512_set1_epi32(-32 * (sum - sum_lo));
             }
+        };
+        #pragma GCC unroll 8
+        for (int r = 0; r < MX; r++) {
+            const int64_t ab = (t.m0 + r) * nb + b;
+            __m512i i0, i1;
+            init(a.sum[ab], T == TensorType::Q6_K ? a.sum_lo[ab] : 0, i0, i1);
             #pragma GCC unroll 8
-            for (int p = 0; p < NP; p++) ilo[r][p] = init, ihi[r][p] = init_hi;
+            for (int p = 0; p < NP; p++) ilo[r][p] = i0, ihi[r][p] = i1;
+        }
+        #pragma GCC unroll 8
+        for (int k = 0; k < RR; k++) {
+            const int64_t ab = (t.m0 + rrow[k]) * nb + b;
+            xr[k] = a.rq + ab * 32;
+            __m512i i0, i1;
+            init(a.rsum[ab], T == TensorType::Q6_K ? a.rsum_lo[ab] : 0, i0, i1);
+            #pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) rc[k][p][0] = i0, rc[k][p][1] = i1;
         }
         #pragma GCC unroll 8
         for (int c = 0; c < 4; c++) {
@@ -341,7 +475,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 wh[p] = wcodes<AB>(h);
             }
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < MX; r++) {
                 const Code<AB>* xb = xq[r] + b * 32 + 8 * c;
                 const XCodes<AB> x0 = xcodes<AB>(xb), x1 = xcodes<AB>(xb + 4);
                 #pragma GCC unroll 8
@@ -351,16 +485,41 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     d = dot<AB>(d, wh[p], x1);
                 }
             }
+            if constexpr (RR > 0) {
+                #pragma GCC unroll 8
+                for (int k = 0; k < RR; k++) {
+                    const XCodes<8> x0 = xcodes<8>(xr[k] + 8 * c), x1 = xcodes<8>(xr[k] + 8 * c + 4);
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) {
+                        rc[k][p][c >> 1] = dot<8>(dot<8>(rc[k][p][c >> 1], wl[p], x0), wh[p], x1);
+                    }
+                }
+            }
         }
+        // The residual rows' products (added to pacc, from 0 at the step) where their block s is
+        // marked, their min terms with s = 0 (the main codes' s covers them).
+        auto rd_of = [&](int k) { return a.rd[(t.m0 + rrow[k]) * nb + b]; };
+        auto rlo = [&](int k, int p) { return rc[k][p][0]; };
+        auto rhi = [&](int k, int p) { return rc[k][p][1]; };
         if constexpr (T == TensorType::Q5_0) {
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < MX; r++) {
                 const int64_t ab = (t.m0 + r) * nb + b;
                 const __m512 da = _mm512_set1_ps(a.d[ab]);
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
                     const __m512i I = kTwo ? _mm512_add_epi32(ilo[r][p], ihi[r][p]) : ilo[r][p];
                     acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
+                }
+            }
+            #pragma GCC unroll 8
+            for (int k = 0; k < RR; k++) {
+                if (rd_of(k) == 0.0f) continue;  // (adds exactly nothing)
+                const __m512 rd = _mm512_set1_ps(rd_of(k));
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) {
+                    const __m512i I = _mm512_add_epi32(rlo(k, p), rhi(k, p));
+                    pacc[k][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], rd), _mm512_cvtepi32_ps(I), pacc[k][p]);
                 }
             }
         } else if constexpr (T == TensorType::Q6_K) {
@@ -380,7 +539,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 if constexpr (AB == 8) sf0[p] = _mm512_cvtepi32_ps(sc0[p]), sf1[p] = _mm512_cvtepi32_ps(sc1[p]);
             }
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < MX; r++) {
                 const __m512 da = _mm512_set1_ps(a.d[(t.m0 + r) * nb + b]);
                 #pragma GCC unroll 8
                 for (int p = 0; p < NP; p++) {
@@ -392,6 +551,19 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                         const __m512 I = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ihi[r][p]), sf1[p],
                                                          _mm512_mul_ps(_mm512_cvtepi32_ps(ilo[r][p]), sf0[p]));
                         acc[r][p] = _mm512_fmadd_ps(dd, I, acc[r][p]);
+                    }
+                }
+            }
+            if constexpr (RR > 0) {
+                #pragma GCC unroll 8
+                for (int k = 0; k < RR; k++) {
+                        if (rd_of(k) == 0.0f) continue;  // (adds exactly nothing)
+                        const __m512 rd = _mm512_set1_ps(rd_of(k));
+                    #pragma GCC unroll 8
+                    for (int p = 0; p < NP; p++) {
+                        const __m512 I = _mm512_fmadd_ps(_mm512_cvtepi32_ps(rhi(k, p)), sf1[p],
+                                                         _mm512_mul_ps(_mm512_cvtepi32_ps(rlo(k, p)), sf0[p]));
+                        pacc[k][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], rd), I, pacc[k][p]);
                     }
                 }
             }
@@ -408,7 +580,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 dm[p] = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp + kKDmin))), mn);
             }
             #pragma GCC unroll 8
-            for (int r = 0; r < MR; r++) {
+            for (int r = 0; r < MX; r++) {
                 const int64_t ab = (t.m0 + r) * nb + b;
                 const __m512 da = _mm512_set1_ps(a.d[ab]);
                 const __m512 sa = _mm512_set1_ps(a.s[ab]);
@@ -419,15 +591,50 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     acc[r][p] = _mm512_fnmadd_ps(dm[p], sa, acc[r][p]);
                 }
             }
+            #pragma GCC unroll 8
+            for (int k = 0; k < RR; k++) {
+                if (rd_of(k) == 0.0f) continue;  // (adds exactly nothing)
+                const __m512 rd = _mm512_set1_ps(rd_of(k)), zero = _mm512_setzero_ps();
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) {
+                    const __m512i I = _mm512_add_epi32(rlo(k, p), rhi(k, p));
+                    pacc[k][p] = _mm512_fmadd_ps(_mm512_mul_ps(ds[p], rd), _mm512_cvtepi32_ps(I), pacc[k][p]);
+                    pacc[k][p] = _mm512_fnmadd_ps(dm[p], zero, pacc[k][p]);
+                }
+            }
         }
     };
-    for (int64_t st = 0; st < nb / kSubs; st++) {
-        const uint8_t* pb = t.panel + st * 2 * step;
-        __m512 dw[NP];
+    auto scales = [&](const uint8_t* pb, __m512 (&dw)[NP]) {
         #pragma GCC unroll 8
         for (int p = 0; p < NP; p++)
             dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + p * step)));
-        for (int s = 0; s < kSubs; s++) sub(st, s, pb, dw);
+    };
+    if constexpr (FUSE) {  // the fused residual of the pair (its row tiles have run)
+        fused_residual_pair(t, [&](auto rr, int64_t st, const int64_t* rows) {
+            constexpr int RR = decltype(rr)::value;
+            const uint8_t* pb = t.panel + st * 2 * step;
+            __m512 dw[NP], pacc[RR][NP];
+            scales(pb, dw);
+            #pragma GCC unroll 8
+            for (int k = 0; k < RR; k++)
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) pacc[k][p] = _mm512_setzero_ps();
+            for (int s = 0; s < kSubs; s++) {  // the step's blocks where one of the rows is marked
+                bool marked = false;
+                #pragma GCC unroll 8
+                for (int k = 0; k < RR; k++) marked |= a.rd[rows[k] * nb + st * kSubs + s] != 0.0f;
+                if (marked) sub(Int<0>{}, rr, st, s, pb, dw, rows, pacc);
+            }
+            #pragma GCC unroll 8
+            for (int k = 0; k < RR; k++) add_to_row<NP>(t, rows[k], pacc[k]);
+        });
+        return;
+    }
+    for (int64_t st = 0; st < nb / kSubs; st++) {
+        const uint8_t* pb = t.panel + st * 2 * step;
+        __m512 dw[NP];
+        scales(pb, dw);
+        for (int s = 0; s < kSubs; s++) sub(Int<MR>{}, Int<0>{}, st, s, pb, dw, nullptr, nullptr);
     }
     store_tile<MR, NP>(t, acc);
 }
@@ -503,6 +710,20 @@ void run_wide_tile(const MatmulArgs& args, const Tile& t) {
     }
 }
 
+// The fused residual of a panel pair (tile_*<..., FUSE = true>; the row count is not used).
+void fused_residual(const MatmulArgs& args, const Tile& t) {
+    switch (args.w->type()) {
+        case TensorType::Q4_1: tile_q4<true, 1, 2, 8, true>(t, *args.a); break;
+        case TensorType::Q4_0: tile_q4<false, 1, 2, 8, true>(t, *args.a); break;
+        case TensorType::Q8_0: tile_q8<1, 2, 8, true>(t, *args.a); break;
+        case TensorType::Q5_0: tile_new<TensorType::Q5_0, 1, 2, 8, true>(t, *args.a); break;
+        case TensorType::Q4_K: tile_new<TensorType::Q4_K, 1, 2, 8, true>(t, *args.a); break;
+        case TensorType::Q5_K: tile_new<TensorType::Q5_K, 1, 2, 8, true>(t, *args.a); break;
+        case TensorType::Q6_K: tile_new<TensorType::Q6_K, 1, 2, 8, true>(t, *args.a); break;
+        default: break;
+    }
+}
+
 template <int NP, int AB>
 void run_rows(const MatmulArgs& args, const Tile& t, int mr) {
     static_assert(kRows == 4 && kWideRows == 6, "update the dispatch");
@@ -536,6 +757,7 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
         t.pf = pf;
         t.panel = w.panel(p) + args.step0 * static_cast<int64_t>(w.panel_stride());
         t.sparse = args.sparse_blocks;
+        t.rrows = args.residual_rows;
         t.ldy = args.ldy;
         t.ncols = static_cast<int>(std::min<int64_t>(2 * kPanel, w.rows() - p * kPanel));
         int64_t m0 = 0;
@@ -558,6 +780,13 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
             t.y = args.Y + m * args.ldy + (p * kPanel - args.col0);
             run_rows<2, AB>(args, t, mr);
         }
+        if constexpr (AB == 8)
+            if (args.residual_rows) {  // the pair's fused residual: all rows, from row 0
+                t.m0 = 0;
+                t.prefetch = false;
+                t.y = args.Y + (p * kPanel - args.col0);
+                fused_residual(args, t);
+            }
     }
 }
 

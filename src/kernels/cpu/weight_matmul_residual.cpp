@@ -10,6 +10,7 @@
 // addition per step with a marked block, in increasing step order: a function of the row alone,
 // the same on every path (unmarked blocks of a gathered K-quant step have zero codes and scale,
 // which add exactly nothing).
+#include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 
@@ -99,9 +100,7 @@ void gather(const QuantizedRows& a, int64_t m, int64_t st, int64_t subs, Residua
     sc.row[slot] = m;
 }
 
-// The rows of each step with a marked block, in increasing order: rows[start[st] .. start[st + 1])
-// (a counting sort over the rows' lists of marked blocks). Per thread; false when it cannot grow
-// (then the caller scans each step).
+// Per thread: the storage of marked_step_rows.
 struct StepRows {
     std::vector<int64_t> start;
     std::vector<int64_t> rows;
@@ -114,7 +113,11 @@ void for_each_marked_step(const QuantizedRows& a, int64_t m, int64_t subs, Fn&& 
         if (st != last) fn(st), last = st;
     }
 }
-bool step_rows(const QuantizedRows& a, int64_t M, int64_t subs, StepRows& out) {
+}  // namespace
+
+// A counting sort over the rows' lists of marked blocks.
+bool marked_step_rows(const QuantizedRows& a, int64_t M, int64_t subs, MarkedStepRows& view) noexcept {
+    thread_local StepRows out;
     const int64_t nsteps = a.blocks / subs;
     try {
         out.start.assign(static_cast<size_t>(nsteps + 1), 0);
@@ -131,10 +134,11 @@ bool step_rows(const QuantizedRows& a, int64_t M, int64_t subs, StepRows& out) {
         for_each_marked_step(a, m, subs, [&](int64_t st) { out.rows[static_cast<size_t>(fill[static_cast<size_t>(st)]++)] = m; });
     for (int64_t st = nsteps; st > 0; st--) fill[static_cast<size_t>(st)] = fill[static_cast<size_t>(st - 1)];
     fill[0] = 0;
+    view.start = out.start.data();
+    view.rows = out.rows.data();
+    view.steps = nsteps;
     return true;
 }
-
-}  // namespace
 
 void matmul_residual(const MatmulArgs& args, PanelKernel8 kernel, int64_t p0, int64_t p1) {
     const QuantizedRows& a = *args.a;
@@ -153,8 +157,8 @@ void matmul_residual(const MatmulArgs& args, PanelKernel8 kernel, int64_t p0, in
         });
         return;
     }
-    thread_local StepRows lists;
-    const bool listed = step_rows(a, args.M, subs, lists);
+    MarkedStepRows lists;
+    const bool listed = marked_step_rows(a, args.M, subs, lists);
     for (int64_t st = 0; st < nsteps; st++) {
         int rows = 0;
         auto add = [&](int64_t m) {
@@ -165,8 +169,7 @@ void matmul_residual(const MatmulArgs& args, PanelKernel8 kernel, int64_t p0, in
             }
         };
         if (listed) {
-            for (int64_t i = lists.start[static_cast<size_t>(st)]; i < lists.start[static_cast<size_t>(st + 1)]; i++)
-                add(lists.rows[static_cast<size_t>(i)]);
+            for (int64_t i = lists.start[st]; i < lists.start[st + 1]; i++) add(lists.rows[i]);
         } else {
             for (int64_t m = 0; m < args.M; m++)
                 if (a.rcount[m] != 0 && marked(a, m, st * subs, subs)) add(m);

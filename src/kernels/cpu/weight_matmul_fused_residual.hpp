@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The kvrt authors
+
+// ActBits::Q8R's residual products computed by the kernel itself (MatmulArgs::residual_rows: the
+// AVX-512 kernel) instead of by the separate pass (weight_matmul_residual.cpp), with that pass's
+// bits.
+//
+// The separate pass adds, per output element, each marked panel step's residual product (its
+// float operations from 0, over the step's marked blocks) to the finished 8-bit chain, in
+// increasing step order; it gathers the rows' codes per step and runs the 8-bit kernel on them
+// over a chunk of panels, reading those weights a second time from wherever they are by then. The
+// fused form does the same right after a panel pair's row tiles have stored their chains, while
+// the pair's weights are in L1/L2: per step in increasing order, the rows marked there (the lists
+// below) in groups of up to kFusedResidualGroup, each group's products from its residual codes in
+// place, added to its rows of Y. Same operations, same order.
+#pragma once
+
+#include "kernels/cpu/activation_quant.hpp"
+
+#include <cstdint>
+
+namespace kvrt::kernels {
+
+constexpr int kFusedResidualGroup = 4;  // rows per residual group
+
+// The rows of each panel step (of `subs` blocks) with a marked block there, in increasing order:
+// rows[start[st] .. start[st + 1]).
+struct MarkedStepRows {
+    const int64_t* start = nullptr;
+    const int64_t* rows = nullptr;
+    int64_t steps = 0;
+};
+// The lists of rows [0, M) of `a` in per-thread storage (valid until the thread's next call); false
+// when that storage cannot grow.
+bool marked_step_rows(const QuantizedRows& a, int64_t M, int64_t subs, MarkedStepRows& out) noexcept;
+
+}  // namespace kvrt::kernels
