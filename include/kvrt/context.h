@@ -151,9 +151,10 @@ typedef struct kvrt_context_config {
      *      releases before 0.3.1.
      *   9 (KVRT_ACT_BITS_OUTLIERS): as 0, and each 8-bit-coded block whose scale exceeds 3x
      *      its row's mean (an outlier channel's block: 1.5-4% of the blocks of the real
-     *      models) also gets the 8-bit codes of its rounding error, which a second pass over
-     *      those blocks adds (not on the output head): on an AVX-512 CPU SmolLM2's KL from
-     *      float64 0.45x llama.cpp's (0 gives 0.80x), for 3-11% of the prefill speed of 0.
+     *      models) also gets the 8-bit codes of its rounding error, whose products over those
+     *      blocks are added after the 8-bit ones (not on the output head): SmolLM2's KL from
+     *      float64 0.45x llama.cpp's (0 gives 0.80x), for 0-7% of the prefill speed of 0 on
+     *      AVX-512 CPUs (3-12% on AVX2 ones).
      *   16: 16-bit codes everywhere (scale amax/32767): the activation rounding, which is all
      *       of kvrt's distance from exact math on the models measured, shrinks ~256x.
      * The KL divergences and the speed of each are in scripts/reference/README.md ("16-bit

@@ -501,6 +501,17 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
         auto rd_of = [&](int k) { return a.rd[(t.m0 + rrow[k]) * nb + b]; };
         auto rlo = [&](int k, int p) { return rc[k][p][0]; };
         auto rhi = [&](int k, int p) { return rc[k][p][1]; };
+        // pacc[k][p] = f(k, p, rd, pacc[k][p]) for the residual rows marked at b (an unmarked one
+        // would add exactly nothing).
+        auto residual = [&](auto&& f) {
+            #pragma GCC unroll 8
+            for (int k = 0; k < RR; k++) {
+                if (rd_of(k) == 0.0f) continue;
+                const __m512 rd = _mm512_set1_ps(rd_of(k));
+                #pragma GCC unroll 8
+                for (int p = 0; p < NP; p++) pacc[k][p] = f(k, p, rd, pacc[k][p]);
+            }
+        };
         if constexpr (T == TensorType::Q5_0) {
             #pragma GCC unroll 8
             for (int r = 0; r < MX; r++) {
@@ -512,16 +523,9 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     acc[r][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], da), _mm512_cvtepi32_ps(I), acc[r][p]);
                 }
             }
-            #pragma GCC unroll 8
-            for (int k = 0; k < RR; k++) {
-                if (rd_of(k) == 0.0f) continue;  // (adds exactly nothing)
-                const __m512 rd = _mm512_set1_ps(rd_of(k));
-                #pragma GCC unroll 8
-                for (int p = 0; p < NP; p++) {
-                    const __m512i I = _mm512_add_epi32(rlo(k, p), rhi(k, p));
-                    pacc[k][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], rd), _mm512_cvtepi32_ps(I), pacc[k][p]);
-                }
-            }
+            residual([&](int k, int p, __m512 rd, __m512 v) {
+                return _mm512_fmadd_ps(_mm512_mul_ps(dw[p], rd), _mm512_cvtepi32_ps(_mm512_add_epi32(rlo(k, p), rhi(k, p))), v);
+            });
         } else if constexpr (T == TensorType::Q6_K) {
             // I = sc0 * Ilo + sc1 * Ihi (the chains hold the offsets already). With 8-bit codes
             // each group sum is at most 16 * 32 * 128 = 2^16 in magnitude and a scale at most 128,
@@ -554,19 +558,12 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     }
                 }
             }
-            if constexpr (RR > 0) {
-                #pragma GCC unroll 8
-                for (int k = 0; k < RR; k++) {
-                        if (rd_of(k) == 0.0f) continue;  // (adds exactly nothing)
-                        const __m512 rd = _mm512_set1_ps(rd_of(k));
-                    #pragma GCC unroll 8
-                    for (int p = 0; p < NP; p++) {
-                        const __m512 I = _mm512_fmadd_ps(_mm512_cvtepi32_ps(rhi(k, p)), sf1[p],
-                                                         _mm512_mul_ps(_mm512_cvtepi32_ps(rlo(k, p)), sf0[p]));
-                        pacc[k][p] = _mm512_fmadd_ps(_mm512_mul_ps(dw[p], rd), I, pacc[k][p]);
-                    }
-                }
-            }
+            if constexpr (RR > 0)
+                residual([&](int k, int p, __m512 rd, __m512 v) {
+                    const __m512 I = _mm512_fmadd_ps(_mm512_cvtepi32_ps(rhi(k, p)), sf1[p],
+                                                     _mm512_mul_ps(_mm512_cvtepi32_ps(rlo(k, p)), sf0[p]));
+                    return _mm512_fmadd_ps(_mm512_mul_ps(dw[p], rd), I, v);
+                });
         } else {  // Q4_K, Q5_K
             __m512 ds[NP], dm[NP];
             #pragma GCC unroll 8
@@ -591,17 +588,10 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                     acc[r][p] = _mm512_fnmadd_ps(dm[p], sa, acc[r][p]);
                 }
             }
-            #pragma GCC unroll 8
-            for (int k = 0; k < RR; k++) {
-                if (rd_of(k) == 0.0f) continue;  // (adds exactly nothing)
-                const __m512 rd = _mm512_set1_ps(rd_of(k)), zero = _mm512_setzero_ps();
-                #pragma GCC unroll 8
-                for (int p = 0; p < NP; p++) {
-                    const __m512i I = _mm512_add_epi32(rlo(k, p), rhi(k, p));
-                    pacc[k][p] = _mm512_fmadd_ps(_mm512_mul_ps(ds[p], rd), _mm512_cvtepi32_ps(I), pacc[k][p]);
-                    pacc[k][p] = _mm512_fnmadd_ps(dm[p], zero, pacc[k][p]);
-                }
-            }
+            residual([&](int k, int p, __m512 rd, __m512 v) {
+                v = _mm512_fmadd_ps(_mm512_mul_ps(ds[p], rd), _mm512_cvtepi32_ps(_mm512_add_epi32(rlo(k, p), rhi(k, p))), v);
+                return _mm512_fnmadd_ps(dm[p], _mm512_setzero_ps(), v);
+            });
         }
     };
     auto scales = [&](const uint8_t* pb, __m512 (&dw)[NP]) {
