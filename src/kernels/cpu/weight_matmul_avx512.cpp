@@ -82,6 +82,8 @@ struct Tile {
 template <int N>
 using Int = std::integral_constant<int, N>;
 
+alignas(64) constexpr int8_t kZeroCodes[32] = {};
+
 // The fused residual (weight_matmul_fused_residual.hpp) of a panel pair whose row tiles have stored
 // their chains (t: the pair from row 0): per step in increasing order, blk(Int<RR>, st, rows) adds
 // the residual products of RR (1..kFusedResidualGroup) of the rows marked there to their rows of Y.
@@ -457,10 +459,14 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
         }
         #pragma GCC unroll 8
         for (int k = 0; k < RR; k++) {
+            // A group row not marked at this block of its K-quant step has no residual codes or
+            // sums here (they are written for marked blocks only): zeros, whose product the update
+            // below skips anyway.
             const int64_t ab = (t.m0 + rrow[k]) * nb + b;
-            xr[k] = a.rq + ab * 32;
+            const bool mark = a.rd[ab] != 0.0f;
+            xr[k] = mark ? a.rq + ab * 32 : kZeroCodes;
             __m512i i0, i1;
-            init(a.rsum[ab], T == TensorType::Q6_K ? a.rsum_lo[ab] : 0, i0, i1);
+            init(mark ? a.rsum[ab] : 0, mark && T == TensorType::Q6_K ? a.rsum_lo[ab] : 0, i0, i1);
             #pragma GCC unroll 8
             for (int p = 0; p < NP; p++) rc[k][p][0] = i0, rc[k][p][1] = i1;
         }
