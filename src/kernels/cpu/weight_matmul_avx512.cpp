@@ -197,10 +197,10 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
     const Code<AB>* xq[MR];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
-    // Block b for the first MX rows of the tile (MR or 0) and the residual codes of RR marked rows
-    // (the fused residual: rows rrow, their products added to Y).
-    auto blk = [&](auto mx, auto rr, int64_t b, const int64_t* rrow) {
-        constexpr int MX = decltype(mx)::value, RR = decltype(rr)::value;
+    // Block b: for the tile's MR rows (RR = 0), or for the residual codes of RR marked rows (the
+    // fused residual: rows rrow, their products added to Y).
+    auto blk = [&](auto rr, int64_t b, const int64_t* rrow) {
+        constexpr int RR = decltype(rr)::value, MX = RR == 0 ? MR : 0;
         constexpr int MA = MX > 0 ? MX : 1, RA = RR > 0 ? RR : 1;
         const uint8_t* pb = t.panel + b * 2 * step;
         if (MX > 0 && t.prefetch)
@@ -292,10 +292,10 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         }
     };
     if constexpr (FUSE) {  // the fused residual of the pair (its row tiles have run)
-        fused_residual_pair(t, [&](auto rr, int64_t b, const int64_t* rows) { blk(Int<0>{}, rr, b, rows); });
+        fused_residual_pair(t, [&](auto rr, int64_t b, const int64_t* rows) { blk(rr, b, rows); });
         return;
     }
-    for (int64_t b = 0; b < nb; b++) blk(Int<MR>{}, Int<0>{}, b, nullptr);
+    for (int64_t b = 0; b < nb; b++) blk(Int<0>{}, b, nullptr);
     store_tile<MR, NP>(t, acc);
 }
 
@@ -311,9 +311,9 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
     const Code<AB>* xq[MR];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
-    // Block b for MX rows and RR residual rows, as in tile_q4.
-    auto blk = [&](auto mx, auto rr, int64_t b, const int64_t* rrow) {
-        constexpr int MX = decltype(mx)::value, RR = decltype(rr)::value;
+    // Block b for the tile's rows or RR residual rows, as in tile_q4.
+    auto blk = [&](auto rr, int64_t b, const int64_t* rrow) {
+        constexpr int RR = decltype(rr)::value, MX = RR == 0 ? MR : 0;
         constexpr int MA = MX > 0 ? MX : 1, RA = RR > 0 ? RR : 1;
         const uint8_t* pb = t.panel + b * 2 * kQ8_0PanelBlock;
         if (MX > 0 && t.prefetch)
@@ -387,10 +387,10 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
         }
     };
     if constexpr (FUSE) {  // the fused residual of the pair (its row tiles have run)
-        fused_residual_pair(t, [&](auto rr, int64_t b, const int64_t* rows) { blk(Int<0>{}, rr, b, rows); });
+        fused_residual_pair(t, [&](auto rr, int64_t b, const int64_t* rows) { blk(rr, b, rows); });
         return;
     }
-    for (int64_t b = 0; b < nb; b++) blk(Int<MR>{}, Int<0>{}, b, nullptr);
+    for (int64_t b = 0; b < nb; b++) blk(Int<0>{}, b, nullptr);
     store_tile<MR, NP>(t, acc);
 }
 
@@ -421,16 +421,16 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) xq[r] = act_row<AB>(a, t.m0 + r);
     // Sub-block s of step st, whose bytes start at pb and whose super-block scales are dw, for the
-    // first MX rows of the tile (MR or 0) and the residual codes of RR marked rows (the fused
-    // residual: rrow, their products accumulated in pacc where their block s is marked). It is a
+    // tile's MR rows (RR = 0) or for the residual codes of RR marked rows (the fused residual:
+    // rrow, their products accumulated in pacc where their block s is marked). It is a
     // lambda called from the step loop rather than the loop's body: the same operations, but GCC 12
     // inlines it late and then schedules the 5-row Q5_0 tile better (Q5_0 prefill 296-301 -> 318-326
     // GOP/s on 1 thread, 597-599 -> 627-650 on 2; bench_weight_matmul --quick, AMD EPYC Zen 4; the
     // K-quants unchanged). Inlined early (always_inline), the K-quants' decode tiles ran at half
     // speed. The AVX2 tiles in this shape measured no gain and keep the loop body.
-    auto sub = [&](auto mx, auto rr, int64_t st, int s, const uint8_t* pb, const __m512 (&dw)[NP], const int64_t* rrow,
+    auto sub = [&](auto rr, int64_t st, int s, const uint8_t* pb, const __m512 (&dw)[NP], const int64_t* rrow,
                    __m512 (*pacc)[NP]) {
-        constexpr int MX = decltype(mx)::value, RR = decltype(rr)::value;
+        constexpr int RR = decltype(rr)::value, MX = RR == 0 ? MR : 0;
         constexpr int MA = MX > 0 ? MX : 1, RA = RR > 0 ? RR : 1;
         const int64_t b = st * kSubs + s;
         if (MX > 0 && t.sparse && all_zero_scales<MR>(a, t.m0, b)) return;
@@ -619,7 +619,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 bool marked = false;
                 #pragma GCC unroll 8
                 for (int k = 0; k < RR; k++) marked |= a.rd[rows[k] * nb + st * kSubs + s] != 0.0f;
-                if (marked) sub(Int<0>{}, rr, st, s, pb, dw, rows, pacc);
+                if (marked) sub(rr, st, s, pb, dw, rows, pacc);
             }
             #pragma GCC unroll 8
             for (int k = 0; k < RR; k++) add_to_row<NP>(t, rows[k], pacc[k]);
@@ -630,7 +630,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
         const uint8_t* pb = t.panel + st * 2 * step;
         __m512 dw[NP];
         scales(pb, dw);
-        for (int s = 0; s < kSubs; s++) sub(Int<MR>{}, Int<0>{}, st, s, pb, dw, nullptr, nullptr);
+        for (int s = 0; s < kSubs; s++) sub(Int<0>{}, st, s, pb, dw, nullptr, nullptr);
     }
     store_tile<MR, NP>(t, acc);
 }
