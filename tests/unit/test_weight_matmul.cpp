@@ -13,6 +13,7 @@
 #include "formats/tensor_type_dequant.hpp"
 #include "kernels/cpu/activation_quant.hpp"
 #include "kernels/cpu/weight_matmul_amx_emulated.hpp"
+#include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/ref/weight_matmul_ref.hpp"
 #include "kernels/weight_matmul.hpp"
@@ -1159,6 +1160,47 @@ TEST_CASE("weight_matmul Q8R: every quantised type on every ISA path agrees with
             else CHECK(same_bits(Y.data(), Yscalar.data(), Y.size()));
         }
     });
+}
+
+// The fused residual's lists (weight_matmul_fused_residual.hpp): every (row, step) with a marked
+// block once, a step's rows ordered by their first marked block there, then by row.
+TEST_CASE("weight_matmul Q8R: the marked rows of each step come ordered by their first marked block") {
+    for (int64_t subs : {int64_t{1}, int64_t{8}}) {
+        CAPTURE(subs);
+        const int64_t M = 37, nb = 32, nsteps = nb / subs;
+        std::vector<float> rd(static_cast<size_t>(M * nb), 0.0f);
+        std::vector<int32_t> rlist(static_cast<size_t>(M * nb)), rcount(static_cast<size_t>(M));
+        std::mt19937 rng(7);
+        for (int64_t m = 0; m < M; m++) {
+            int32_t n = 0;
+            for (int64_t b = 0; b < nb; b++)
+                if (rng() % 5 == 0) rd[static_cast<size_t>(m * nb + b)] = 0.5f, rlist[static_cast<size_t>(m * nb + n++)] = static_cast<int32_t>(b);
+            rcount[static_cast<size_t>(m)] = n;
+        }
+        kernels::QuantizedRows a;
+        a.rows = M;
+        a.blocks = nb;
+        a.rd = rd.data();
+        a.rlist = rlist.data();
+        a.rcount = rcount.data();
+        kernels::MarkedStepRows l;
+        REQUIRE(kernels::marked_step_rows(a, M, subs, l));
+        REQUIRE(l.steps == nsteps);
+        CHECK(l.start[0] == 0);
+        for (int64_t st = 0; st < nsteps; st++) {
+            // the expected rows: every row with a mark in the step, keyed (first marked block, row)
+            std::vector<std::pair<int64_t, int64_t>> want;
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t j = 0; j < subs; j++)
+                    if (rd[static_cast<size_t>(m * nb + st * subs + j)] != 0.0f) {
+                        want.emplace_back(j, m);
+                        break;
+                    }
+            std::sort(want.begin(), want.end());
+            REQUIRE(l.start[st + 1] - l.start[st] == static_cast<int64_t>(want.size()));
+            for (size_t i = 0; i < want.size(); i++) CHECK(l.rows[l.start[st] + static_cast<int64_t>(i)] == want[i].second);
+        }
+    }
 }
 
 // The AVX-512 kernel computes the residual products itself after each panel pair's row tiles: per

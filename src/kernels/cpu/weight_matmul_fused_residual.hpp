@@ -25,8 +25,9 @@ namespace kvrt::kernels {
 // row and panel above 4 rows) measured slower on Gemma 3's Q5_0 and Q4_K matmuls (AMD EPYC Zen 4).
 constexpr int kFusedResidualGroup = 4;
 
-// The rows of each panel step (of `subs` blocks) with a marked block there, in increasing order:
-// rows[start[st] .. start[st + 1]).
+// The rows of each panel step (of `subs` blocks) with a marked block there, rows[start[st] ..
+// start[st + 1]), ordered by their first marked block in the step, then by row (so that a group
+// of neighbours shares its blocks in a K-quant step).
 struct MarkedStepRows {
     const int64_t* start = nullptr;
     const int64_t* rows = nullptr;

@@ -106,35 +106,43 @@ struct StepRows {
     std::vector<int64_t> start;
     std::vector<int64_t> rows;
 };
+// fn(st, b) per step st of row m with a marked block, b its first marked block there.
 template <class Fn>
 void for_each_marked_step(const QuantizedRows& a, int64_t m, int64_t subs, Fn&& fn) {
     int64_t last = -1;
     for (int32_t i = 0; i < a.rcount[m]; i++) {
-        const int64_t st = a.rlist[m * a.blocks + i] / subs;
-        if (st != last) fn(st), last = st;
+        const int64_t b = a.rlist[m * a.blocks + i], st = b / subs;
+        if (st != last) fn(st, b), last = st;
     }
 }
 }  // namespace
 
-// A counting sort over the rows' lists of marked blocks.
+// A counting sort of the rows' marked steps on their first marked block there: a step's rows come
+// ordered by it (then by row), so that in a K-quant step the rows marked at the same block are
+// neighbours and a group of them (the fused residual's, or the separate pass's row tiles) unpacks
+// that block's weights once for all of them. (The order of a step's rows changes no bit: each
+// row's products go to its own row of Y. On Qwen2.5's Q4_K and Q6_K matmuls, AMD EPYC Zen 4, the
+// fused residual took 20-27% fewer samples than with the rows in increasing order.)
 bool marked_step_rows(const QuantizedRows& a, int64_t M, int64_t subs, MarkedStepRows& view) noexcept {
     thread_local StepRows out;
-    const int64_t nsteps = a.blocks / subs;
+    const int64_t nsteps = a.blocks / subs, nb = nsteps * subs;
+    std::vector<int64_t>& start = out.start;  // per block while sorting, then per step
     try {
-        out.start.assign(static_cast<size_t>(nsteps + 1), 0);
+        start.assign(static_cast<size_t>(nb + 1), 0);
         int64_t total = 0;
         for (int64_t m = 0; m < M; m++)
-            for_each_marked_step(a, m, subs, [&](int64_t st) { out.start[static_cast<size_t>(st + 1)]++, total++; });
-        for (int64_t st = 0; st < nsteps; st++) out.start[static_cast<size_t>(st + 1)] += out.start[static_cast<size_t>(st)];
+            for_each_marked_step(a, m, subs, [&](int64_t, int64_t b) { start[static_cast<size_t>(b + 1)]++, total++; });
+        for (int64_t b = 0; b < nb; b++) start[static_cast<size_t>(b + 1)] += start[static_cast<size_t>(b)];
         if (out.rows.size() < static_cast<size_t>(total)) out.rows.resize(static_cast<size_t>(total));
     } catch (...) {
         return false;
     }
-    std::vector<int64_t>& fill = out.start;  // (restored below: fill[st] walks from start[st])
+    std::vector<int64_t>& fill = start;  // (restored below: fill[b] walks from start[b])
     for (int64_t m = 0; m < M; m++)
-        for_each_marked_step(a, m, subs, [&](int64_t st) { out.rows[static_cast<size_t>(fill[static_cast<size_t>(st)]++)] = m; });
-    for (int64_t st = nsteps; st > 0; st--) fill[static_cast<size_t>(st)] = fill[static_cast<size_t>(st - 1)];
+        for_each_marked_step(a, m, subs, [&](int64_t, int64_t b) { out.rows[static_cast<size_t>(fill[static_cast<size_t>(b)]++)] = m; });
+    for (int64_t b = nb; b > 0; b--) fill[static_cast<size_t>(b)] = fill[static_cast<size_t>(b - 1)];
     fill[0] = 0;
+    for (int64_t st = 1; st <= nsteps; st++) start[static_cast<size_t>(st)] = start[static_cast<size_t>(st * subs)];  // (st * subs >= st: not yet overwritten)
     view.start = out.start.data();
     view.rows = out.rows.data();
     view.steps = nsteps;
@@ -152,7 +160,7 @@ void matmul_residual(const MatmulArgs& args, PanelKernel8 kernel, int64_t p0, in
     const int64_t nsteps = a.blocks / subs;
     ResidualScratch& sc = residual_scratch();
     if (args.M == 1) {  // decode: the row's own list, one kernel call per marked step
-        for_each_marked_step(a, 0, subs, [&](int64_t st) {
+        for_each_marked_step(a, 0, subs, [&](int64_t st, int64_t) {
             gather(a, 0, st, subs, sc, 0);
             run_group(args, kernel, sc, 1, st, subs, p0, p1);
         });
