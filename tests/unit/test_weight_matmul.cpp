@@ -1203,10 +1203,10 @@ TEST_CASE("weight_matmul Q8R: the marked rows of each step come ordered by their
     }
 }
 
-// The AVX-512 kernel computes the residual products itself after each panel pair's row tiles: per
-// step, the rows marked there in groups of up to kFusedResidualGroup, which in a K-quant step may be
-// marked at different blocks of it (weight_matmul_fused_residual.hpp); the other paths run the
-// separate pass. Both give its bits: here an outlier channel shared by most rows (many rows marked at
+// The AVX-512 and AVX2 kernels compute the residual products themselves after each panel pair's
+// (panel's) row tiles: per step, the rows marked there in groups (AVX-512: up to
+// kFusedResidualGroup; AVX2: the row tiles' 2), which in a K-quant step may be marked at different
+// blocks of it (weight_matmul_fused_residual.hpp); the other paths run the separate pass. Both give its bits: here an outlier channel shared by most rows (many rows marked at
 // the same blocks: several groups, of every size), rows with many marked blocks, and rows of none.
 TEST_CASE("weight_matmul Q8R: shared outlier channels and rows with many marked blocks give the same bits on every path") {
     const int64_t shapes[][3] = {{13, 40, 512}, {8, 33, 768}, {21, 64, 3072}, {1, 20, 3072}, {70, 34, 256}};

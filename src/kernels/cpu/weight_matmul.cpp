@@ -141,10 +141,11 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
 PanelKernel8 residual_kernel(PanelKernel kernel) {
     return kernel == matmul_panels_amx ? matmul_panels_avx512 : kernel;
 }
-// kernel over panels [p0, p1), then the residual pass where args.a has one; the AVX-512 kernel
-// computes the residual products itself instead (the same bits), given the marked rows' lists.
+// kernel over panels [p0, p1), then the residual pass where args.a has one; the AVX-512 and AVX2
+// kernels compute the residual products themselves instead (the same bits), given the marked
+// rows' lists.
 void run_kernel(const MatmulArgs& args, PanelKernel kernel, int64_t p0, int64_t p1) {
-    if (args.a && args.a->rq && kernel == matmul_panels_avx512) {
+    if (args.a && args.a->rq && (kernel == matmul_panels_avx512 || kernel == matmul_panels_avx2)) {
         MarkedStepRows lists;
         if (marked_step_rows(*args.a, args.M, panel_step_elems(args.w->type()) / 32, lists)) {
             MatmulArgs fused = args;

@@ -3,6 +3,7 @@
 
 // Plain AVX2 weight-matmul kernels (no AVX-512, no AVX-VNNI): see
 // weight_matmul_avx2_impl.hpp.
+#include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 

@@ -79,8 +79,10 @@ inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& w
     }
 }
 
-// Every (panel, row tile) of panels [p0, p1): tiles of kMaxRows rows, the last of 1.
-template <void (*Run1)(const MatmulArgs&, const Tile&), void (*Run2)(const MatmulArgs&, const Tile&)>
+// Every (panel, row tile) of panels [p0, p1): tiles of kMaxRows rows, the last of 1; then, where
+// the call carries MatmulArgs::residual_rows, RunR on the panel (t from row 0).
+template <void (*Run1)(const MatmulArgs&, const Tile&), void (*Run2)(const MatmulArgs&, const Tile&),
+          void (*RunR)(const MatmulArgs&, const Tile&) = nullptr>
 void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
     const WeightPrefetch pf = weight_prefetch();
@@ -99,6 +101,13 @@ void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
             t.y = args.Y + m * args.ldy + (p * kPanel - args.col0);
             if (args.M - m >= 2) Run2(args, t);
             else Run1(args, t);
+        }
+        if constexpr (RunR != nullptr) {
+            if (args.residual_rows) {
+                t.m0 = 0;
+                t.y = args.Y + (p * kPanel - args.col0);
+                RunR(args, t);
+            }
         }
     }
 }

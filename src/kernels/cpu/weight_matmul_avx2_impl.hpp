@@ -34,15 +34,33 @@ inline __m256i dot4(__m256i u, __m256i s) {
 }
 #endif
 
-template <bool Q41, int MR>
-void tile_q4(const Tile& t, const QuantizedRows& a) {
+// The rows a tile multiplies (R below): MR rows of the codes from row m0, whose sums the tile
+// stores (the matmul itself), or, on plain AVX2, the residual codes of a group of the fused
+// residual (ResidualRows, further down), whose sums it adds to those rows of Y.
+struct MatmulRows {
+    const QuantizedRows& a;
+    int64_t m0;
+    int64_t at(int r, int64_t b) const { return (m0 + r) * a.blocks + b; }
+    const int8_t* x(int r, int64_t b) const { return a.row_qs(m0 + r) + b * 32; }
+    float d(int r, int64_t b) const { return a.d[at(r, b)]; }
+    int32_t sum(int r, int64_t b) const { return a.sum[at(r, b)]; }
+    int32_t sum_lo(int r, int64_t b) const { return a.sum_lo[at(r, b)]; }
+    float s(int r, int64_t b) const { return a.s[at(r, b)]; }
+    template <int MR>
+    bool all_zero(int64_t b) const { return all_zero_scales<MR>(a, m0, b); }
+    template <int MR>
+    void finish(const Tile& t, __m256 (&acc)[MR][2]) const { store_tile<MR>(t, acc); }
+};
+
+// Blocks [b0, b1) of the tile's rows.
+template <bool Q41, int MR, class R>
+void tile_q4(const Tile& t, const R& rows, int64_t b0, int64_t b1) {
     constexpr size_t qoff = Q41 ? 64 : 32;
-    const int64_t nb = a.blocks;
     const __m256i lo = _mm256_set1_epi8(0x0F);
     __m256 acc[MR][2];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
         if (t.prefetch) prefetch_step(t.pf, pb, t.stride);
 #if KVRT_AVX2_VNNI
@@ -51,7 +69,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         __m256i ia[MR][2], ib[MR][2];
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
-            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
+            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * rows.sum(r, b));
             ia[r][0] = ia[r][1] = init;
             ib[r][0] = ib[r][1] = _mm256_setzero_si256();
         }
@@ -66,7 +84,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
             }
             #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
-                const int8_t* xb = a.row_qs(t.m0 + r) + b * 32 + 8 * c;
+                const int8_t* xb = rows.x(r, b) + 8 * c;
                 const __m256i x0 = _mm256_set1_epi32(load_i32(xb));
                 const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
                 #pragma GCC unroll 8
@@ -97,7 +115,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
             }
             #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
-                const int8_t* xb = a.row_qs(t.m0 + r) + b * 32 + 8 * c;
+                const int8_t* xb = rows.x(r, b) + 8 * c;
                 const __m256i x0 = _mm256_set1_epi32(load_i32(xb));
                 const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
                 #pragma GCC unroll 8
@@ -110,7 +128,7 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         __m256i ia[MR][2];
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
-            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * a.sum[(t.m0 + r) * nb + b]);
+            const __m256i init = Q41 ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * rows.sum(r, b));
             #pragma GCC unroll 8
             for (int h = 0; h < 2; h++)
                 ia[r][h] = _mm256_add_epi32(init, _mm256_madd_epi16(s16[r][h], _mm256_set1_epi16(1)));
@@ -125,8 +143,8 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
         }
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
-            const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
-            const __m256 sa = Q41 ? _mm256_set1_ps(a.s[(t.m0 + r) * nb + b]) : _mm256_setzero_ps();
+            const __m256 da = _mm256_set1_ps(rows.d(r, b));
+            const __m256 sa = Q41 ? _mm256_set1_ps(rows.s(r, b)) : _mm256_setzero_ps();
             #pragma GCC unroll 8
             for (int h = 0; h < 2; h++) {
                 acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(ia[r][h]), acc[r][h]);
@@ -134,19 +152,18 @@ void tile_q4(const Tile& t, const QuantizedRows& a) {
             }
         }
     }
-    store_tile<MR>(t, acc);
+    rows.template finish<MR>(t, acc);
 }
 
-template <int MR>
-void tile_q8(const Tile& t, const QuantizedRows& a) {
-    const int64_t nb = a.blocks;
+template <int MR, class R>
+void tile_q8(const Tile& t, const R& rows, int64_t b0, int64_t b1) {
 #if !KVRT_AVX2_VNNI
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
 #endif
     __m256 acc[MR][2];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         const uint8_t* pb = t.panel + b * t.stride;
         if (t.prefetch) prefetch_step(t.pf, pb, t.stride);
         __m256i ia[MR][2];
@@ -155,7 +172,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
         __m256i ib[MR][2];
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
-            ia[r][0] = ia[r][1] = _mm256_set1_epi32(-128 * a.sum[(t.m0 + r) * nb + b]);
+            ia[r][0] = ia[r][1] = _mm256_set1_epi32(-128 * rows.sum(r, b));
             ib[r][0] = ib[r][1] = _mm256_setzero_si256();
         }
         #pragma GCC unroll 8
@@ -166,7 +183,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
                 w[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 32 + g * 64 + 32 * h));
             #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
-                const __m256i x = _mm256_set1_epi32(load_i32(a.row_qs(t.m0 + r) + b * 32 + 4 * g));
+                const __m256i x = _mm256_set1_epi32(load_i32(rows.x(r, b) + 4 * g));
                 #pragma GCC unroll 8
                 for (int h = 0; h < 2; h++) {
                     if (g & 1) ib[r][h] = _mm256_dpbusd_avx_epi32(ib[r][h], w[h], x);
@@ -193,7 +210,7 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
             }
             #pragma GCC unroll 8
             for (int r = 0; r < MR; r++) {
-                const __m256i x = _mm256_set1_epi32(load_i32(a.row_qs(t.m0 + r) + b * 32 + 4 * g));
+                const __m256i x = _mm256_set1_epi32(load_i32(rows.x(r, b) + 4 * g));
                 #pragma GCC unroll 8
                 for (int h = 0; h < 2; h++)
                     ia[r][h] = _mm256_add_epi32(ia[r][h], dot4(wa[h], _mm256_sign_epi8(x, ws[h])));
@@ -206,13 +223,13 @@ void tile_q8(const Tile& t, const QuantizedRows& a) {
             dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
         #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
-            const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
+            const __m256 da = _mm256_set1_ps(rows.d(r, b));
             #pragma GCC unroll 8
             for (int h = 0; h < 2; h++)
                 acc[r][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw[h], da), _mm256_cvtepi32_ps(ia[r][h]), acc[r][h]);
         }
     }
-    store_tile<MR>(t, acc);
+    rows.template finish<MR>(t, acc);
 }
 
 // 16 bytes (one per row of the panel) -> two ymm of 8 floats (exact small integers).
@@ -230,13 +247,13 @@ inline void bytes_to_ps(const uint8_t* p, bool is_signed, __m256 (&out)[2]) {
 // Q5_0 and the K-quants: per step (a Q5_0 block or a 256-element super-block),
 // per 32-element sub-block, the integer dots over elements 0..15 (lo) and 16..31
 // (hi) of the block, then the float operations of weight_matmul_kernels.hpp.
-template <TensorType T, int MR>
-void tile_new(const Tile& t, const QuantizedRows& a) {
+// Steps [st0, st1) of the tile's rows.
+template <TensorType T, int MR, class R>
+void tile_new(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
     constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
     constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
     constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
     constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
-    const int64_t nb = a.blocks;
     const size_t pf_chunk = ((t.stride + kSubs - 1) / kSubs + 63) & ~size_t{63};
     // Two integer chains per output vector (elements 0..15 and 16..31): Q6_K needs both
     // sums; the others add them (exact), and use the second chain only to hide the
@@ -245,7 +262,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
     __m256 acc[MR][2];
     #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t st = 0; st < nb / kSubs; st++) {
+    for (int64_t st = st0; st < st1; st++) {
         const uint8_t* pb = t.panel + st * t.stride;
         __m256 dw[2];
         #pragma GCC unroll 8
@@ -253,7 +270,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             dw[h] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 16 * h)));
         for (int s = 0; s < kSubs; s++) {
             const int64_t b = st * kSubs + s;
-            if (t.sparse && all_zero_scales<MR>(a, t.m0, b)) continue;
+            if (t.sparse && rows.template all_zero<MR>(b)) continue;
             if (t.prefetch) prefetch_step(t.pf, pb + s * pf_chunk, pf_chunk);
             const uint8_t* qs = pb + qoff + s * 256;
             const uint8_t* hx = pb + hoff + s * hstep;
@@ -263,9 +280,8 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 // Q6_K: the -32 * sum(x) offsets of its two groups start the chains (exact: integer sums)
                 __m256i init = _mm256_setzero_si256(), init_hi = _mm256_setzero_si256();
                 if constexpr (T == TensorType::Q6_K) {
-                    const int64_t ab = (t.m0 + r) * nb + b;
-                    init = _mm256_set1_epi32(-32 * a.sum_lo[ab]);
-                    init_hi = _mm256_set1_epi32(-32 * (a.sum[ab] - a.sum_lo[ab]));
+                    init = _mm256_set1_epi32(-32 * rows.sum_lo(r, b));
+                    init_hi = _mm256_set1_epi32(-32 * (rows.sum(r, b) - rows.sum_lo(r, b)));
                 }
                 #pragma GCC unroll 8
                 for (int h = 0; h < 2; h++) ilo[r][h] = init, ihi[r][h] = init_hi;
@@ -277,7 +293,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 for (int h = 0; h < 2; h++) codes<T>(qs, hx, c, h, wl[h], wh[h]);
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
-                    const int8_t* xb = a.row_qs(t.m0 + r) + b * 32 + 8 * c;
+                    const int8_t* xb = rows.x(r, b) + 8 * c;
                     const __m256i x0 = _mm256_set1_epi32(load_i32(xb));
                     const __m256i x1 = _mm256_set1_epi32(load_i32(xb + 4));
                     #pragma GCC unroll 8
@@ -298,9 +314,8 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             if constexpr (T == TensorType::Q5_0) {
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
-                    const int64_t ab = (t.m0 + r) * nb + b;
-                    const __m256 da = _mm256_set1_ps(a.d[ab]);
-                    const __m256i off = _mm256_set1_epi32(-16 * a.sum[ab]);
+                    const __m256 da = _mm256_set1_ps(rows.d(r, b));
+                    const __m256i off = _mm256_set1_epi32(-16 * rows.sum(r, b));
                     #pragma GCC unroll 8
                     for (int h = 0; h < 2; h++) {
                         const __m256i I = _mm256_add_epi32(kTwo ? _mm256_add_epi32(ilo[r][h], ihi[r][h]) : ilo[r][h], off);
@@ -323,7 +338,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
 #endif
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
-                    const __m256 da = _mm256_set1_ps(a.d[(t.m0 + r) * nb + b]);
+                    const __m256 da = _mm256_set1_ps(rows.d(r, b));
                     #pragma GCC unroll 8
                     for (int h = 0; h < 2; h++) {
 #if KVRT_AVX2_VNNI
@@ -348,9 +363,8 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
                 }
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
-                    const int64_t ab = (t.m0 + r) * nb + b;
-                    const __m256 da = _mm256_set1_ps(a.d[ab]);
-                    const __m256 sa = _mm256_set1_ps(a.s[ab]);
+                    const __m256 da = _mm256_set1_ps(rows.d(r, b));
+                    const __m256 sa = _mm256_set1_ps(rows.s(r, b));
                     #pragma GCC unroll 8
                     for (int h = 0; h < 2; h++) {
                         const __m256i I = kTwo ? _mm256_add_epi32(ilo[r][h], ihi[r][h]) : ilo[r][h];
@@ -361,7 +375,7 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
             }
         }
     }
-    store_tile<MR>(t, acc);
+    rows.template finish<MR>(t, acc);
 }
 
 template <TensorType T>
@@ -397,16 +411,34 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     store_tile<MR>(t, acc);
 }
 
+// The quantised types' tile of rows `rows` over panel steps [st0, st1) of W.
+template <int MR, class R>
+void run_quantized_tile(TensorType type, const Tile& t, const R& rows, int64_t st0, int64_t st1) {
+    switch (type) {
+        case TensorType::Q4_1: tile_q4<true, MR>(t, rows, st0, st1); break;
+        case TensorType::Q4_0: tile_q4<false, MR>(t, rows, st0, st1); break;
+        case TensorType::Q8_0: tile_q8<MR>(t, rows, st0, st1); break;
+        case TensorType::Q5_0: tile_new<TensorType::Q5_0, MR>(t, rows, st0, st1); break;
+        case TensorType::Q4_K: tile_new<TensorType::Q4_K, MR>(t, rows, st0, st1); break;
+        case TensorType::Q5_K: tile_new<TensorType::Q5_K, MR>(t, rows, st0, st1); break;
+        case TensorType::Q6_K: tile_new<TensorType::Q6_K, MR>(t, rows, st0, st1); break;
+        default: break;
+    }
+}
+
 template <int MR>
 void run_tile(const MatmulArgs& args, const Tile& t) {
-    switch (args.w->type()) {
-        case TensorType::Q4_1: tile_q4<true, MR>(t, *args.a); break;
-        case TensorType::Q4_0: tile_q4<false, MR>(t, *args.a); break;
-        case TensorType::Q8_0: tile_q8<MR>(t, *args.a); break;
-        case TensorType::Q5_0: tile_new<TensorType::Q5_0, MR>(t, *args.a); break;
-        case TensorType::Q4_K: tile_new<TensorType::Q4_K, MR>(t, *args.a); break;
-        case TensorType::Q5_K: tile_new<TensorType::Q5_K, MR>(t, *args.a); break;
-        case TensorType::Q6_K: tile_new<TensorType::Q6_K, MR>(t, *args.a); break;
+    const TensorType type = args.w->type();
+    switch (type) {
+        case TensorType::Q4_1:
+        case TensorType::Q4_0:
+        case TensorType::Q8_0:
+        case TensorType::Q5_0:
+        case TensorType::Q4_K:
+        case TensorType::Q5_K:
+        case TensorType::Q6_K:
+            run_quantized_tile<MR>(type, t, MatmulRows{*args.a, t.m0}, 0, args.a->blocks / (panel_step_elems(type) / 32));
+            break;
         case TensorType::F32: tile_f<TensorType::F32, MR>(t, args.X, args.ldx, args.w->cols()); break;
         case TensorType::F16: tile_f<TensorType::F16, MR>(t, args.X, args.ldx, args.w->cols()); break;
         case TensorType::BF16: tile_f<TensorType::BF16, MR>(t, args.X, args.ldx, args.w->cols()); break;
@@ -414,9 +446,83 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
     }
 }
 
+#if !KVRT_AVX2_VNNI
+// The fused residual (weight_matmul_fused_residual.hpp) on plain AVX2: after a panel's row tiles
+// have stored their chains, per step in increasing order, the rows marked there in groups of up
+// to kMaxRows run the same tiles on their residual codes, in place, over that one step, while the
+// panel's weights are in L1, and add their sums to their rows of Y. Those are the separate pass's
+// operations (the same tiles over gathered copies of the codes, from a zero accumulator, with
+// s = 0, and zero codes and scale on a K-quant step's unmarked blocks, added to Y after), without
+// the copies, the scratch tile and the second read of W. The AVX-VNNI build keeps the separate
+// pass: no CPU here runs it, so it stays on the code its tests have run.
+alignas(32) constexpr int8_t kZeroCodes[32] = {};
+
+// The residual codes of rows m[0 .. MR) (a step's marked rows): a row not marked at a block has
+// no codes or sums written there and reads zeros, which add exactly nothing; its s is 0.
+struct ResidualRows {
+    const QuantizedRows& a;
+    const int64_t* m;
+    int64_t at(int r, int64_t b) const { return m[r] * a.blocks + b; }
+    bool marked(int r, int64_t b) const { return a.rd[at(r, b)] != 0.0f; }
+    const int8_t* x(int r, int64_t b) const { return marked(r, b) ? a.rq + at(r, b) * 32 : kZeroCodes; }
+    float d(int r, int64_t b) const { return a.rd[at(r, b)]; }
+    int32_t sum(int r, int64_t b) const { return marked(r, b) ? a.rsum[at(r, b)] : 0; }
+    int32_t sum_lo(int r, int64_t b) const { return marked(r, b) ? a.rsum_lo[at(r, b)] : 0; }
+    float s(int, int64_t) const { return 0.0f; }
+    template <int MR>
+    bool all_zero(int64_t b) const {
+        bool zero = true;
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) zero &= !marked(r, b);
+        return zero;
+    }
+    // Y row m[r] of the panel's columns += acc[r] (its valid columns), as the separate pass adds
+    // its scratch tile.
+    template <int MR>
+    void finish(const Tile& t, __m256 (&acc)[MR][2]) const {
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            float* y = t.y + m[r] * t.ldy;
+            if (t.ncols == 16) {
+                _mm256_storeu_ps(y, _mm256_add_ps(_mm256_loadu_ps(y), acc[r][0]));
+                _mm256_storeu_ps(y + 8, _mm256_add_ps(_mm256_loadu_ps(y + 8), acc[r][1]));
+                continue;
+            }
+            alignas(32) float tmp[16];
+            _mm256_store_ps(tmp, acc[r][0]);
+            _mm256_store_ps(tmp + 8, acc[r][1]);
+            for (int n = 0; n < t.ncols; n++) y[n] += tmp[n];
+        }
+    }
+};
+
+// Every step's marked rows of the panel (t: the panel from row 0), in groups of kMaxRows.
+void run_residual(const MatmulArgs& args, const Tile& panel) {
+    static_assert(kMaxRows == 2, "update the groups");
+    const MarkedStepRows& l = *args.residual_rows;
+    const TensorType type = args.w->type();
+    Tile t = panel;
+    t.prefetch = false;
+    t.sparse = true;  // a K-quant step's blocks where no row of the group is marked are skipped
+    for (int64_t st = 0; st < l.steps; st++) {
+        const int64_t* rows = l.rows + l.start[st];
+        const int64_t n = l.start[st + 1] - l.start[st];
+        int64_t i = 0;
+        for (; i + 2 <= n; i += 2) run_quantized_tile<2>(type, t, ResidualRows{*args.a, rows + i}, st, st + 1);
+        if (i < n) run_quantized_tile<1>(type, t, ResidualRows{*args.a, rows + i}, st, st + 1);
+    }
+}
+#endif
+
 }  // namespace
 
+#if KVRT_AVX2_VNNI
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) { for_each_tile<run_tile<1>, run_tile<2>>(args, p0, p1); }
+#else
+void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
+    for_each_tile<run_tile<1>, run_tile<2>, run_residual>(args, p0, p1);
+}
+#endif
 
 }  // namespace kvrt::kernels
 

@@ -2,8 +2,8 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 // ActBits::Q8R's residual products computed by the kernel itself (MatmulArgs::residual_rows: the
-// AVX-512 kernel) instead of by the separate pass (weight_matmul_residual.cpp), with that pass's
-// bits.
+// AVX-512 and plain AVX2 kernels) instead of by the separate pass (weight_matmul_residual.cpp),
+// with that pass's bits.
 //
 // The separate pass adds, per output element, each marked panel step's residual product (its
 // float operations from 0, over the step's marked blocks) to the finished 8-bit chain, in
@@ -12,7 +12,9 @@
 // fused form does the same right after a panel pair's row tiles have stored their chains, while
 // the pair's weights are in L1/L2: per step in increasing order, the rows marked there (the lists
 // below) in groups of up to kFusedResidualGroup, each group's products from its residual codes in
-// place, added to its rows of Y. Same operations, same order.
+// place, added to its rows of Y. Same operations, same order. (AVX-512: per panel pair, groups of
+// up to kFusedResidualGroup; AVX2: per panel, the row tiles themselves on the group's residual
+// codes, kMaxRows = 2 rows at a time: weight_matmul_avx2_impl.hpp, ResidualRows.)
 #pragma once
 
 #include "kernels/cpu/activation_quant.hpp"
@@ -21,7 +23,7 @@
 
 namespace kvrt::kernels {
 
-// Rows per residual group: each group unpacks the step's weight codes once. 8 (one dot chain per
+// Rows per residual group on AVX-512: each group unpacks the step's weight codes once. 8 (one dot chain per
 // row and panel above 4 rows) measured slower on Gemma 3's Q5_0 and Q4_K matmuls (AMD EPYC Zen 4).
 constexpr int kFusedResidualGroup = 4;
 

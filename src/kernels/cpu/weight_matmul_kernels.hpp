@@ -47,9 +47,10 @@ struct MatmulArgs {
     // (zero scale and codes); a tile skips a sub-block whose rows' scales are all 0, which
     // changes no bit (each would add exactly nothing).
     bool sparse_blocks = false;
-    // ActBits::Q8R with the residual products computed by the kernel after each panel pair's row
-    // tiles (the AVX-512 kernel: weight_matmul_fused_residual.hpp), with the separate pass's bits:
-    // the rows marked per panel step, set by the caller, which then skips matmul_residual.
+    // ActBits::Q8R with the residual products computed by the kernel after each panel pair's (or
+    // panel's) row tiles (the AVX-512 and plain AVX2 kernels: weight_matmul_fused_residual.hpp),
+    // with the separate pass's bits: the rows marked per panel step, set by the caller, which then
+    // skips matmul_residual.
     const MarkedStepRows* residual_rows = nullptr;
 };
 
