@@ -120,7 +120,7 @@ void half_sums(const Q* qs, int64_t nb, int32_t* lo) {
 
 int32_t quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
                               float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist) {
-    return residual_row_core(x, nb, qs, d, s, rq, rd, rsum, rsum_lo, rlist);
+    return residual_row_core(x, nb, qs, d, s, rq, rd, rsum, rsum_lo, rlist, residual_block_portable);
 }
 
 void quantize_row_scalar(const float* x, int64_t nb, int8_t* qs, float* d, int32_t* sum, float* s) {

@@ -18,9 +18,48 @@ namespace kvrt::kernels {
 
 #include "kernels/cpu/activation_residual_core.inl"
 
+namespace {
+
+// residual_block_portable on 4 ymm (the same bytes): the largest magnitude takes max(|r|, a), which
+// keeps a where |r| is NaN, as the portable comparison does; the codes round half to even
+// (vcvtps2dq under the default MXCSR) and are clamped, packed and summed as the 8-bit quantiser's.
+inline ResidualBlock residual_block_avx2(const float* x, float d, const int8_t* q, int8_t* r8) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), nd = _mm256_set1_ps(-d);
+    __m256 r[4];
+    __m256 a = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++) {
+        const __m256 qf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * i))));
+        r[i] = _mm256_fmadd_ps(nd, qf, _mm256_loadu_ps(x + 8 * i));
+        a = _mm256_max_ps(_mm256_andnot_ps(sign, r[i]), a);
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const BlockScale sc = block_scale(_mm_cvtss_f32(m4));
+    if (!(sc.d > 0.0f) || !std::isfinite(sc.d)) return ResidualBlock{0.0f, 0, 0};
+    const __m256 vid = _mm256_set1_ps(sc.id);
+    const __m256i lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
+    __m256i c[4];
+    for (int i = 0; i < 4; i++) c[i] = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(r[i], vid)), hi), lo);
+    const __m256i p = _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3])),
+        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(r8), p);
+    auto hsum = [](__m256i v) {
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        return _mm_cvtsi128_si32(s4);
+    };
+    const __m256i lo16 = _mm256_add_epi32(c[0], c[1]);
+    return ResidualBlock{sc.d, hsum(_mm256_add_epi32(lo16, _mm256_add_epi32(c[2], c[3]))), hsum(lo16)};
+}
+
+}  // namespace
+
 int32_t quantize_row_residual_avx2(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
                                    float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist) {
-    return residual_row_core(x, nb, qs, d, s, rq, rd, rsum, rsum_lo, rlist);
+    return residual_row_core(x, nb, qs, d, s, rq, rd, rsum, rsum_lo, rlist, residual_block_avx2);
 }
 
 namespace {
