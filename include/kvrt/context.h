@@ -153,8 +153,8 @@ typedef struct kvrt_context_config {
      *      its row's mean (an outlier channel's block: 1.5-4% of the blocks of the real
      *      models) also gets the 8-bit codes of its rounding error, whose products over those
      *      blocks are added after the 8-bit ones (not on the output head): SmolLM2's KL from
-     *      float64 0.45x llama.cpp's (0 gives 0.80x), for 0-7% of the prefill speed of 0 on
-     *      AVX-512 CPUs (3-12% on AVX2 ones).
+     *      float64 0.45x llama.cpp's (0 gives 0.80x), for 2-6% of the prefill time of 0
+     *      (AMD Zen 4, on its AVX-512 and AVX2 paths alike).
      *   16: 16-bit codes everywhere (scale amax/32767): the activation rounding, which is all
      *       of kvrt's distance from exact math on the models measured, shrinks ~256x.
      * The KL divergences and the speed of each are in scripts/reference/README.md ("16-bit

@@ -98,10 +98,10 @@ const char* kernel_isa_name(KernelIsa isa) noexcept;
 // from 0, without Q4_1's / the K-quants' min term, which the row's s covers: s = fma(rd,
 // (float)rsum, d * (float)sum)). Which blocks are marked is a function of the row alone, so every
 // guarantee of Q8 holds; every path gives the same bits. The blocks marked are ~1.5-4% of a real
-// model's (src/kernels/README.md, "Outlier blocks"). The AVX-512 kernel makes those additions
-// itself after each panel pair's row tiles, while the pair's weights are hot (cpu/
-// weight_matmul_fused_residual.hpp); the other paths run the separate pass (cpu/
-// weight_matmul_residual.cpp). kvrt_context_config.act_bits 9.
+// model's (src/kernels/README.md, "Outlier blocks"). The AVX-512 and plain AVX2 kernels make
+// those additions themselves after each panel pair's (panel's) row tiles, while its weights are
+// hot (cpu/weight_matmul_fused_residual.hpp); the AVX-VNNI, AMX and scalar paths run the separate
+// pass (cpu/weight_matmul_residual.cpp). kvrt_context_config.act_bits 9.
 enum class ActBits : uint8_t { Q8 = 8, Q8R = 9, Q16 = 16 };
 inline constexpr float kOutlierBlockRatio = 3.0f;
 
