@@ -141,11 +141,17 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
 PanelKernel8 residual_kernel(PanelKernel kernel) {
     return kernel == matmul_panels_amx ? matmul_panels_avx512 : kernel;
 }
+// The kernels that compute the outlier residual themselves (weight_matmul_fused_residual.hpp).
+bool fuses_residual(PanelKernel kernel) { return kernel == matmul_panels_avx512 || kernel == matmul_panels_avx2; }
 // kernel over panels [p0, p1), then the residual pass where args.a has one; the AVX-512 and AVX2
 // kernels compute the residual products themselves instead (the same bits), given the marked
-// rows' lists.
+// rows' lists (args.residual_rows when the caller built them once for several calls).
 void run_kernel(const MatmulArgs& args, PanelKernel kernel, int64_t p0, int64_t p1) {
-    if (args.a && args.a->rq && (kernel == matmul_panels_avx512 || kernel == matmul_panels_avx2)) {
+    if (args.residual_rows) {
+        kernel(args, p0, p1);
+        return;
+    }
+    if (args.a && args.a->rq && fuses_residual(kernel)) {
         MarkedStepRows lists;
         if (marked_step_rows(*args.a, args.M, panel_step_elems(args.w->type()) / 32, lists)) {
             MatmulArgs fused = args;
@@ -189,6 +195,13 @@ TaskPlan plan_tasks(const PackedWeight& w, int64_t M, int nt) {
     p.tasks = p.pairs * p.row_chunks;
     return p;
 }
+// A thread's tasks of one call run on its rows' lists, built once (in `lists`, which must outlive
+// the tasks) where every task covers all rows and the kernel fuses the residual; otherwise each
+// task builds its own in run_kernel.
+void share_residual_rows(MatmulArgs& targs, PanelKernel kernel, const TaskPlan& plan, MarkedStepRows& lists) {
+    if (!targs.a || !targs.a->rq || plan.row_chunks != 1 || !fuses_residual(kernel)) return;
+    if (marked_step_rows(*targs.a, targs.M, panel_step_elems(targs.w->type()) / 32, lists)) targs.residual_rows = &lists;
+}
 // Tasks [t0, t1) of the plan (args.a: all M rows quantised, for the quantised types).
 void run_tasks(const MatmulArgs& args, PanelKernel kernel, const TaskPlan& p, int64_t t0, int64_t t1) {
     if (p.row_chunks == 1) {
@@ -199,6 +212,7 @@ void run_tasks(const MatmulArgs& args, PanelKernel kernel, const TaskPlan& p, in
         const int64_t pair = task / p.row_chunks, rc = task % p.row_chunks;
         const int64_t m0 = p.M * rc / p.row_chunks, m1 = p.M * (rc + 1) / p.row_chunks;
         MatmulArgs sub = args;
+        sub.residual_rows = nullptr;  // (lists of all M rows: a row chunk builds its own)
         QuantizedRows rows;
         if (args.a) {
             rows = args.a->from_row(m0);
@@ -294,6 +308,8 @@ void matmul(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, float
             targs.a = &shared;
 #pragma omp barrier
         }
+        MarkedStepRows lists;
+        if (ok) share_residual_rows(targs, kernel, plan, lists);
         // Tasks are handed out in contiguous chunks, dynamically: a thread that
         // is descheduled (a shared machine) or slower (hybrid P/E cores) holds
         // up the call less. ~4 chunks per thread keep each weight stream long.
@@ -347,6 +363,8 @@ void matmul_team(const PackedWeight& w, const float* X, int64_t M, int64_t ldx, 
     }
     barrier.wait(nth);  // every row quantised (float weights: every row of X written)
     const TaskPlan plan = plan_tasks(w, M, nth);
+    MarkedStepRows lists;
+    share_residual_rows(targs, kernel, plan, lists);
     const int64_t chunk = std::max<int64_t>(1, plan.tasks / (4 * nth));
     const int64_t n_chunks = (plan.tasks + chunk - 1) / chunk;
     for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
