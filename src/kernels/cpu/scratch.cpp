@@ -20,8 +20,8 @@ struct Slot {
 }  // namespace
 
 void* thread_scratch(int slot, size_t bytes) {
-    thread_local Slot slots[8];
-    Slot& s = slots[slot & 7];
+    thread_local Slot slots[16];
+    Slot& s = slots[slot & 15];
     if (s.size < bytes) {
         size_t n = (bytes + 63) & ~size_t(63);
         if (n < 4096) n = 4096;

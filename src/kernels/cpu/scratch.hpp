@@ -10,7 +10,7 @@
 
 namespace kvrt::cpu {
 
-// Slot `slot` (0..7) of the calling thread: at least `bytes` bytes, 64-byte aligned, grown on
+// Slot `slot` (0..15) of the calling thread: at least `bytes` bytes, 64-byte aligned, grown on
 // demand and kept for the thread's life (contents unspecified). A call may invalidate earlier
 // pointers of the same slot on the same thread. Defined in a translation unit compiled for the
 // baseline ISA so the per-ISA kernels instantiate no shared templates.
