@@ -143,6 +143,12 @@ PanelKernel8 residual_kernel(PanelKernel kernel) {
 }
 // The kernels that compute the outlier residual themselves (weight_matmul_fused_residual.hpp).
 bool fuses_residual(PanelKernel kernel) { return kernel == matmul_panels_avx512 || kernel == matmul_panels_avx2; }
+// Builds the marked rows' lists of args' rows into `lists` when kernel computes their residual
+// itself and some row has one; false otherwise (no residual, or the separate pass's kernel).
+bool fused_residual_lists(const MatmulArgs& args, PanelKernel kernel, MarkedStepRows& lists) {
+    return args.a && args.a->rq && fuses_residual(kernel) &&
+           marked_step_rows(*args.a, args.M, panel_step_elems(args.w->type()) / 32, lists);
+}
 // kernel over panels [p0, p1), then the residual pass where args.a has one; the AVX-512 and AVX2
 // kernels compute the residual products themselves instead (the same bits), given the marked
 // rows' lists (args.residual_rows when the caller built them once for several calls).
@@ -151,14 +157,12 @@ void run_kernel(const MatmulArgs& args, PanelKernel kernel, int64_t p0, int64_t 
         kernel(args, p0, p1);
         return;
     }
-    if (args.a && args.a->rq && fuses_residual(kernel)) {
-        MarkedStepRows lists;
-        if (marked_step_rows(*args.a, args.M, panel_step_elems(args.w->type()) / 32, lists)) {
-            MatmulArgs fused = args;
-            fused.residual_rows = &lists;
-            kernel(fused, p0, p1);
-            return;
-        }
+    MarkedStepRows lists;
+    if (fused_residual_lists(args, kernel, lists)) {
+        MatmulArgs fused = args;
+        fused.residual_rows = &lists;
+        kernel(fused, p0, p1);
+        return;
     }
     kernel(args, p0, p1);
     if (args.a && args.a->rq) matmul_residual(args, residual_kernel(kernel), p0, p1);
@@ -199,8 +203,7 @@ TaskPlan plan_tasks(const PackedWeight& w, int64_t M, int nt) {
 // the tasks) where every task covers all rows and the kernel fuses the residual; otherwise each
 // task builds its own in run_kernel.
 void share_residual_rows(MatmulArgs& targs, PanelKernel kernel, const TaskPlan& plan, MarkedStepRows& lists) {
-    if (!targs.a || !targs.a->rq || plan.row_chunks != 1 || !fuses_residual(kernel)) return;
-    if (marked_step_rows(*targs.a, targs.M, panel_step_elems(targs.w->type()) / 32, lists)) targs.residual_rows = &lists;
+    if (plan.row_chunks == 1 && fused_residual_lists(targs, kernel, lists)) targs.residual_rows = &lists;
 }
 // Tasks [t0, t1) of the plan (args.a: all M rows quantised, for the quantised types).
 void run_tasks(const MatmulArgs& args, PanelKernel kernel, const TaskPlan& p, int64_t t0, int64_t t1) {
