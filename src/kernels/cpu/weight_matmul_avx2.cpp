@@ -6,6 +6,7 @@
 #include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
+#include "kernels/cpu/scratch.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

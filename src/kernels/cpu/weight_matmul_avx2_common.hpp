@@ -30,7 +30,12 @@ struct Tile {
     int64_t ldy;
     int ncols;  // valid columns (1..16)
     bool sparse;  // MatmulArgs::sparse_blocks
+    const uint8_t* xc = nullptr;  // the panel's codes unpacked once (kXcBlockBytes per sub-block), or null
 };
+
+// Expanded codes: a sub-block's unpacked codes per chunk c and ymm half h, lo then hi (32 bytes
+// each), for the tiles of a panel to load instead of unpacking them again (the same bytes).
+constexpr size_t kXcBlockBytes = 4 * 2 * 64;
 
 template <int MR>
 inline void store_tile(const Tile& t, __m256 (&acc)[MR][2]) {
@@ -81,11 +86,16 @@ inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& w
 
 // Every (panel, row tile) of panels [p0, p1): tiles of kMaxRows rows, the last of 1; then, where
 // the call carries MatmulArgs::residual_rows, RunR on the panel (t from row 0).
+// Expand, where given, returns per-thread scratch for the panels' expanded codes when the call's
+// rows make them pay (else null) and, called with it, fills it for panel t.
 template <void (*Run1)(const MatmulArgs&, const Tile&), void (*Run2)(const MatmulArgs&, const Tile&),
-          void (*RunR)(const MatmulArgs&, const Tile&) = nullptr>
+          void (*RunR)(const MatmulArgs&, const Tile&) = nullptr,
+          uint8_t* (*Expand)(const MatmulArgs&, const Tile&, uint8_t*) = nullptr>
 void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
     const WeightPrefetch pf = weight_prefetch();
+    uint8_t* xc = nullptr;
+    if constexpr (Expand != nullptr) xc = Expand(args, Tile{}, nullptr);
     for (int64_t p = p0; p < p1; p++) {
         Tile t;
         t.pf = pf;
@@ -95,9 +105,14 @@ void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
         t.ldy = args.ldy;
         t.ncols = static_cast<int>(std::min<int64_t>(kPanel, w.rows() - p * kPanel));
         if (t.ncols <= 0) break;  // the zero padding panel
+        if constexpr (Expand != nullptr)
+            if (xc) {
+                t.prefetch = p % 2 == 0;
+                t.xc = Expand(args, t, xc);
+            }
         for (int64_t m = 0; m < args.M; m += kMaxRows) {
             t.m0 = m;
-            t.prefetch = m == 0 && p % 2 == 0;
+            t.prefetch = m == 0 && p % 2 == 0 && !t.xc;  // (xc: Expand prefetched)
             t.y = args.Y + m * args.ldy + (p * kPanel - args.col0);
             if (args.M - m >= 2) Run2(args, t);
             else Run1(args, t);

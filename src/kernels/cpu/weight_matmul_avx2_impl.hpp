@@ -248,8 +248,8 @@ inline void bytes_to_ps(const uint8_t* p, bool is_signed, __m256 (&out)[2]) {
 // per 32-element sub-block, the integer dots over elements 0..15 (lo) and 16..31
 // (hi) of the block, then the float operations of weight_matmul_kernels.hpp.
 // Steps [st0, st1) of the tile's rows.
-template <TensorType T, int MR, class R>
-void tile_new(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
+template <TensorType T, int MR, bool XC, class R>
+void tile_new_codes(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
     constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
     constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
     constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
@@ -290,7 +290,15 @@ void tile_new(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
             for (int c = 0; c < 4; c++) {
                 __m256i wl[2], wh[2];
                 #pragma GCC unroll 8
-                for (int h = 0; h < 2; h++) codes<T>(qs, hx, c, h, wl[h], wh[h]);
+                for (int h = 0; h < 2; h++) {
+                    if constexpr (XC) {  // unpacked once for the panel (expand_panel)
+                        const uint8_t* q = t.xc + static_cast<size_t>(b) * kXcBlockBytes + (2 * c + h) * 64;
+                        wl[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q));
+                        wh[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32));
+                    } else {
+                        codes<T>(qs, hx, c, h, wl[h], wh[h]);
+                    }
+                }
                 #pragma GCC unroll 8
                 for (int r = 0; r < MR; r++) {
                     const int8_t* xb = rows.x(r, b) + 8 * c;
@@ -376,6 +384,40 @@ void tile_new(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
         }
     }
     rows.template finish<MR>(t, acc);
+}
+
+// The tile on the panel's expanded codes where it has them (t.xc), else unpacking its own.
+template <TensorType T, int MR, class R>
+void tile_new(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
+    if (t.xc) tile_new_codes<T, MR, true>(t, rows, st0, st1);
+    else tile_new_codes<T, MR, false>(t, rows, st0, st1);
+}
+
+// Panel t's codes over the call's a.blocks sub-blocks, unpacked into xc (kXcBlockBytes each),
+// prefetching the weight stream ahead as the first row tile would (t.prefetch).
+template <TensorType T>
+void expand_panel(const Tile& t, int64_t nb, uint8_t* xc) {
+    constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
+    constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
+    constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
+    constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
+    const size_t pf_chunk = ((t.stride + kSubs - 1) / kSubs + 63) & ~size_t{63};
+    for (int64_t st = 0; st < nb / kSubs; st++) {
+        const uint8_t* pb = t.panel + st * t.stride;
+        for (int s = 0; s < kSubs; s++) {
+            if (t.prefetch) prefetch_step(t.pf, pb + s * pf_chunk, pf_chunk);
+            uint8_t* q = xc + static_cast<size_t>(st * kSubs + s) * kXcBlockBytes;
+            #pragma GCC unroll 4
+            for (int c = 0; c < 4; c++)
+                #pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) {
+                    __m256i wl, wh;
+                    codes<T>(pb + qoff + s * 256, pb + hoff + s * hstep, c, h, wl, wh);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(q + (2 * c + h) * 64), wl);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(q + (2 * c + h) * 64 + 32), wh);
+                }
+        }
+    }
 }
 
 template <TensorType T>
@@ -514,13 +556,45 @@ void run_residual(const MatmulArgs& args, const Tile& panel) {
 }
 #endif
 
+#if !KVRT_AVX2_VNNI
+// Expanded codes on plain AVX2 (for_each_tile's Expand): with 2-row tiles, every pair of rows
+// unpacks each sub-block's codes again (for Q6_K about as many vector operations as its
+// multiplies); from kXcMinRows rows on, each panel's are unpacked once into per-thread scratch
+// and its row tiles and fused residual load them. Which types: src/kernels/README.md, "Session 35".
+// The AVX-VNNI build keeps unpacking in the tile (no CPU here runs it).
+constexpr int64_t kXcMinRows = 8;
+constexpr int kXcScratchSlot = 9;  // cpu::thread_scratch's slot (attention's use 0-7, AVX-512's 8)
+inline bool expands(TensorType t) {
+    return t == TensorType::Q5_0 || t == TensorType::Q4_K || t == TensorType::Q5_K || t == TensorType::Q6_K;
+}
+uint8_t* expand(const MatmulArgs& args, const Tile& t, uint8_t* xc) {
+    const TensorType type = args.w->type();
+    if (!xc) {  // the call's scratch, or null (refused: the tiles unpack their own)
+        if (!expands(type) || args.M < kXcMinRows) return nullptr;
+        try {
+            return static_cast<uint8_t*>(cpu::thread_scratch(kXcScratchSlot, static_cast<size_t>(args.a->blocks) * kXcBlockBytes));
+        } catch (...) {
+            return nullptr;
+        }
+    }
+    switch (type) {
+        case TensorType::Q5_0: expand_panel<TensorType::Q5_0>(t, args.a->blocks, xc); break;
+        case TensorType::Q4_K: expand_panel<TensorType::Q4_K>(t, args.a->blocks, xc); break;
+        case TensorType::Q5_K: expand_panel<TensorType::Q5_K>(t, args.a->blocks, xc); break;
+        case TensorType::Q6_K: expand_panel<TensorType::Q6_K>(t, args.a->blocks, xc); break;
+        default: break;
+    }
+    return xc;
+}
+#endif
+
 }  // namespace
 
 #if KVRT_AVX2_VNNI
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) { for_each_tile<run_tile<1>, run_tile<2>>(args, p0, p1); }
 #else
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
-    for_each_tile<run_tile<1>, run_tile<2>, run_residual>(args, p0, p1);
+    for_each_tile<run_tile<1>, run_tile<2>, run_residual, expand>(args, p0, p1);
 }
 #endif
 
