@@ -156,10 +156,9 @@ inline __m256 bytes_to_ps(const uint8_t* p, bool is_signed) {
 // 32-element sub-block, the float operations of the scalar path.
 template <TensorType T, int MR>
 void tile_new(const Tile& t, const QuantizedRows& a) {
-    constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
-    constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
-    constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
-    constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
+    constexpr SubBlockLayout kL = sub_block_layout(T);
+    constexpr int kSubs = kL.subs;
+    constexpr size_t qoff = kL.qs, hoff = kL.hx, hstep = kL.hstep;
     const int64_t nb = a.blocks;
     const size_t pf_chunk = ((t.stride + kSubs - 1) / kSubs + 63) & ~size_t{63};
     __m256 acc[MR][2];

@@ -250,10 +250,9 @@ inline void bytes_to_ps(const uint8_t* p, bool is_signed, __m256 (&out)[2]) {
 // Steps [st0, st1) of the tile's rows.
 template <TensorType T, int MR, bool XC, class R>
 void tile_new_codes(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
-    constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
-    constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
-    constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
-    constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
+    constexpr SubBlockLayout kL = sub_block_layout(T);
+    constexpr int kSubs = kL.subs;
+    constexpr size_t qoff = kL.qs, hoff = kL.hx, hstep = kL.hstep;
     const size_t pf_chunk = ((t.stride + kSubs - 1) / kSubs + 63) & ~size_t{63};
     // Two integer chains per output vector (elements 0..15 and 16..31): Q6_K needs both
     // sums; the others add them (exact), and use the second chain only to hide the
@@ -397,10 +396,9 @@ void tile_new(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
 // prefetching the weight stream ahead as the first row tile would (t.prefetch).
 template <TensorType T>
 void expand_panel(const Tile& t, int64_t nb, uint8_t* xc) {
-    constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
-    constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
-    constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
-    constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
+    constexpr SubBlockLayout kL = sub_block_layout(T);
+    constexpr int kSubs = kL.subs;
+    constexpr size_t qoff = kL.qs, hoff = kL.hx, hstep = kL.hstep;
     const size_t pf_chunk = ((t.stride + kSubs - 1) / kSubs + 63) & ~size_t{63};
     for (int64_t st = 0; st < nb / kSubs; st++) {
         const uint8_t* pb = t.panel + st * t.stride;

@@ -421,10 +421,9 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
     static_assert(!XC || NP == 2, "expanded codes are laid out per panel pair");
     const WeightPrefetch& pf = t.pf;
     constexpr size_t step = panel_step_bytes(T);
-    constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
-    constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
-    constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
-    constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
+    constexpr SubBlockLayout kL = sub_block_layout(T);
+    constexpr int kSubs = kL.subs;
+    constexpr size_t qoff = kL.qs, hoff = kL.hx, hstep = kL.hstep;
     constexpr size_t pf_chunk = ((2 * step + kSubs - 1) / kSubs + 63) & ~size_t{63};
     // Two vpdpbusd chains per output vector (elements 0..15 and 16..31): Q6_K needs
     // both sums; the others add them (exact), and with many rows one chain keeps the
@@ -665,10 +664,9 @@ void tile_new(const Tile& t, const QuantizedRows& a) {
 template <TensorType T>
 void expand_pair(const uint8_t* pb, int64_t nb, uint8_t* xc, const WeightPrefetch& pf) {
     constexpr size_t step = panel_step_bytes(T);
-    constexpr int kSubs = T == TensorType::Q5_0 ? 1 : 8;
-    constexpr size_t qoff = T == TensorType::Q5_0 ? 96 : T == TensorType::Q6_K ? kQ6Ql : kKQs;
-    constexpr size_t hoff = T == TensorType::Q5_0 ? 32 : T == TensorType::Q6_K ? kQ6Qh : kKHb;
-    constexpr size_t hstep = T == TensorType::Q6_K ? 128 : 64;
+    constexpr SubBlockLayout kL = sub_block_layout(T);
+    constexpr int kSubs = kL.subs;
+    constexpr size_t qoff = kL.qs, hoff = kL.hx, hstep = kL.hstep;
     for (int64_t st = 0; st < nb / kSubs; st++) {
         const uint8_t* ps = pb + st * 2 * step;
         for (size_t o = 0; o < 2 * step; o += 64) prefetch_line(ps + pf.ahead + o, pf.l2);

@@ -110,6 +110,19 @@ inline constexpr int64_t panel_step_elems(TensorType t) {
     return is_kquant_weight(t) ? 256 : is_quantized_weight(t) ? 32 : 1;
 }
 
+// Where a Q5_0 / K-quant panel step keeps its sub-blocks' codes (the tiles' and the expansions'
+// `codes(qs, hx, ...)` arguments): `subs` 32-element sub-blocks per step; sub-block s's 4-bit
+// chunks at qs + s * 256 and its fifth bits (Q5_0, Q5_K) or 2-bit pairs (Q6_K) at hx + s * hstep.
+struct SubBlockLayout {
+    int subs;
+    size_t qs, hx, hstep;
+};
+inline constexpr SubBlockLayout sub_block_layout(TensorType t) {
+    if (t == TensorType::Q5_0) return {1, 96, 32, 64};
+    if (t == TensorType::Q6_K) return {8, kQ6Ql, kQ6Qh, 128};
+    return {8, kKQs, kKHb, 64};  // Q4_K (no fifth bits), Q5_K
+}
+
 }  // namespace kvrt::kernels
 
 namespace kvrt::kernels {
