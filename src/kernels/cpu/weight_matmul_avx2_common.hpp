@@ -10,6 +10,13 @@
 // No include guard: meant to be included once per translation unit.
 
 constexpr int kMaxRows = 2;
+// Rows per tile on a panel's expanded codes (Tile::xc): with the codes loaded rather than unpacked,
+// 4 rows amortise each load and broadcast better despite a few spills (16 registers). AMD EPYC
+// Zen 4 under KVRT_ISA=avx2, `bench_weight_matmul --quick --kquant-only`, GOP/s against 2-row
+// tiles on the same expanded codes, 1 thread: Q4_K 146-151 -> 176-179, Q5_K 147-152 -> 175-178,
+// Q6_K 136 -> 150-159, Q5_0 176-177 -> 178-188; 3 rows gained less and 6 no more (src/kernels/README.md,
+// "Session 35").
+constexpr int kXcRows = 4;
 // Prefetches `bytes` of the weight stream pf.ahead bytes ahead of p, into the level pf names
 // (weight_matmul_kernels.hpp: per CPU vendor, as the AVX-512 path).
 inline void prefetch_step(const WeightPrefetch& pf, const uint8_t* p, size_t bytes) {
@@ -87,10 +94,12 @@ inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& w
 // Every (panel, row tile) of panels [p0, p1): tiles of kMaxRows rows, the last of 1; then, where
 // the call carries MatmulArgs::residual_rows, RunR on the panel (t from row 0).
 // Expand, where given, returns per-thread scratch for the panels' expanded codes when the call's
-// rows make them pay (else null) and, called with it, fills it for panel t.
+// rows make them pay (else null) and, called with it, fills it for panel t; a panel with expanded
+// codes runs its rows in tiles of kXcRows (Run4) first.
 template <void (*Run1)(const MatmulArgs&, const Tile&), void (*Run2)(const MatmulArgs&, const Tile&),
           void (*RunR)(const MatmulArgs&, const Tile&) = nullptr,
-          uint8_t* (*Expand)(const MatmulArgs&, const Tile&, uint8_t*) = nullptr>
+          uint8_t* (*Expand)(const MatmulArgs&, const Tile&, uint8_t*) = nullptr,
+          void (*Run4)(const MatmulArgs&, const Tile&) = nullptr>
 void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
     const WeightPrefetch pf = weight_prefetch();
@@ -110,7 +119,16 @@ void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
                 t.prefetch = p % 2 == 0;
                 t.xc = Expand(args, t, xc);
             }
-        for (int64_t m = 0; m < args.M; m += kMaxRows) {
+        int64_t m = 0;
+        if constexpr (Run4 != nullptr)
+            if (t.xc)
+                for (; m + kXcRows <= args.M; m += kXcRows) {
+                    t.m0 = m;
+                    t.prefetch = false;
+                    t.y = args.Y + m * args.ldy + (p * kPanel - args.col0);
+                    Run4(args, t);
+                }
+        for (; m < args.M; m += kMaxRows) {
             t.m0 = m;
             t.prefetch = m == 0 && p % 2 == 0 && !t.xc;  // (xc: Expand prefetched)
             t.y = args.Y + m * args.ldy + (p * kPanel - args.col0);

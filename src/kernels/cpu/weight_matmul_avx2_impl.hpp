@@ -592,7 +592,7 @@ uint8_t* expand(const MatmulArgs& args, const Tile& t, uint8_t* xc) {
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) { for_each_tile<run_tile<1>, run_tile<2>>(args, p0, p1); }
 #else
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
-    for_each_tile<run_tile<1>, run_tile<2>, run_residual, expand>(args, p0, p1);
+    for_each_tile<run_tile<1>, run_tile<2>, run_residual, expand, run_tile<kXcRows>>(args, p0, p1);
 }
 #endif
 
