@@ -14,8 +14,8 @@ constexpr int kMaxRows = 2;
 // 4 rows amortise each load and broadcast better despite a few spills (16 registers). AMD EPYC
 // Zen 4 under KVRT_ISA=avx2, `bench_weight_matmul --quick --kquant-only`, GOP/s against 2-row
 // tiles on the same expanded codes, 1 thread: Q4_K 146-151 -> 176-179, Q5_K 147-152 -> 175-178,
-// Q6_K 136 -> 150-159, Q5_0 176-177 -> 178-188; 3 rows gained less and 6 no more (src/kernels/README.md,
-// "Session 35").
+// Q6_K 136 -> 150-159, Q5_0 176-177 -> 178-188; 3 rows gained less on Q4_K and Q5_K (Q6_K
+// alike), 6 no more (src/kernels/README.md, "Session 35").
 constexpr int kXcRows = 4;
 // Prefetches `bytes` of the weight stream pf.ahead bytes ahead of p, into the level pf names
 // (weight_matmul_kernels.hpp: per CPU vendor, as the AVX-512 path).
