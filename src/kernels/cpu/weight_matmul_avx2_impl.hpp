@@ -536,7 +536,8 @@ struct ResidualRows {
     }
 };
 
-// Every step's marked rows of the panel (t: the panel from row 0), in groups of kMaxRows.
+// Every step's marked rows of the panel (t: the panel from row 0), in groups of kMaxRows, or of
+// kXcRows first where the panel has expanded codes (as its row tiles).
 void run_residual(const MatmulArgs& args, const Tile& panel) {
     static_assert(kMaxRows == 2, "update the groups");
     const MarkedStepRows& l = *args.residual_rows;
@@ -548,6 +549,9 @@ void run_residual(const MatmulArgs& args, const Tile& panel) {
         const int64_t* rows = l.rows + l.start[st];
         const int64_t n = l.start[st + 1] - l.start[st];
         int64_t i = 0;
+        if (t.xc)
+            for (; i + kXcRows <= n; i += kXcRows)
+                run_quantized_tile<kXcRows>(type, t, ResidualRows{*args.a, rows + i}, st, st + 1);
         for (; i + 2 <= n; i += 2) run_quantized_tile<2>(type, t, ResidualRows{*args.a, rows + i}, st, st + 1);
         if (i < n) run_quantized_tile<1>(type, t, ResidualRows{*args.a, rows + i}, st, st + 1);
     }
