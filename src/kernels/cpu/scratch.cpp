@@ -34,6 +34,14 @@ void* thread_scratch(int slot, size_t bytes) {
     return s.p;
 }
 
+void* thread_scratch_or_null(int slot, size_t bytes) noexcept {
+    try {
+        return thread_scratch(slot, bytes);
+    } catch (...) {
+        return nullptr;
+    }
+}
+
 int region_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
 
 int team_threads() {

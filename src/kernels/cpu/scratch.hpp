@@ -15,6 +15,9 @@ namespace kvrt::cpu {
 // pointers of the same slot on the same thread. Defined in a translation unit compiled for the
 // baseline ISA so the per-ISA kernels instantiate no shared templates.
 void* thread_scratch(int slot, size_t bytes);
+// As thread_scratch, but nullptr where the memory is refused (for callers with a way on
+// without it, inside parallel regions).
+void* thread_scratch_or_null(int slot, size_t bytes) noexcept;
 
 // The threads a parallel region started here would get (1 inside an active parallel region).
 // Baseline translation unit, like thread_scratch.

@@ -573,11 +573,8 @@ uint8_t* expand(const MatmulArgs& args, const Tile& t, uint8_t* xc) {
     const TensorType type = args.w->type();
     if (!xc) {  // the call's scratch, or null (refused: the tiles unpack their own)
         if (!expands(type) || args.M < kXcMinRows) return nullptr;
-        try {
-            return static_cast<uint8_t*>(cpu::thread_scratch(kXcScratchSlot, static_cast<size_t>(args.a->blocks) * kXcBlockBytes));
-        } catch (...) {
-            return nullptr;
-        }
+        return static_cast<uint8_t*>(
+            cpu::thread_scratch_or_null(kXcScratchSlot, static_cast<size_t>(args.a->blocks) * kXcBlockBytes));
     }
     switch (type) {
         case TensorType::Q5_0: expand_panel<TensorType::Q5_0>(t, args.a->blocks, xc); break;

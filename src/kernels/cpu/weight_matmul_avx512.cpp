@@ -811,13 +811,9 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
     // Expanded codes (kXcBlockBytes per sub-block): when enough full row tiles share them, in
     // per-thread scratch; without it (refused), the tiles unpack their own.
     uint8_t* xc = nullptr;
-    if (!tall && expands(w.type()) && args.M >= kXcMinTiles * rows) {
-        try {
-            xc = static_cast<uint8_t*>(cpu::thread_scratch(kXcScratchSlot, static_cast<size_t>(args.a->blocks) * kXcBlockBytes));
-        } catch (...) {
-            xc = nullptr;
-        }
-    }
+    if (!tall && expands(w.type()) && args.M >= kXcMinTiles * rows)
+        xc = static_cast<uint8_t*>(
+            cpu::thread_scratch_or_null(kXcScratchSlot, static_cast<size_t>(args.a->blocks) * kXcBlockBytes));
     for (int64_t p = p0; p < p1; p += 2) {  // p0 is even; panels come in pairs
         Tile t;
         t.pf = pf;
