@@ -61,6 +61,7 @@ void BlockPool::evict(BlockId id) {
     lru_remove(id);
     index_[b.manager].erase(b.hash);
     b.hashed = false;
+    b.tail = false;
     cached_bytes_ -= block_bytes_[b.manager];
     cached_[b.manager]--;
     evictions_++;
@@ -150,10 +151,11 @@ void BlockPool::release(BlockId id) {
     free_slots_.push_back(id);
 }
 
-bool BlockPool::publish(BlockId id, const Hash128& h) {
+bool BlockPool::publish(BlockId id, const Hash128& h, bool tail) {
     Block& b = blocks_[id];
     if (!index_[b.manager].try_emplace(h, id)) return false;
     b.hashed = true;
+    b.tail = tail;
     b.hash = h;
     return true;
 }

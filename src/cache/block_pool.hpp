@@ -39,6 +39,9 @@ struct Block {
     int32_t manager = -1;
     bool hashed = false;
     bool in_lru = false;
+    // Published as a sequence's partly filled last block (Cache::publish_tail_locked): it serves
+    // sub-block hits only, is never a parent, and is not copied to lower tiers or prefix files.
+    bool tail = false;
     Hash128 hash;
     BlockId prev = kNil;  // LRU links
     BlockId next = kNil;
@@ -71,9 +74,10 @@ public:
     // ref - 1; at 0 a hashed block goes to the LRU tail, another is freed.
     void release(BlockId id);
 
-    // Publishes a full, computed block under hash h (manager of the block).
+    // Publishes a computed block under hash h (manager of the block): a full block, or with
+    // tail = true a sequence's partly filled last block (Block::tail).
     // Returns false (and leaves the block unhashed) when h is already indexed.
-    bool publish(BlockId id, const Hash128& h);
+    bool publish(BlockId id, const Hash128& h, bool tail = false);
     // The block indexed under h for manager m, or kNullBlock.
     BlockId lookup(int32_t m, const Hash128& h) const;
 

@@ -27,6 +27,8 @@ std::string seq_name(SeqId id) { return "sequence " + std::to_string(id); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // reserve() to exactly n reallocates on every growth step: a one-token append
 // would copy the whole token vector (O(length) per decode step). Grow geometrically.
+// XORed into a tail block's hash (publish_tail_locked): "tail" in ASCII.
+constexpr uint64_t kTailHashTag = 0x7461696cull << 32;
 template <class Vec>
 void reserve_for(Vec& v, size_t n) {
     if (v.capacity() < n) v.reserve(std::max(n, v.capacity() * 2));
@@ -37,6 +39,9 @@ void reserve_for(Vec& v, size_t n) {
 Cache::Cache(const CacheConfig& cfg)
     : layout_(resolve_layout(cfg)), pool_(block_sizes(layout_), cfg.budget_bytes, cfg.large_pages) {
     pool_.on_evict = [this](BlockId id) { on_evict_locked(id); };  // sub-block records; tiers once added
+    tails_ = true;
+    for (const ManagerSpec& m : layout_.managers)
+        tails_ = tails_ && (m.kind == LayerKind::Full || m.kind == LayerKind::Window);
     kvrt::log::at(kvrt::log::Info, [&] {
         const memory::Arena& a = pool_.arena();
         return "cache: budget " + std::to_string(cfg.budget_bytes >> 20) + " MiB over " +
@@ -110,6 +115,7 @@ void Cache::release(SeqId id) {
     std::lock_guard<std::mutex> lock(mu_);
     Sequence& s = get(id, "release");
     KVRT_CHECK(!s.pin, KVRT_ERR_INVALID_ARGUMENT, "release: " + seq_name(id) + " is a pin; use unpin");
+    publish_tail_locked(s);
     release_blocks(s, 0);
     seqs_.erase(id);
 }
@@ -457,6 +463,51 @@ void Cache::publish_computed_locked(Sequence& s) {
             if (x != kNullBlock && !pool_.block(x).hashed) pool_.publish(x, s.hashes[b]);
         }
         add_child_locked(b > 0 ? s.hashes[b - 1] : hash_root(), s.extra, s.hashes[b], s.tokens.data() + b * bt);
+    }
+}
+
+// A released sequence's last block holds c < block_tokens computed rows. Cached whole blocks stop
+// at the last full one, so without this a prompt sharing all of that sequence (a conversation's
+// next turn, a document asked again) would recompute those c positions, up to block_tokens - 1 of
+// them. Rows of position p depend only on tokens [0, p], so the block's first c rows serve any
+// prompt whose tokens there agree: the block is published under hash_block(parent, extra, its c
+// tokens) with the tail tag (an input no whole block hashes) and recorded under its parent for
+// sub-block hits (which take at most c of its rows and copy the block before any write). It is
+// never a whole-block hit, never a parent, and stays out of lower tiers and prefix files.
+void Cache::publish_tail_locked(const Sequence& s) noexcept {
+    const int64_t bt = layout_.block_tokens;
+    const int64_t b = s.computed / bt, c = s.computed % bt;
+    if (!tails_ || c == 0 || static_cast<int64_t>(s.hashes.size()) != b) return;
+    std::vector<BlockId> ids;
+    try {
+        ids.reserve(s.tables.size());
+    } catch (...) {
+        return;
+    }
+    for (size_t m = 0; m < s.tables.size(); m++) {
+        if (b >= static_cast<int64_t>(s.tables[m].size())) return;
+        const BlockId x = s.tables[m][static_cast<size_t>(b)];
+        if (x == kNullBlock) return;
+        const Block& blk = pool_.block(x);
+        if (blk.ref != 1 || blk.hashed) return;  // shared (a fork, a sub-block hit's block): not this sequence's alone
+        ids.push_back(x);
+    }
+    const Hash128 parent = b > 0 ? s.hashes[static_cast<size_t>(b - 1)] : hash_root();
+    Hash128 h = hash_block(parent, s.extra, s.tokens.data() + b * bt, static_cast<size_t>(c));
+    h.hi ^= kTailHashTag;
+    if (indexed_in_any_locked(h)) return;  // the same rows are cached already
+    try {
+        // A cached child of the same parent that starts with these c tokens (a whole block, or a
+        // longer tail) already serves every hit this one could.
+        size_t have = 0;
+        children_.longest(parent, s.extra, s.tokens.data() + b * bt, static_cast<size_t>(c), &have,
+                          [&](const Hash128& x) { return indexed_in_all_locked(x); });
+        if (have == static_cast<size_t>(c)) return;
+        for (BlockId x : ids) pool_.publish(x, h, true);
+        children_.add(parent, s.extra, h, s.tokens.data() + b * bt, static_cast<size_t>(c));
+    } catch (...) {
+        // Out of memory: the blocks published so far are cached and evictable; a set not indexed by
+        // every manager serves no hit (indexed_in_all_locked), and eviction drops it.
     }
 }
 

@@ -263,6 +263,9 @@ private:
     void release_blocks(Sequence& s, int64_t from_block);
     void set_entry(Sequence& s, int32_t m, int64_t b, BlockId id);
     void publish_computed_locked(Sequence& s);
+    // On release: publishes the sequence's partly filled last block (its computed rows of a block
+    // it alone holds, in every manager) for sub-block hits, under a hash no whole block can have.
+    void publish_tail_locked(const Sequence& s) noexcept;
     SeqId load_sequence_from(StateReader& r, uint64_t fingerprint_lo, uint64_t fingerprint_hi, const std::string& what);
     uint8_t* row_ptr_locked(const Sequence& s, int32_t layer, int64_t row, bool value, bool writable) const;
 
@@ -289,6 +292,7 @@ private:
     ResolvedLayout layout_;
     mutable std::mutex mu_;
     BlockPool pool_;
+    bool tails_ = false;      // every manager is Full or Window: released sequences' tail blocks are cached
     BlockChildren children_;  // mu_: tokens of indexed blocks under their parents (sub-block hits)
     std::unordered_map<SeqId, std::unique_ptr<Sequence>> seqs_;
     SeqId next_id_ = 1;

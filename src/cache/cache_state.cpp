@@ -68,9 +68,12 @@ uint64_t Cache::save_prefixes(const std::string& path, uint64_t fp_lo, uint64_t 
     uint64_t n = 0;
     {
         std::lock_guard<std::mutex> lock(mu_);
-        pool_.for_each_indexed([&](int32_t, const Hash128&, BlockId) { n++; });
+        // Whole blocks only: the file's records hold block_tokens tokens (a tail block, Block::tail,
+        // serves this process's sub-block hits only).
+        pool_.for_each_indexed([&](int32_t, const Hash128&, BlockId id) { n += pool_.block(id).tail ? 0 : 1; });
         w.u64(n);
         pool_.for_each_indexed([&](int32_t m, const Hash128& h, BlockId id) {
+            if (pool_.block(id).tail) return;
             w.u32(static_cast<uint32_t>(m));
             w.u32(0);
             w.u64(h.lo);
@@ -79,8 +82,13 @@ uint64_t Cache::save_prefixes(const std::string& path, uint64_t fp_lo, uint64_t 
         });
         w.u32(kChildrenTag);
         w.u32(static_cast<uint32_t>(layout_.block_tokens));
-        w.u64(children_.size());
+        uint64_t nr = 0;
+        children_.for_each([&](const Hash128&, const Hash128&, const std::vector<int32_t>& tokens) {
+            nr += tokens.size() == size_t(layout_.block_tokens) ? 1 : 0;
+        });
+        w.u64(nr);
         children_.for_each([&](const Hash128& h, const Hash128& group, const std::vector<int32_t>& tokens) {
+            if (tokens.size() != size_t(layout_.block_tokens)) return;
             w.u64(h.lo);
             w.u64(h.hi);
             w.u64(group.lo);

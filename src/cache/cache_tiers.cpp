@@ -167,7 +167,7 @@ void Cache::on_evict_locked(BlockId id) {
             elsewhere = int32_t(m) != victim.manager && pool_.lookup(int32_t(m), victim.hash) != kNullBlock;
         if (!elsewhere) children_.remove(victim.hash);
     }
-    if (!tiers_on_) return;
+    if (!tiers_on_ || pool_.block(id).tail) return;  // (a tail block serves this process's sub-block hits only)
     // Runs inside BlockPool::allocate under mu_; must not throw into the pool half-way:
     // an allocation failure here only loses the copy (the block set stays computable).
     try {
@@ -213,8 +213,8 @@ uint64_t Cache::persist() {
                 m0 = int32_t(m);
                 break;
             }
-        pool_.for_each_indexed([&](int32_t m, const Hash128& h, BlockId) {
-            if (m == m0 && !persisted_.count(h)) hashes.push_back(h);
+        pool_.for_each_indexed([&](int32_t m, const Hash128& h, BlockId id) {
+            if (m == m0 && !pool_.block(id).tail && !persisted_.count(h)) hashes.push_back(h);
         });
     }
     uint64_t n = 0;
