@@ -21,6 +21,7 @@
 #include "baselines.hpp"
 #include "bench_kv_fixture.hpp"
 #include "kernels/attention.hpp"
+#include "runtime/context.hpp"
 #include "util/isa.hpp"
 
 #include <cmath>
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     bool quick = false, thp = true;
     const char* only = nullptr;
     int force_layers = 0;
-    int32_t block_tokens = 16;
+    int32_t block_tokens = runtime::kDefaultBlockTokens;  // a decoder context's default (--block N: another)
     int64_t only_keys = 0;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;

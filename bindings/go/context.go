@@ -102,7 +102,7 @@ type ContextOptions struct {
 	NBatch          uint32 // prefill chunk; 0 = 512
 	Threads         int32  // 0 = up to the OpenMP default, each decode step's count chosen by kvrt; N = exactly N
 	KVType          KVType // element type of cached K/V rows; KVDefault = f16
-	BlockTokens     uint32 // 0 = 16
+	BlockTokens     uint32 // 0 = the library default: 64 for decoder models, 16 for CED ones
 	CacheBytes      uint64 // 0 = kvrt's default budget
 	NoPrefixCaching bool
 	CacheSalt       string

@@ -96,10 +96,15 @@ typedef struct kvrt_context_config {
                                    query and the softmax weights rounded to bf16, f32 sums), ~1.3x
                                    faster prefill; Intel CPUs keep f32 products (faster there);
                                    KVRT_BF16_DOT=on|off or KVRT_ISA=avx512 override the choice */
-    uint32_t block_tokens;      /* tokens per cache block when the context creates its cache; default 16.
-                                   Prefix hits reach the first changed token whatever the size
-                                   (CED: whole blocks); longer blocks (64) read faster in decode
-                                   at long contexts (longer contiguous runs) */
+    uint32_t block_tokens;      /* tokens per cache block when the context creates its cache;
+                                   0 (default since 0.3.2; 16 before) = 64 for decoder models,
+                                   16 for CED models. Prefix hits reach the first changed token
+                                   whatever the size (CED: whole blocks); longer blocks read
+                                   faster in decode at long contexts (a layer's rows of a block
+                                   are one contiguous run: decode attention beyond the last-level
+                                   cache took 6-24% longer with 16-token blocks than 64), shorter
+                                   ones waste less of a sequence's last block. A saved
+                                   conversation loads only into a context of its block size. */
     uint64_t cache_bytes;       /* budget of a cache the context creates (change it later with
                                    kvrt_cache_set_budget). 0 = a default the machine can afford:
                                    room for n_seq_max sequences of n_ctx positions plus as much

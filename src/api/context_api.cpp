@@ -96,7 +96,7 @@ KVRT_API kvrt_status kvrt_context_config_init(kvrt_context_config* cfg, size_t s
         cfg->n_seq_max = 1;
         cfg->n_batch = 512;
         cfg->kv_dtype = KVRT_DTYPE_F16;
-        cfg->block_tokens = 16;
+        cfg->block_tokens = 0;  // the model's default (runtime/context.hpp kDefaultBlockTokens)
         cfg->prefix_caching = 1;
         if (struct_size >= offsetof(kvrt_context_config, v_dtype) + sizeof(int32_t)) {
             cfg->k_dtype = -1;
@@ -143,7 +143,7 @@ KVRT_API kvrt_status kvrt_context_create(kvrt_context** out, const kvrt_model* m
             const auto vdt = static_cast<kvrt::DType>(c.v_dtype >= 0 ? c.v_dtype : c.kv_dtype);
             if (vdt != p.kv_dtype) p.kv_v_dtype = vdt;
         }
-        p.block_tokens = static_cast<int32_t>(c.block_tokens == 0 ? 16 : c.block_tokens);
+        p.block_tokens = static_cast<int32_t>(c.block_tokens);  // 0: the default, resolved by the context
         if (c.block_tokens > 4096) throw Error(KVRT_ERR_INVALID_ARGUMENT, "cfg->block_tokens above 4096");
         p.cache_bytes = c.cache_bytes;
         p.prefix_caching = c.prefix_caching != 0;

@@ -84,6 +84,8 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
                "n_seq_max must be in [1, 4096], got " + std::to_string(p_.n_seq_max));
     if (p_.n_batch == 0) p_.n_batch = 512;
     KVRT_CHECK(p_.n_batch <= 65536, KVRT_ERR_INVALID_ARGUMENT, "n_batch above 65536");
+    if (p_.block_tokens == 0)
+        p_.block_tokens = cache_ ? cache_->block_tokens() : model_->is_ced() ? kDefaultBlockTokensCed : kDefaultBlockTokens;
     KVRT_CHECK(p_.block_tokens >= 1 && p_.block_tokens <= 4096, KVRT_ERR_INVALID_ARGUMENT,
                "block_tokens must be in [1, 4096]");
     KVRT_CHECK(p_.n_threads >= 0, KVRT_ERR_INVALID_ARGUMENT, "n_threads is negative");

@@ -48,7 +48,9 @@ struct ContextParams {
     // the cache the context makes; a shared cache may have either layout (its creator chose).
     bool kv_protect_outlier_layers = true;
     std::optional<DType> ced_bank_dtype;  // CED: bank rows' and indexer keys' type (unset: CedRuntime::bank_dtype_for)
-    int32_t block_tokens = 16;
+    // Positions per cache block; 0 = the default (resolve_block_tokens): a shared cache's own,
+    // else kDefaultBlockTokens for decoder models, kDefaultBlockTokensCed for CED ones.
+    int32_t block_tokens = 0;
     uint64_t cache_bytes = 0;  // 0 = n_seq_max x n_ctx x 2 (see kvrt_context_config)
     bool prefix_caching = true;
     std::string salt;
@@ -112,6 +114,20 @@ struct Activity {
     uint64_t generated = 0;
     uint64_t calls = 0;
 };
+
+// Default positions per cache block (ContextParams::block_tokens = 0, kvrt_context_config's
+// default). Decoder models: 64. A decode step reads each layer's K and V rows block by block, and
+// a layer's rows of one block are one contiguous run (its K region, then its V region); 16-token
+// blocks made those runs 6-8 KiB, too short for the hardware prefetchers, and decode attention
+// beyond the last-level cache took 6-24% longer than with 64-token blocks (AMD EPYC Zen 4,
+// bench_attention_decode --keys 131072: src/kernels/README.md, "Block size"). Prefix hits still
+// reach the first changed token (KVRT_MATCH_SUB_BLOCK), and a released sequence's partly filled
+// last block is kept for them (cache tail blocks), so the larger block costs prefix reuse nothing;
+// it costs up to 63 unfilled positions per live sequence.
+// CED models: 16 (their prefix hits are whole blocks, and their decode reads selected bank rows,
+// not long runs).
+inline constexpr int32_t kDefaultBlockTokens = 64;
+inline constexpr int32_t kDefaultBlockTokensCed = 16;
 
 // The cache layout a decoder-family model needs (one Full or Window layer per model layer).
 // v_dtype: the V rows' type when it differs from kv_dtype (the K rows'); the layers' types

@@ -44,7 +44,8 @@ SeqFileContents read_seq_file(cache::StateReader& r, const SeqFileExpect& want, 
     const uint32_t bt = r.u32();
     KVRT_CHECK(bt == want.block_tokens, KVRT_ERR_MISMATCH,
                path + " was saved with block_tokens " + std::to_string(bt) + "; this context uses " +
-                   std::to_string(want.block_tokens));
+                   std::to_string(want.block_tokens) + " (load it into a context created with block_tokens = " +
+                   std::to_string(bt) + (bt == 16 ? ", the default before kvrt 0.3.2)" : ")"));
     const uint64_t salt_len = r.u64();
     KVRT_CHECK(salt_len <= r.remaining(), KVRT_ERR_BAD_FORMAT, path + ": salt length exceeds the file");
     const uint8_t* salt = r.bytes(salt_len);

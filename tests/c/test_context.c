@@ -69,11 +69,25 @@ int main(void) {
     /* config and create */
     EXPECT(kvrt_context_config_init(&cc, sizeof cc) == KVRT_OK);
     EXPECT(cc.n_seq_max == 1 && cc.kv_dtype == KVRT_KV_F16 && cc.prefix_caching == 1 && cc.n_batch == 512);
+    EXPECT(cc.block_tokens == 0); /* the model's default: 64 for a decoder (checked below) */
     EXPECT(kvrt_context_config_init(NULL, sizeof cc) == KVRT_ERR_INVALID_ARGUMENT);
     EXPECT(kvrt_context_config_init(&cc, 5) == KVRT_ERR_INVALID_ARGUMENT);
     kvrt_context_config_init(&cc, sizeof cc);
     cc.n_ctx = 128;
     cc.n_seq_max = 2;
+    /* the default block size, resolved at create */
+    {
+        kvrt_context *d = NULL;
+        kvrt_cache *dc = NULL;
+        kvrt_cache_stats ds;
+        EXPECT_OK(kvrt_context_create(&d, m, &cc));
+        EXPECT_OK(kvrt_context_get_cache(&dc, d));
+        kvrt_cache_stats_init(&ds, sizeof ds);
+        EXPECT_OK(kvrt_cache_stats_get(&ds, dc));
+        EXPECT(ds.block_tokens == 64);
+        kvrt_context_destroy(d);
+    }
+    cc.block_tokens = 16; /* the hit counts below are written for blocks of 16 */
     EXPECT(kvrt_context_create(&ctx, NULL, &cc) == KVRT_ERR_BAD_HANDLE);
     EXPECT(ctx == NULL);
     EXPECT(kvrt_context_create(NULL, m, &cc) == KVRT_ERR_INVALID_ARGUMENT);

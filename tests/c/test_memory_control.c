@@ -128,9 +128,11 @@ int main(void) {
         kvrt_cache *dc = NULL;
         EXPECT_OK(kvrt_context_get_cache(&dc, dflt));
         s2 = stats_of(dc);
-        /* f16 K/V: 2 x layers x kv_heads x head_dim x 2 bytes per token; (512 + 16) positions */
+        /* f16 K/V: 2 x layers x kv_heads x head_dim x 2 bytes per token; (512 + a block) positions,
+         * the default block holding 64 */
         per_token = 2ull * info.n_layers * info.n_kv_heads * info.head_dim * 2ull;
-        EXPECT(s2.budget_bytes == 2ull * 3ull * (512 + 16) * per_token);
+        EXPECT(s2.block_tokens == 64);
+        EXPECT(s2.budget_bytes == 2ull * 3ull * (512 + 64) * per_token);
     }
     kvrt_context_destroy(dflt);
 

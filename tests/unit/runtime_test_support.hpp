@@ -46,6 +46,9 @@ inline runtime::ContextParams small_params(uint32_t n_ctx = 1024, uint32_t n_bat
     p.n_batch = n_batch;
     p.prefix_caching = prefix;
     p.cache_bytes = 64ull << 20;
+    // Blocks of 16 (the library's default is 64): the tests' prompts are a few dozen tokens, and
+    // their hit and block counts are written for several blocks per prompt.
+    p.block_tokens = 16;
     return p;
 }
 

@@ -94,11 +94,13 @@ void greedy_decode(const char* arch, KvTypes kt = {}) {
                       std::string(arch) << ": decode step " << s);
 }
 
-void prefix_hit(const char* arch, KvTypes kt = {}) {
+// block_tokens 16: the hit covers whole blocks and part of the next; 0 (the library's default, 64
+// positions): A's prompt and decode steps fill no block, so the hit is into A's last, partly filled
+// block, which the cache keeps when A is released (a tail block).
+void prefix_hit(const char* arch, KvTypes kt = {}, int32_t block_tokens = 16) {
     const Arch A(arch);
     if (!A.ok) return;
-    // Two prompts sharing a 40+ token document prefix; block size 16, so the hit covers whole blocks
-    // and part of the next.
+    // Two prompts sharing a 40+ token document prefix.
     const std::string doc =
         "Project memo. The bridge repair starts on 3 May and must finish by 30 June. The budget is fixed. "
         "Two contractors bid; the city chose the cheaper one after an audit of its safety record.";
@@ -108,7 +110,11 @@ void prefix_hit(const char* arch, KvTypes kt = {}) {
     REQUIRE(common >= 32);
     const int steps = kvrt::test::kSanitized ? 4 : 16;
 
-    runtime::Context warm(A.m, typed(small_params(256), kt));
+    runtime::ContextParams params = typed(small_params(256), kt);
+    params.block_tokens = block_tokens;
+    runtime::Context warm(A.m, params);
+    const int32_t bt = warm.params().block_tokens;
+    CHECK(bt == (block_tokens ? block_tokens : runtime::kDefaultBlockTokens));
     runtime::RequestStats sa, sb;
     greedy_run(warm, 0, a, 2, &sa);
     CHECK(sa.reused_tokens == 0);
@@ -118,11 +124,12 @@ void prefix_hit(const char* arch, KvTypes kt = {}) {
     // The hit reaches the first changed token (a sub-block hit: A's block holding it is copied up
     // to there), not only the last whole block before it.
     CHECK(sb.reused_from_cache == std::min(common, b.size() - 1));
-    CHECK(sb.reused_from_cache % 16 != 0);  // this prompt pair does exercise the partial block
+    CHECK(sb.reused_from_cache % bt != 0);  // this prompt pair does exercise the partial block
+    if (block_tokens == 0) CHECK(a.size() + 1 < static_cast<size_t>(bt));  // ... and A's tail block
     CHECK(sb.reused_tokens == sb.reused_from_cache);
     CHECK(sb.computed_tokens == b.size() - sb.reused_tokens);
 
-    runtime::Context cold(A.m, typed(small_params(256), kt));
+    runtime::Context cold(A.m, params);
     runtime::RequestStats sc;
     const kvrt::test::GreedyRun ref = greedy_run(cold, 0, b, steps, &sc);
     CHECK(sc.reused_tokens == 0);
@@ -152,13 +159,22 @@ void edited_prompt(const char* arch) {
     for (size_t s = 0; s < ref.logits.size(); ++s)
         CHECK_MESSAGE(bit_equal(edited.logits[s].data(), ref.logits[s].data(), A.vocab()), std::string(arch) << ": step " << s);
 
-    // Appending (a next chat turn) keeps everything and computes only the new tokens.
+    // Appending (a next chat turn) keeps everything and computes only the new tokens. After the
+    // release the cache keeps the released sequence's last, partly filled block (a tail block),
+    // whose rows cover edit and the first decoded tokens: every position before the last is reused.
     std::vector<int32_t> longer = edit;
     longer.push_back(edited.tokens[0]);
     longer.push_back(edited.tokens[1]);
     ctx.release(0);
     ctx.prefill(0, edit.data(), edit.size(), &st);
+    CHECK(st.reused_tokens == edit.size() - 1);
     ctx.prefill(0, longer.data(), longer.size(), &st);
+    CHECK(st.reused_tokens == longer.size() - 1);
+    CHECK(st.computed_tokens == 1);
+    // Without the released rows (a fresh context) the live sequence still computes only the new two.
+    runtime::Context fresh(A.m, small_params(256));
+    fresh.prefill(0, edit.data(), edit.size(), &st);
+    fresh.prefill(0, longer.data(), longer.size(), &st);
     CHECK(st.reused_tokens == edit.size());
     CHECK(st.computed_tokens == 2);
 }
@@ -332,6 +348,7 @@ void thread_count(const char* arch, KvTypes kt = {}) {
     }                                                                                                                  \
     TEST_CASE("runtime[" ARCH "]: a prefix-cache hit gives the cold run's logits and greedy text, bit for bit") {      \
         prefix_hit(ARCH);                                                                                              \
+        prefix_hit(ARCH, {}, 0);                                                                                       \
     }                                                                                                                  \
     TEST_CASE("runtime[" ARCH "]: an edited prompt keeps the positions before the first changed token and equals a cold run") { \
         edited_prompt(ARCH);                                                                                           \

@@ -35,6 +35,7 @@ void make(Ctx* out, kvrt_model* m, const char* dir, int prefix_caching) {
     kvrt_context_config_init(&cc, sizeof cc);
     cc.n_ctx = 1024;
     cc.n_threads = 2;
+    cc.block_tokens = 16;  // the block counts below are written for blocks of 16
     cc.prefix_caching = prefix_caching;
     kvrt_tier_config t;
     kvrt_tier_config_init(&t, sizeof t);
@@ -79,7 +80,7 @@ void disk_tier_round_trip(const char* arch, size_t n) {
         for (size_t i = 0; i < n; ++i) doc[i] = int32_t(i * 37 % 900 + 20);
         const fs::path dir = fs::temp_directory_path() / ("kvrt_tiers_real_" + std::to_string(getpid()) + "_" + arch);
         fs::remove_all(dir);
-        const uint64_t full_blocks = n / 16;  // block_tokens 16 (the default)
+        const uint64_t full_blocks = n / 16;  // block_tokens 16 (make)
         {
             Ctx w;
             make(&w, m, dir.c_str(), 1);

@@ -127,7 +127,7 @@ int cmd_bench(int argc, char** argv) {
         std::fprintf(stderr,
                      "usage: kvrt bench [-m MODEL] [-t THREADS (0: all, decode governed)] [--reps 3] [--only prefill,decode,ttft,docs]\n"
                      "                  [--baseline llamacpp.jsonl] [--json] [--kv-type T] [--k-type T] [--v-type T]\n"
-                     "                  [--act-bits default|8|outliers|16] [--decode-ctx 4096] [--block-tokens 16]\n");
+                     "                  [--act-bits default|8|outliers|16] [--decode-ctx 4096] [--block-tokens 64]\n");
         return 0;
     }
     const std::string path = a.get("-m", a.get("--model", default_model_path()));

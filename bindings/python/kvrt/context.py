@@ -110,7 +110,7 @@ class Context(Handle):
     """
     _destroy = "kvrt_context_destroy"
 
-    def __init__(self, model, n_ctx=0, n_seq_max=1, n_batch=512, n_threads=0, kv_dtype=DTYPE_F16, block_tokens=16,
+    def __init__(self, model, n_ctx=0, n_seq_max=1, n_batch=512, n_threads=0, kv_dtype=DTYPE_F16, block_tokens=0,
                  cache_bytes=0, prefix_caching=True, cache_salt="", share_cache_with=None,
                  ced_prefill_mode=CED_PREFILL_EXACT, ced_resume=CED_RESUME_AUTO, k_dtype=-1, v_dtype=-1,
                  progress=None, cache_dir=None, cache_redis=None, act_bits=0, bank_dtype=-1):

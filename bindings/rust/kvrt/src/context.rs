@@ -79,7 +79,7 @@ pub struct ContextOptions {
     /// count chosen by kvrt from measured step times; N = exactly N.
     pub n_threads: i32,
     pub kv_type: KvType,
-    /// Tokens per cache block.
+    /// Tokens per cache block; 0 = the library default (64 for decoder models, 16 for CED ones).
     pub block_tokens: u32,
     /// Cache budget in bytes; 0 = kvrt's default.
     pub cache_bytes: u64,
@@ -115,7 +115,7 @@ impl Default for ContextOptions {
             n_batch: 512,
             n_threads: 0,
             kv_type: KvType::F16,
-            block_tokens: 16,
+            block_tokens: 0,
             cache_bytes: 0,
             prefix_caching: true,
             cache_salt: String::new(),
