@@ -197,6 +197,7 @@ int cmd_bench(int argc, char** argv) {
             return 1;
         }
     }
+    int32_t blocks_used = 0;  // the cache block size the contexts got (the library's default unless --block-tokens)
     auto make_ctx = [&](int prefix_caching) {
         kvrt_context_config cc;
         kvrt_context_config_init(&cc, sizeof cc);
@@ -209,6 +210,11 @@ int cmd_bench(int argc, char** argv) {
         kvrt_context* c = nullptr;
         kvrt_status s = kvrt_context_create(&c, model, &cc);
         if (s != KVRT_OK) report_error("bench", "context", s);
+        kvrt_cache* cache = nullptr;
+        kvrt_cache_stats cs;
+        kvrt_cache_stats_init(&cs, sizeof cs);
+        if (c && kvrt_context_get_cache(&cache, c) == KVRT_OK && kvrt_cache_stats_get(&cs, cache) == KVRT_OK)
+            blocks_used = cs.block_tokens;
         return c;
     };
 
@@ -384,9 +390,10 @@ int cmd_bench(int argc, char** argv) {
     std::map<std::string, double> base;
     if (a.has("--baseline")) base = read_baseline(a.get("--baseline"), threads);
     if (!json)
-        std::printf("# %s, %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, kernels %s, load average %s, wall-clock times%s\n",
+        std::printf("# %s, %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, cache blocks of %d positions, kernels %s, "
+                    "load average %s, wall-clock times%s\n",
                     cpu.c_str(), threads, governed ? " (decode steps: the runtime's choice, -t 0)" : "",
-                    wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), isa, load_s,
+                    wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), blocks_used, isa, load_s,
                     base.empty() ? "" : "; llama.cpp from --baseline, ratio = kvrt / llama.cpp");
     for (const Figure& f : figs) {
         auto it = base.find(f.metric);
