@@ -25,10 +25,10 @@ std::vector<size_t> block_sizes(const ResolvedLayout& l) {
 }
 std::string seq_name(SeqId id) { return "sequence " + std::to_string(id); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-// reserve() to exactly n reallocates on every growth step: a one-token append
-// would copy the whole token vector (O(length) per decode step). Grow geometrically.
 // XORed into a tail block's hash (publish_tail_locked): "tail" in ASCII.
 constexpr uint64_t kTailHashTag = 0x7461696cull << 32;
+// reserve() to exactly n reallocates on every growth step: a one-token append
+// would copy the whole token vector (O(length) per decode step). Grow geometrically.
 template <class Vec>
 void reserve_for(Vec& v, size_t n) {
     if (v.capacity() < n) v.reserve(std::max(n, v.capacity() * 2));
