@@ -478,19 +478,12 @@ void Cache::publish_tail_locked(const Sequence& s) noexcept {
     const int64_t bt = layout_.block_tokens;
     const int64_t b = s.computed / bt, c = s.computed % bt;
     if (!tails_ || c == 0 || static_cast<int64_t>(s.hashes.size()) != b) return;
-    std::vector<BlockId> ids;
-    try {
-        ids.reserve(s.tables.size());
-    } catch (...) {
-        return;
-    }
-    for (size_t m = 0; m < s.tables.size(); m++) {
-        if (b >= static_cast<int64_t>(s.tables[m].size())) return;
-        const BlockId x = s.tables[m][static_cast<size_t>(b)];
+    for (const auto& table : s.tables) {
+        if (b >= static_cast<int64_t>(table.size())) return;
+        const BlockId x = table[static_cast<size_t>(b)];
         if (x == kNullBlock) return;
         const Block& blk = pool_.block(x);
         if (blk.ref != 1 || blk.hashed) return;  // shared (a fork, a sub-block hit's block): not this sequence's alone
-        ids.push_back(x);
     }
     const Hash128 parent = b > 0 ? s.hashes[static_cast<size_t>(b - 1)] : hash_root();
     Hash128 h = hash_block(parent, s.extra, s.tokens.data() + b * bt, static_cast<size_t>(c));
@@ -503,7 +496,7 @@ void Cache::publish_tail_locked(const Sequence& s) noexcept {
         children_.longest(parent, s.extra, s.tokens.data() + b * bt, static_cast<size_t>(c), &have,
                           [&](const Hash128& x) { return indexed_in_all_locked(x); });
         if (have == static_cast<size_t>(c)) return;
-        for (BlockId x : ids) pool_.publish(x, h, true);
+        for (const auto& table : s.tables) pool_.publish(table[static_cast<size_t>(b)], h, true);
         children_.add(parent, s.extra, h, s.tokens.data() + b * bt, static_cast<size_t>(c));
     } catch (...) {
         // Out of memory: the blocks published so far are cached and evictable; a set not indexed by

@@ -48,7 +48,7 @@ struct ContextParams {
     // the cache the context makes; a shared cache may have either layout (its creator chose).
     bool kv_protect_outlier_layers = true;
     std::optional<DType> ced_bank_dtype;  // CED: bank rows' and indexer keys' type (unset: CedRuntime::bank_dtype_for)
-    // Positions per cache block; 0 = the default (resolve_block_tokens): a shared cache's own,
+    // Positions per cache block; 0 = the default, resolved by Context::Context: a shared cache's own,
     // else kDefaultBlockTokens for decoder models, kDefaultBlockTokensCed for CED ones.
     int32_t block_tokens = 0;
     uint64_t cache_bytes = 0;  // 0 = n_seq_max x n_ctx x 2 (see kvrt_context_config)
