@@ -82,10 +82,11 @@ private:
 };
 
 // ActBits::Q8R's second step for one row already quantised to 8-bit codes (qs, d, s, sum_lo):
-// marks its outlier blocks (d > kOutlierBlockRatio * the mean of the row's d: rd != 0), writes
+// marks its outlier blocks (d > kOutlierBlockRatio * the mean of the row's d and d^2 >=
+// kOutlierBlockShare * the sum of its d^2: rd != 0), writes
 // their residual codes and sums, lists them in rlist and updates s; returns how many it marked.
 // One body (activation_residual_core.inl) compiled portable and for AVX2 + FMA: the same bytes
-// (its float steps are fmas, round-half-even and one sequential mean).
+// (its float steps are fmas, round-half-even, one sequential mean and one fma chain of squares).
 int32_t quantize_row_residual(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
                               float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist);
 int32_t quantize_row_residual_avx2(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,

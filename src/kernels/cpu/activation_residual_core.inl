@@ -5,7 +5,8 @@
 // body compiled twice: portable (activation_quant.cpp) and for AVX2 + FMA CPUs
 // (activation_quant_avx2.cpp, with a vector twin of the marked block's body). Both give the same
 // bytes: an fma is exact-rounded, nearbyint and vcvtps2dq round half to even, the mean is one
-// sequential float sum and the block's largest magnitude one maximum. Include inside namespace
+// sequential float sum, the sum of squares one fma chain, and the block's largest magnitude one
+// maximum. Include inside namespace
 // kvrt::kernels, after <cmath>.
 
 // A marked block's residual: its codes into r8 and their scale and sums; d = 0 (nothing written)
@@ -40,13 +41,18 @@ inline ResidualBlock residual_block_portable(const float* x, float d, const int8
 template <class Block>
 inline int32_t residual_row_core(const float* x, int64_t nb, const int8_t* qs, const float* d, float* s, int8_t* rq,
                                  float* rd, int32_t* rsum, int32_t* rsum_lo, int32_t* rlist, Block&& block) {
-    float total = 0.0f;
-    for (int64_t b = 0; b < nb; b++) total += d[b];
+    float total = 0.0f, squares = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        total += d[b];
+        squares = std::fma(d[b], d[b], squares);
+    }
     const float limit = kOutlierBlockRatio * (total / static_cast<float>(nb));
+    const float share = kOutlierBlockShare * squares;
     int32_t marked = 0;
     for (int64_t b = 0; b < nb; b++) {
         rd[b] = 0.0f;
-        if (!(d[b] > limit)) continue;  // (NaN and inf scales and means are never marked)
+        // (NaN and inf scales, means and sums are never marked)
+        if (!(d[b] > limit) || !(d[b] * d[b] >= share)) continue;
         const ResidualBlock r = block(x + b * 32, d[b], qs + b * 32, rq + b * 32);
         if (r.d == 0.0f) continue;  // an exact block, or a non-finite x
         rd[b] = r.d;

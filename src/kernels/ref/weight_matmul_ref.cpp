@@ -152,14 +152,19 @@ void quantize_row_q16(const float* x, int64_t nb, int16_t* qs, float* d, int32_t
 
 void residual_row_q8(const float* x, int64_t nb, const int8_t* qs, const float* d, int32_t* rq, float* rd,
                      int32_t* rsum) {
-    float ftotal = 0.0f;  // a float sum in block order: the same float as the fast path's
-    for (int64_t b = 0; b < nb; b++) ftotal += d[b];
+    // A float sum and an fma chain in block order: the same floats as the fast path's.
+    float ftotal = 0.0f, fsquares = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        ftotal += d[b];
+        fsquares = std::fma(d[b], d[b], fsquares);
+    }
     const float limit = kOutlierBlockRatio * (ftotal / static_cast<float>(nb));
+    const float share = kOutlierBlockShare * fsquares;
     for (int64_t b = 0; b < nb; b++) {
         rd[b] = 0.0f;
         rsum[b] = 0;
         for (int j = 0; j < 32; j++) rq[b * 32 + j] = 0;
-        if (!(d[b] > limit)) continue;
+        if (!(d[b] > limit) || !(d[b] * d[b] >= share)) continue;
         float r[32], amax = 0.0f;
         for (int j = 0; j < 32; j++) {
             r[j] = std::fma(-d[b], static_cast<float>(qs[b * 32 + j]), x[b * 32 + j]);
