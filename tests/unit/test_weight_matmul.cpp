@@ -15,6 +15,7 @@
 #include "kernels/cpu/weight_matmul_amx_emulated.hpp"
 #include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
+#include "kernels/cpu/weight_matmul_layout.hpp"
 #include "kernels/ref/weight_matmul_ref.hpp"
 #include "kernels/weight_matmul.hpp"
 #include "model/gguf/gguf.hpp"
@@ -1310,7 +1311,7 @@ TEST_CASE("weight_matmul Q8R: the residuals cut the activation error against f32
     }
 }
 
-TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX-512 kernel") {
+TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX-512 kernel, outlier residuals included") {
     // Whole tiles of 16 rows take tdpbssd / tdpbsud (Q5_0, Q8_0, Q4_K, Q5_K, Q6_K; the others go to the
     // AVX-512 kernel), the remaining rows the AVX-512 kernel; both with the
     // same float operations, so every element has the AVX-512 kernel's bits. Shapes: one tile
@@ -1358,6 +1359,46 @@ TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX
                     matmul(w.packed, X.data(), M, ldx, Yamx.data(), ldy, threads, KernelIsa::Amx);
                     CHECK(same_bits(Yamx.data(), Y512.data(), Yamx.size()));
                 }
+            }
+        }
+    }
+    // ActBits::Q8R: the tiles' chains, then the residual of every row (the AVX-512 kernel's fused
+    // residual after them, given the marked rows' lists as matmul() gives them).
+    for (TensorType t : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+        for (auto& s : shapes) {
+            const int64_t M = s[0], N = s[1], K = s[2];
+            CAPTURE(std::string(tensor_type_name(t)));
+            CAPTURE(M);
+            CAPTURE(K);
+            Weight w = make_weight(t, N, K, static_cast<uint32_t>(N * 5 + K + static_cast<int>(t)));
+            const int64_t ldx = K + 3, ldy = N + 5;
+            auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M * 7 + K));
+            add_outlier_blocks(X, M, K, ldx);
+            std::vector<float> Y512(M * ldy, -7.0f), Yq8(M * ldy, -7.0f);
+            matmul(w.packed, X.data(), M, ldx, Y512.data(), ldy, 2, KernelIsa::Avx512, ActBits::Q8R);
+            matmul(w.packed, X.data(), M, ldx, Yq8.data(), ldy, 2, KernelIsa::Avx512, ActBits::Q8);
+            CHECK_FALSE(same_bits(Y512.data(), Yq8.data(), Y512.size()));
+            std::vector<float> Yemu(M * ldy, -7.0f);
+            kernels::QuantizedRowsBuffer buf;
+            const kernels::QuantizedRows rows = buf.view(M, K / 32, ActBits::Q8R);
+            kernels::quantize_rows(X.data(), ldx, 0, M, rows, KernelIsa::Avx512);
+            kernels::MarkedStepRows lists;
+            REQUIRE(kernels::marked_step_rows(rows, M, kernels::panel_step_elems(t) / 32, lists));
+            kernels::MatmulArgs args;
+            args.w = &w.packed;
+            args.a = &rows;
+            args.X = X.data();
+            args.ldx = ldx;
+            args.Y = Yemu.data();
+            args.ldy = ldy;
+            args.M = M;
+            args.residual_rows = &lists;
+            kernels::matmul_panels_amx_emulated(args, 0, w.packed.panels());
+            CHECK(same_bits(Yemu.data(), Y512.data(), Yemu.size()));
+            if (real) {
+                std::vector<float> Yamx(M * ldy, -7.0f);
+                matmul(w.packed, X.data(), M, ldx, Yamx.data(), ldy, 2, KernelIsa::Amx, ActBits::Q8R);
+                CHECK(same_bits(Yamx.data(), Y512.data(), Yamx.size()));
             }
         }
     }

@@ -142,7 +142,10 @@ PanelKernel8 residual_kernel(PanelKernel kernel) {
     return kernel == matmul_panels_amx ? matmul_panels_avx512 : kernel;
 }
 // The kernels that compute the outlier residual themselves (weight_matmul_fused_residual.hpp).
-bool fuses_residual(PanelKernel kernel) { return kernel == matmul_panels_avx512 || kernel == matmul_panels_avx2; }
+bool fuses_residual(PanelKernel kernel) {
+    return kernel == matmul_panels_avx512 || kernel == matmul_panels_amx || kernel == matmul_panels_avx2 ||
+           kernel == matmul_panels_avxvnni;
+}
 // Builds the marked rows' lists of args' rows into `lists` when kernel computes their residual
 // itself and some row has one; false otherwise (no residual, or the separate pass's kernel).
 bool fused_residual_lists(const MatmulArgs& args, PanelKernel kernel, MarkedStepRows& lists) {

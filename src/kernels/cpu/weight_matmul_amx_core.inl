@@ -329,7 +329,7 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
                                        t == TensorType::Q5_K || t == TensorType::Q6_K);
     Prep* pr = tiles ? prep_buffer() : nullptr;
     if (!pr) {
-        matmul_panels_avx512(args, p0, p1);
+        matmul_panels_avx512(args, p0, p1);  // (which computes args.residual_rows' residual itself)
         return;
     }
     switch (t) {
@@ -349,7 +349,12 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
         rest.X = args.X ? args.X + m0 * args.ldx : nullptr;
         rest.Y = args.Y + m0 * args.ldy;
         rest.M = args.M - m0;
+        rest.residual_rows = nullptr;  // (the lists number all of args' rows: done below)
         matmul_panels_avx512(rest, p0, p1);
     }
+    // The outlier residual of every row (ActBits::Q8R), now that all their chains are stored, as the
+    // AVX-512 kernel adds it after a pair's row tiles: with the pairs' weights in L2 rather than
+    // L1, without the separate pass's gathering and per-step kernel calls.
+    matmul_residual_panels_avx512(args, p0, p1);
 }
 

@@ -486,15 +486,16 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
     }
 }
 
-#if !KVRT_AVX2_VNNI
-// The fused residual (weight_matmul_fused_residual.hpp) on plain AVX2: after a panel's row tiles
-// have stored their chains, per step in increasing order, the rows marked there in groups of up
-// to kMaxRows run the same tiles on their residual codes, in place, over that one step, while the
-// panel's weights are in L1, and add their sums to their rows of Y. Those are the separate pass's
-// operations (the same tiles over gathered copies of the codes, from a zero accumulator, with
-// s = 0, and zero codes and scale on a K-quant step's unmarked blocks, added to Y after), without
-// the copies, the scratch tile and the second read of W. The AVX-VNNI build keeps the separate
-// pass: no CPU here runs it, so it stays on the code its tests have run.
+// The fused residual (weight_matmul_fused_residual.hpp) on AVX2 and AVX-VNNI: after a panel's row
+// tiles have stored their chains, per step in increasing order, the rows marked there in groups
+// of up to kMaxRows run the same tiles on their residual codes, in place, over that one step,
+// while the panel's weights are in L1, and add their sums to their rows of Y. Those are the
+// separate pass's operations (the same tiles over gathered copies of the codes, from a zero
+// accumulator, with s = 0, and zero codes and scale on a K-quant step's unmarked blocks, added to
+// Y after), without the copies, the scratch tile and the second read of W. (The AVX-VNNI build
+// has fused it since 0.3.3, when the residuals became the default: the tiles are the ones its
+// 8-bit path runs, over rows of the ResidualRows interface; the `weight_matmul Q8R:` tests hold it
+// to the scalar path's bits on CPUs with AVX-VNNI.)
 alignas(32) constexpr int8_t kZeroCodes[32] = {};
 
 // The residual codes of rows m[0 .. MR) (a step's marked rows): a row not marked at a block has
@@ -549,14 +550,15 @@ void run_residual(const MatmulArgs& args, const Tile& panel) {
         const int64_t* rows = l.rows + l.start[st];
         const int64_t n = l.start[st + 1] - l.start[st];
         int64_t i = 0;
+#if !KVRT_AVX2_VNNI  // (its panels have no expanded codes)
         if (t.xc)
             for (; i + kXcRows <= n; i += kXcRows)
                 run_quantized_tile<kXcRows>(type, t, ResidualRows{*args.a, rows + i}, st, st + 1);
+#endif
         for (; i + 2 <= n; i += 2) run_quantized_tile<2>(type, t, ResidualRows{*args.a, rows + i}, st, st + 1);
         if (i < n) run_quantized_tile<1>(type, t, ResidualRows{*args.a, rows + i}, st, st + 1);
     }
 }
-#endif
 
 #if !KVRT_AVX2_VNNI
 // Expanded codes on plain AVX2 (for_each_tile's Expand): with 2-row tiles, every pair of rows
@@ -590,7 +592,9 @@ uint8_t* expand(const MatmulArgs& args, const Tile& t, uint8_t* xc) {
 }  // namespace
 
 #if KVRT_AVX2_VNNI
-void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) { for_each_tile<run_tile<1>, run_tile<2>>(args, p0, p1); }
+void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
+    for_each_tile<run_tile<1>, run_tile<2>, run_residual>(args, p0, p1);
+}
 #else
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
     for_each_tile<run_tile<1>, run_tile<2>, run_residual, expand, run_tile<kXcRows>>(args, p0, p1);

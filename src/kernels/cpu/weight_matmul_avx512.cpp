@@ -861,6 +861,24 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
 
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { panels<8>(args, p0, p1); }
 
+void matmul_residual_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) {
+    if (!args.residual_rows) return;
+    const PackedWeight& w = *args.w;
+    for (int64_t p = p0; p < p1; p += 2) {  // as panels<8>'s pair loop, after its row tiles
+        Tile t;
+        t.pf = weight_prefetch();
+        t.panel = w.panel(p) + args.step0 * static_cast<int64_t>(w.panel_stride());
+        t.prefetch = false;
+        t.sparse = args.sparse_blocks;
+        t.rrows = args.residual_rows;
+        t.ldy = args.ldy;
+        t.ncols = static_cast<int>(std::min<int64_t>(2 * kPanel, w.rows() - p * kPanel));
+        t.m0 = 0;
+        t.y = args.Y + (p * kPanel - args.col0);
+        fused_residual(args, t);
+    }
+}
+
 // Float weights have no activation codes: the same tiles as 8-bit (tile_f).
 void matmul_panels16_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { panels<16>(args, p0, p1); }
 
@@ -872,6 +890,7 @@ void matmul_panels16_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { pa
 
 namespace kvrt::kernels {
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { matmul_panels_scalar(args, p0, p1); }
+void matmul_residual_panels_avx512(const MatmulArgs&, int64_t, int64_t) {}
 void matmul_panels16_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { matmul_panels16_scalar(args, p0, p1); }
 }  // namespace kvrt::kernels
 

@@ -4,6 +4,7 @@
 // AVX2 + AVX-VNNI weight-matmul kernels (vpdpbusd on ymm: Intel client CPUs
 // from Alder Lake on, which lack AVX-512): see
 // weight_matmul_avx2_impl.hpp.
+#include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 

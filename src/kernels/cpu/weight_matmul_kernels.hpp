@@ -90,8 +90,13 @@ void matmul_residual(const MatmulArgs& args, PanelKernel8 kernel, int64_t p0, in
 void matmul_panels_avx2(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avxvnni(const MatmulArgs& args, int64_t p0, int64_t p1);
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1);
+// The AVX-512 kernel's fused residual alone (args.residual_rows, all of args' rows) over the
+// panel pairs of [p0, p1), after another kernel (AMX's tiles) has stored their 8-bit chains: the
+// operations and order of matmul_panels_avx512's own, so the same bits.
+void matmul_residual_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1);
 // AMX (weight_matmul_amx.cpp): whole tiles of 16 rows on tdpbsud, the other rows and the other
-// types through matmul_panels_avx512. (Its emulated twin is in the test-support library.)
+// types through matmul_panels_avx512; with args.residual_rows, the residual of all rows by
+// matmul_residual_panels_avx512 after them. (Its emulated twin is in the test-support library.)
 void matmul_panels_amx(const MatmulArgs& args, int64_t p0, int64_t p1);
 // 16-bit activation codes (args.a->q16; ActBits::Q16 in weight_matmul.hpp): the same
 // per-element float operations (Q6_K: two fmas, see there). Float weight types as above.
