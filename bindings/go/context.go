@@ -76,7 +76,7 @@ func (t KVType) raw() (C.int32_t, bool) {
 type CedPrefillMode int32
 
 // ActBitsOutliers is ContextOptions.ActBits's mode of 8-bit codes with the residuals of each
-// row's outlier blocks (KVRT_ACT_BITS_OUTLIERS).
+// row's outlier blocks (KVRT_ACT_BITS_OUTLIERS; the default's computation since 0.3.3).
 const ActBitsOutliers int32 = C.KVRT_ACT_BITS_OUTLIERS
 
 const (
@@ -119,10 +119,10 @@ type ContextOptions struct {
 	// (the call returns ErrCancelled). Runs on the goroutine of the call.
 	Progress func(fraction float32, stage string) bool
 	// Activation code width of the quantised weight matmuls (kvrt_context_config.act_bits):
-	// 0 (the default) 16-bit codes for the K/V projections and 8-bit elsewhere, 8 everywhere
-	// (fastest), ActBitsOutliers (9: the default plus residual codes for each row's outlier
-	// blocks, ~half its distance from exact math for some prefill speed) or 16 everywhere
-	// (~256x finer activation rounding, closest to exact math);
+	// 0 (the default, the same as ActBitsOutliers = 9) 16-bit codes for the K/V projections and
+	// 8-bit codes with residual codes for each row's outlier blocks elsewhere, 8 everywhere
+	// (fastest, ~twice the default's distance from exact math) or 16 everywhere (~256x finer
+	// activation rounding, closest to exact math);
 	// blocks computed under one setting are never reused by another.
 	ActBits int32
 	// CED models only: the bank rows' and indexer keys' type (kvrt_context_config.bank_dtype):

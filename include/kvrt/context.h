@@ -76,7 +76,7 @@ typedef struct kvrt_context kvrt_context;
 /* Options of kvrt_context_create. Initialise with kvrt_context_config_init();
  * fields are only ever appended. */
 /* kvrt_context_config.act_bits: 8-bit activation codes with the residuals of each row's outlier
- * blocks (see there). */
+ * blocks (see there); the default's computation since 0.3.3. */
 #define KVRT_ACT_BITS_OUTLIERS 9
 
 typedef struct kvrt_context_config {
@@ -147,24 +147,25 @@ typedef struct kvrt_context_config {
     /* Appended in 0.3 (an older struct_size keeps the default): the width of the activation
      * codes the quantised weight matmuls multiply with (the CLI's --act-bits). Each block of
      * 32 activations gets an f32 scale and integer codes:
-     *   0 (default): 16-bit codes for the K and V projections (the rows the KV cache keeps
-     *      and every later token reads), 8-bit codes for the other matmuls. On the three
-     *      real models this puts kvrt's mean KL divergence from a float64 forward at
-     *      0.34-0.80x llama.cpp's (SmolLM2: 0.67x on an AVX2 CPU, 0.80x on AVX-512 ones), for
-     *      16-bit codes on ~1.5-6% of the matmul work.
+     *   0 (default) = 9 (KVRT_ACT_BITS_OUTLIERS, since 0.3.3): 16-bit codes for the K and V
+     *      projections (the rows the KV cache keeps and every later token reads); for the other
+     *      matmuls and the output head 8-bit codes, and each block whose scale exceeds 3x its
+     *      row's mean and whose squared scale is at least a fifth of the row's sum of squared
+     *      scales (an outlier channel's block: 0.4-3% of the blocks of the real models) also
+     *      gets the 8-bit codes of its rounding error, whose products over those blocks are
+     *      added after the 8-bit ones. On the three real models this puts kvrt's mean KL
+     *      divergence from a float64 forward at 0.20-0.44x llama.cpp's, for 0-3% of prefill
+     *      time (AMD Zen 4, on its AVX-512 and AVX2 paths). Releases 0.3.1-0.3.2 defaulted to
+     *      the 16-bit K/V codes alone (0.34-0.80x); prefix blocks and state files of 0 and 9
+     *      from before 0.3.3 are not reused.
      *   8: 8-bit codes everywhere (as llama.cpp's Q8_1): the fastest, and the default of
      *      releases before 0.3.1.
-     *   9 (KVRT_ACT_BITS_OUTLIERS): as 0, and each 8-bit-coded block whose scale exceeds 3x
-     *      its row's mean (an outlier channel's block: 1.5-4% of the blocks of the real
-     *      models) also gets the 8-bit codes of its rounding error, whose products over those
-     *      blocks are added after the 8-bit ones (not on the output head): SmolLM2's KL from
-     *      float64 0.45x llama.cpp's (0 gives 0.80x), for 2-6% of the prefill time of 0
-     *      (AMD Zen 4, on its AVX-512 and AVX2 paths alike).
      *   16: 16-bit codes everywhere (scale amax/32767): the activation rounding, which is all
      *       of kvrt's distance from exact math on the models measured, shrinks ~256x.
      * The KL divergences and the speed of each are in scripts/reference/README.md ("16-bit
-     * activation codes", "Which matmuls", "Outlier residuals"). Every guarantee holds in each
-     * (cached == uncached, prefix hit == cold, any thread count gives the same bits, and so does
+     * activation codes", "Which matmuls", "Outlier residuals", "The default since 0.3.3").
+     * Every guarantee holds in each (cached == uncached, prefix hit == cold, any thread count
+     * gives the same bits, and so does
      * every ISA path of the weight matmuls; attention's summation order follows the CPU's vector
      * width, so logits differ in their last bits between AVX2 and AVX-512 CPUs); blocks computed
      * under one setting are never reused under another (they key the prefix cache and state

@@ -66,8 +66,9 @@ static_assert(kActBitsOutliers == KVRT_ACT_BITS_OUTLIERS, "one value for the out
 
 std::string act_bits_salt_suffix(int act_bits) {
     if (act_bits == 16) return std::string("\0kvrt-act16", 11);
-    if (act_bits == 0) return std::string("\0kvrt-act-kv16", 14);
-    if (act_bits == kActBitsOutliers) return std::string("\0kvrt-act-kv16-r3", 17);
+    // 0 and 9 are one computation. Its name changes with its numerics: "-kv16" (0 before 0.3.3,
+    // no residuals), "-kv16-r3" (9 before 0.3.3: the ratio rule alone, none on the head).
+    if (act_bits == 0 || act_bits == kActBitsOutliers) return std::string("\0kvrt-act-kv16-r3s20h", 21);
     return {};
 }
 
@@ -95,8 +96,8 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     KVRT_CHECK((p_.act_bits != 16 && p_.act_bits != kActBitsOutliers) || !model_->is_ced(), KVRT_ERR_UNSUPPORTED,
                "act_bits " + std::to_string(p_.act_bits) +
                    " is implemented for decoder models (llama, qwen2, gemma3), not CED ones");
-    // CED models have 8-bit codes only: their default is that.
-    if (model_->is_ced() && p_.act_bits == 0) p_.act_bits = 8;
+    // CED models have 8-bit codes only: their default is that. Decoders: 0 is 9.
+    if (p_.act_bits == 0) p_.act_bits = model_->is_ced() ? 8 : kActBitsOutliers;
     if (model_->is_ced()) {
         KVRT_CHECK(!cache_, KVRT_ERR_UNSUPPORTED,
                    "a context over a CED model creates its own bank and window caches; sharing a cache "

@@ -59,15 +59,15 @@ struct ContextParams {
     // prefix-cache hit restores the window state (ced_runtime.hpp).
     ced::PrefillMode ced_prefill = ced::PrefillMode::Exact;
     ced::Resume ced_resume = ced::Resume::Auto;
-    // Activation code widths of the quantised weight matmuls: 0 (the default: 16-bit codes
-    // for the K/V projections, 8-bit elsewhere), 9 (as 0, the 8-bit codes with their outlier
-    // blocks' residuals: ActBits::Q8R), 8 or 16 everywhere (ActCodes in
+    // Activation code widths of the quantised weight matmuls: 0 (the default, which the
+    // context resolves to 9: 16-bit codes for the K/V projections, 8-bit codes with their
+    // outlier blocks' residuals elsewhere, ActBits::Q8R), 8 or 16 everywhere (ActCodes in
     // model/arch/decoder_forward.hpp); CED models: 8 (0 becomes 8). Part of the prefix-cache keys.
     int act_bits = 0;
 };
 
-// The bytes a context appends to its salt for act_bits (8: none; the default 0 and 16 each
-// their own, which no NUL-terminated cache_salt can spell): the prefix-cache keys of one
+// The bytes a context appends to its salt for act_bits (8: none; the default 0 = 9 and 16
+// each their own, which no NUL-terminated cache_salt can spell): the prefix-cache keys of one
 // activation-code setting never match another's.
 std::string act_bits_salt_suffix(int act_bits);
 

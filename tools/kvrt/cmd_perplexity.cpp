@@ -39,8 +39,8 @@ const char* kUsage =
     "  --kl BASE --compare FILE  compare two saved files (no model is run)\n"
     "  --kv T              KV element type (default f16); -t threads; --batch prefill chunk\n"
     "  --act-bits B        activation codes of the quantised matmuls (kvrt_context_config.act_bits):\n"
-    "                      default (16-bit for the K/V projections, 8-bit elsewhere), 8, outliers\n"
-    "                      (9: the default plus residual codes for each row's outlier blocks) or 16\n";
+    "                      default = outliers (9: 16-bit for the K/V projections, 8-bit with residual\n"
+    "                      codes for each row's outlier blocks elsewhere), 8 or 16\n";
 
 bool read_file(const std::string& path, std::string& out) {
     std::ifstream f(path, std::ios::binary);

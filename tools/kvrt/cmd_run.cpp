@@ -25,10 +25,10 @@ void run_usage() {
                  "  -t, --threads N    threads (default 0: all, each decode step's count chosen by kvrt)\n"
                  "  --kv-type T        KV cache element type: f32, f16 (default), bf16, int8, fp8\n"
                  "  --k-type T, --v-type T   K and V rows of different types\n"
-                 "  --act-bits B       activation codes of the quantised matmuls: default (16-bit for\n"
-                 "                     the K/V projections, 8-bit elsewhere), 8 (fastest), outliers (the\n"
-                 "                     default plus residuals of outlier blocks: ~half its distance from\n"
-                 "                     exact math) or 16 (closest to exact math): scripts/reference/README.md\n"
+                 "  --act-bits B       activation codes of the quantised matmuls: default = outliers (16-bit\n"
+                 "                     for the K/V projections, 8-bit with residuals of outlier blocks\n"
+                 "                     elsewhere), 8 (fastest: ~twice the default's distance from exact\n"
+                 "                     math) or 16 (closest to exact math): scripts/reference/README.md\n"
                  "  --json             print one JSON object (text + stats) instead of streaming\n");
     std::fputs(sampler_opts_usage(), stderr);
 }

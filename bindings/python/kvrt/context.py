@@ -22,7 +22,7 @@ from .errors import KvrtError, Status, check
 # deprecated aliases of the same values (C's KVRT_KV_*), kept for older code.
 KV_F32, KV_F16, KV_BF16, KV_I8, KV_FP8_E4M3 = DTYPE_F32, DTYPE_F16, DTYPE_BF16, DTYPE_I8, DTYPE_FP8_E4M3
 CED_PREFILL_EXACT, CED_PREFILL_CED = C.CED_PREFILL_EXACT, C.CED_PREFILL_CED
-ACT_BITS_OUTLIERS = C.ACT_BITS_OUTLIERS  # act_bits: the default plus outlier-block residuals
+ACT_BITS_OUTLIERS = C.ACT_BITS_OUTLIERS  # act_bits: 8-bit codes plus outlier-block residuals (the default)
 CED_RESUME_AUTO, CED_RESUME_CHECKPOINT, CED_RESUME_BOUNDED_REPLAY, CED_RESUME_COLD = (
     C.CED_RESUME_AUTO, C.CED_RESUME_CHECKPOINT, C.CED_RESUME_BOUNDED_REPLAY, C.CED_RESUME_COLD)
 STOP_NONE, STOP_EOG, STOP_MAX_TOKENS, STOP_STRING, STOP_CALLBACK, STOP_CONTEXT_FULL, STOP_CANCELLED = range(7)
@@ -99,11 +99,11 @@ class Context(Handle):
     program keeps a core busy); N exactly N; the same results either way. kv_dtype: DTYPE_F32, DTYPE_F16,
     DTYPE_BF16, DTYPE_I8 or DTYPE_FP8_E4M3 (kvrt_dtype); k_dtype / v_dtype (-1: kv_dtype) give the K
     and V rows different types. act_bits: the activation codes of the quantised weight
-    matmuls (kvrt_context_config.act_bits): 0 (default) 16-bit codes for the K/V
-    projections and 8-bit elsewhere, 8 everywhere (fastest), ACT_BITS_OUTLIERS (9: the
-    default plus residual codes for each row's outlier blocks, ~half its distance from exact
-    math for some prefill speed) or 16 everywhere (~256x finer activation rounding, closest to
-    exact math); blocks of one setting are never reused by another.
+    matmuls (kvrt_context_config.act_bits): 0 (default, the same as ACT_BITS_OUTLIERS = 9)
+    16-bit codes for the K/V projections and 8-bit codes with residual codes for each row's
+    outlier blocks elsewhere, 8 everywhere (fastest, ~twice the default's distance from exact
+    math) or 16 everywhere (~256x finer activation rounding, closest to exact math); blocks of
+    one setting are never reused by another.
     bank_dtype (CED models): the bank rows' and indexer keys' type, DTYPE_F32, DTYPE_F16,
     DTYPE_BF16 or DTYPE_FP4 (4-bit banks); -1 (default): kv_dtype, or f16 when kv_dtype is
     DTYPE_I8 / DTYPE_FP8_E4M3 (which then apply to the window rows only).

@@ -95,27 +95,22 @@ enum class KernelSet : uint8_t { Fast, Reference };
 // The activation code width of each kind of quantised weight matmul (the context option
 // kvrt_context_config.act_bits, kernels/weight_matmul.hpp ActBits). k, v: the K and V
 // projections, whose outputs the cache stores and every later token attends to; other: Q,
-// the attention output, the FFN and the output head. The default (act_bits 0) gives the
-// K/V projections 16-bit codes and the rest 8-bit ones: on the three real models that
-// takes kvrt's mean KL divergence from a float64 forward to 0.34-0.80x llama.cpp's for
-// ~1.5-6% of the matmul work at 16 bits (scripts/reference/README.md, "The default since
-// 0.3.1"). act_bits 9 gives the rest 8-bit codes with their outlier blocks' residuals
-// (ActBits::Q8R; "Outlier residuals" there).
+// the attention output and the FFN; head: the output head. The default (act_bits 0, the same
+// as 9 since 0.3.3) gives the K/V projections 16-bit codes and the rest 8-bit ones with their
+// outlier blocks' residuals (ActBits::Q8R): on the three real models that puts kvrt's mean KL
+// divergence from a float64 forward at 0.20-0.44x llama.cpp's, for 16-bit codes on ~1.5-6%
+// of the matmul work and residuals on 0.4-3% of the 8-bit blocks (scripts/reference/README.md,
+// "The default since 0.3.3").
 // act_bits of that mode (the C API's KVRT_ACT_BITS_OUTLIERS).
 inline constexpr int kActBitsOutliers = 9;
 struct ActCodes {
     ActBits k = ActBits::Q16, v = ActBits::Q16;
-    ActBits other = ActBits::Q8;
-    ActBits head = ActBits::Q8;  // the output head (act_bits 9: no residuals, see from_option)
+    ActBits other = ActBits::Q8R;
+    ActBits head = ActBits::Q8R;
     ActCodes() = default;
     ActCodes(ActBits all) : k(all), v(all), other(all), head(all) {}  // NOLINT: every matmul the same width
-    // act_bits 0 (the default), 8, 9 or 16; anything else is the caller's to refuse first.
+    // act_bits 0 (the default) or 9 (the same), 8 or 16; anything else is the caller's to refuse first.
     static ActCodes from_option(int act_bits) {
-        if (act_bits == kActBitsOutliers) {
-            ActCodes c;
-            c.other = ActBits::Q8R;
-            return c;
-        }
         return act_bits == 8 ? ActCodes(ActBits::Q8) : act_bits == 16 ? ActCodes(ActBits::Q16) : ActCodes();
     }
 };

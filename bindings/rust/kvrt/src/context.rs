@@ -63,7 +63,7 @@ impl CedResume {
 }
 
 /// `ContextOptions::act_bits`: 8-bit codes with the residuals of each row's outlier blocks
-/// (`KVRT_ACT_BITS_OUTLIERS`).
+/// (`KVRT_ACT_BITS_OUTLIERS`; the default's computation since 0.3.3).
 pub const ACT_BITS_OUTLIERS: i32 = sys::KVRT_ACT_BITS_OUTLIERS;
 
 /// Options of [`Context::new`]; `Default` gives kvrt's defaults.
@@ -95,10 +95,10 @@ pub struct ContextOptions {
     /// The V rows' type when it differs from `kv_type` (llama.cpp's type_v); None: kv_type.
     pub v_type: Option<KvType>,
     /// Activation code width of the quantised weight matmuls (kvrt_context_config.act_bits):
-    /// 0 (default) 16-bit codes for the K/V projections and 8-bit elsewhere, 8 everywhere
-    /// (fastest), [`ACT_BITS_OUTLIERS`] (9: the default plus residual codes for each row's
-    /// outlier blocks, ~half its distance from exact math for some prefill speed) or 16
-    /// everywhere (~256x finer activation rounding, closest to exact math);
+    /// 0 (default, the same as [`ACT_BITS_OUTLIERS`] = 9) 16-bit codes for the K/V projections
+    /// and 8-bit codes with residual codes for each row's outlier blocks elsewhere, 8
+    /// everywhere (fastest, ~twice the default's distance from exact math) or 16 everywhere
+    /// (~256x finer activation rounding, closest to exact math);
     /// blocks computed under one setting are never reused by another.
     pub act_bits: i32,
     /// CED models only: the bank rows' and indexer keys' type (kvrt_context_config.bank_dtype):

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // SPDX-FileCopyrightText: 2026 The kvrt authors
-//! ContextOptions::act_bits: the default (0: 16-bit codes for the K/V projections), 8 and 16
-//! are three different computations; 16 is deterministic and keeps prefix hit == cold; a
-//! value other than 0, 8 or 16 is InvalidArgument.
+//! ContextOptions::act_bits: the default (0, the same computation as ACT_BITS_OUTLIERS), 8 and
+//! 16 are three different computations; 16 and 9 are deterministic and keep prefix hit == cold;
+//! a value other than 0, 8, 9 or 16 is InvalidArgument.
 #![cfg(feature = "runtime")]
 
 use kvrt::{Context, ContextOptions, ErrorKind, Model, TokenizeFlags};
@@ -39,17 +39,18 @@ fn act_bits_16_is_its_own_deterministic_mode() {
     let s = hit.prefill(0, &toks).unwrap();
     assert!(s.reused_tokens >= 8, "reused {}", s.reused_tokens);
     assert_eq!(bits(&hit.logits(0).unwrap()), bits(&c16.logits(0).unwrap()));
-    // The outlier residuals: a fourth computation, and a prefix hit under it equals its cold run.
+    // The outlier residuals: the default's computation (since 0.3.3), and a prefix hit under it
+    // equals its cold run.
     let mut c9 = Context::new(&m, &o(kvrt::ACT_BITS_OUTLIERS, 2, false)).unwrap();
     let mut hit9 = Context::new(&m, &o(kvrt::ACT_BITS_OUTLIERS, 1, true)).unwrap();
     c9.prefill(0, &toks).unwrap();
-    assert_ne!(bits(&c9.logits(0).unwrap()), d);
+    assert_eq!(bits(&c9.logits(0).unwrap()), d);
     hit9.prefill(0, &toks[..9]).unwrap();
     hit9.seq_release(0).unwrap();
     assert!(hit9.prefill(0, &toks).unwrap().reused_tokens >= 8);
     assert_eq!(bits(&hit9.logits(0).unwrap()), bits(&c9.logits(0).unwrap()));
     for bad in [1, 4, 10, 12, 32, -8] {
-        let e = Context::new(&m, &o(bad, 1, true)).err().expect("act_bits must be 0, 8 or 16");
+        let e = Context::new(&m, &o(bad, 1, true)).err().expect("act_bits must be 0, 8, 9 or 16");
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 }
