@@ -1311,6 +1311,21 @@ TEST_CASE("weight_matmul Q8R: the residuals cut the activation error against f32
     }
 }
 
+// The emulated AMX tiles, called as matmul() calls a kernel: all panels, one thread.
+static void amx_emulated(const Weight& w, const std::vector<float>& X, int64_t M, int64_t ldx, const kernels::QuantizedRows& rows,
+                         std::vector<float>& Y, int64_t ldy, const kernels::MarkedStepRows* residual_rows = nullptr) {
+    kernels::MatmulArgs args;
+    args.w = &w.packed;
+    args.a = &rows;
+    args.X = X.data();
+    args.ldx = ldx;
+    args.Y = Y.data();
+    args.ldy = ldy;
+    args.M = M;
+    args.residual_rows = residual_rows;
+    kernels::matmul_panels_amx_emulated(args, 0, w.packed.panels());
+}
+
 TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX-512 kernel, outlier residuals included") {
     // Whole tiles of 16 rows take tdpbssd / tdpbsud (Q5_0, Q8_0, Q4_K, Q5_K, Q6_K; the others go to the
     // AVX-512 kernel), the remaining rows the AVX-512 kernel; both with the
@@ -1338,20 +1353,11 @@ TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX
             auto X = randn(static_cast<size_t>(M * ldx), static_cast<uint32_t>(M * 3 + K));
             std::vector<float> Y512(M * ldy, -7.0f);
             matmul(w.packed, X.data(), M, ldx, Y512.data(), ldy, 2, KernelIsa::Avx512);
-            // The emulated tiles, called as matmul() calls a kernel: all panels, one thread.
             std::vector<float> Yemu(M * ldy, -7.0f);
             kernels::QuantizedRowsBuffer buf;
             const kernels::QuantizedRows rows = buf.view(M, K / 32);
             kernels::quantize_rows(X.data(), ldx, 0, M, rows, KernelIsa::Avx512);
-            kernels::MatmulArgs args;
-            args.w = &w.packed;
-            args.a = &rows;
-            args.X = X.data();
-            args.ldx = ldx;
-            args.Y = Yemu.data();
-            args.ldy = ldy;
-            args.M = M;
-            kernels::matmul_panels_amx_emulated(args, 0, w.packed.panels());
+            amx_emulated(w, X, M, ldx, rows, Yemu, ldy);
             CHECK(same_bits(Yemu.data(), Y512.data(), Yemu.size()));  // padding columns untouched too
             if (real) {
                 for (int threads : {1, 2}) {
@@ -1384,16 +1390,7 @@ TEST_CASE("weight_matmul: AMX tiles (real and emulated) give the bits of the AVX
             kernels::quantize_rows(X.data(), ldx, 0, M, rows, KernelIsa::Avx512);
             kernels::MarkedStepRows lists;
             REQUIRE(kernels::marked_step_rows(rows, M, kernels::panel_step_elems(t) / 32, lists));
-            kernels::MatmulArgs args;
-            args.w = &w.packed;
-            args.a = &rows;
-            args.X = X.data();
-            args.ldx = ldx;
-            args.Y = Yemu.data();
-            args.ldy = ldy;
-            args.M = M;
-            args.residual_rows = &lists;
-            kernels::matmul_panels_amx_emulated(args, 0, w.packed.panels());
+            amx_emulated(w, X, M, ldx, rows, Yemu, ldy, &lists);
             CHECK(same_bits(Yemu.data(), Y512.data(), Yemu.size()));
             if (real) {
                 std::vector<float> Yamx(M * ldy, -7.0f);
