@@ -154,10 +154,10 @@ typedef struct kvrt_context_config {
      *      scales (an outlier channel's block: 0.4-3% of the blocks of the real models) also
      *      gets the 8-bit codes of its rounding error, whose products over those blocks are
      *      added after the 8-bit ones. On the three real models this puts kvrt's mean KL
-     *      divergence from a float64 forward at 0.20-0.44x llama.cpp's, for 0-3% of prefill
-     *      time (AMD Zen 4, on its AVX-512 and AVX2 paths). Releases 0.3.1-0.3.2 defaulted to
-     *      the 16-bit K/V codes alone (0.34-0.80x); prefix blocks and state files of 0 and 9
-     *      from before 0.3.3 are not reused.
+     *      divergence from a float64 forward at 0.20-0.44x llama.cpp's, for 2-5% of prefill
+     *      and 1.5-3% of decode time (AMD Zen 4, AVX-512 and AVX2 paths). Releases 0.3.1-0.3.2
+     *      defaulted to the 16-bit K/V codes alone (0.34-0.80x); prefix blocks and state files
+     *      of 0 and 9 from before 0.3.3 are not reused.
      *   8: 8-bit codes everywhere (as llama.cpp's Q8_1): the fastest, and the default of
      *      releases before 0.3.1.
      *   16: 16-bit codes everywhere (scale amax/32767): the activation rounding, which is all
