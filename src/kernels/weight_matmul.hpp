@@ -100,11 +100,12 @@ const char* kernel_isa_name(KernelIsa isa) noexcept;
 // marked block, in increasing block order, y += (the block's Q8 formula on the residual codes,
 // from 0, without Q4_1's / the K-quants' min term, which the row's s covers: s = fma(rd,
 // (float)rsum, d * (float)sum)). Which blocks are marked is a function of the row alone, so every
-// guarantee of Q8 holds; every path gives the same bits. The blocks marked are ~1.5-4% of a real
-// model's (src/kernels/README.md, "Outlier blocks"). The AVX-512 and plain AVX2 kernels make
+// guarantee of Q8 holds; every path gives the same bits. The blocks marked are ~0.4-3% of a real
+// model's (src/kernels/README.md, "Outlier blocks"). The AVX-512, AVX2 and AVX-VNNI kernels make
 // those additions themselves after each panel pair's (panel's) row tiles, while its weights are
-// hot (cpu/weight_matmul_fused_residual.hpp); the AVX-VNNI, AMX and scalar paths run the separate
-// pass (cpu/weight_matmul_residual.cpp). kvrt_context_config.act_bits 9.
+// hot, and AMX after its tiles through the AVX-512 one (cpu/weight_matmul_fused_residual.hpp);
+// the scalar path runs the separate pass (cpu/weight_matmul_residual.cpp).
+// kvrt_context_config.act_bits 9, the default's computation since 0.3.3.
 enum class ActBits : uint8_t { Q8 = 8, Q8R = 9, Q16 = 16 };
 inline constexpr float kOutlierBlockRatio = 3.0f;
 // The share rule (since 0.3.3) marks 14-77% fewer blocks than the ratio alone on the three real

@@ -6,8 +6,7 @@
 // (activation_quant_avx2.cpp, with a vector twin of the marked block's body). Both give the same
 // bytes: an fma is exact-rounded, nearbyint and vcvtps2dq round half to even, the mean is one
 // sequential float sum, the sum of squares one fma chain, and the block's largest magnitude one
-// maximum. Include inside namespace
-// kvrt::kernels, after <cmath>.
+// maximum. Include inside namespace kvrt::kernels, after <cmath>.
 
 // A marked block's residual: its codes into r8 and their scale and sums; d = 0 (nothing written)
 // for an exact block or a non-finite x.

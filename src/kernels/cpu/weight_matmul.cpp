@@ -138,6 +138,7 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
 
 // The 8-bit kernel of the residual pass (matmul_residual) beside a call's kernel: the call's own,
 // but AMX's tiles (whole groups of 16 rows from panel step 0) give way to AVX-512 (the same bits).
+// (Since 0.3.3 only kernels that do not fuse the residual come here: the scalar one.)
 PanelKernel8 residual_kernel(PanelKernel kernel) {
     return kernel == matmul_panels_amx ? matmul_panels_avx512 : kernel;
 }

@@ -2,8 +2,8 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 // ActBits::Q8R's residual products computed by the kernel itself (MatmulArgs::residual_rows: the
-// AVX-512 and plain AVX2 kernels) instead of by the separate pass (weight_matmul_residual.cpp),
-// with that pass's bits.
+// AVX-512, AVX2 and AVX-VNNI kernels, and AMX through the AVX-512 one) instead of by the separate
+// pass (weight_matmul_residual.cpp), with that pass's bits.
 //
 // The separate pass adds, per output element, each marked panel step's residual product (its
 // float operations from 0, over the step's marked blocks) to the finished 8-bit chain, in

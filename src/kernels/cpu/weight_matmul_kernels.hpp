@@ -48,9 +48,9 @@ struct MatmulArgs {
     // changes no bit (each would add exactly nothing).
     bool sparse_blocks = false;
     // ActBits::Q8R with the residual products computed by the kernel after each panel pair's (or
-    // panel's) row tiles (the AVX-512 and plain AVX2 kernels: weight_matmul_fused_residual.hpp),
-    // with the separate pass's bits: the rows marked per panel step, set by the caller, which then
-    // skips matmul_residual.
+    // panel's) row tiles (the AVX-512, AVX2 and AVX-VNNI kernels, AMX after its tiles:
+    // weight_matmul_fused_residual.hpp), with the separate pass's bits: the rows marked per panel
+    // step, set by the caller, which then skips matmul_residual.
     const MarkedStepRows* residual_rows = nullptr;
 };
 

@@ -9,9 +9,9 @@
 // (MatmulArgs::step0 / col0), and each is added to its row of Y. Per output element that is one
 // addition per step with a marked block, in increasing step order: a function of the row alone,
 // the same on every path (unmarked blocks of a gathered K-quant step have zero codes and scale,
-// which add exactly nothing). The AVX-512 and plain AVX2 kernels do not come here: they make the
-// same additions themselves (weight_matmul_fused_residual.hpp), with the rows' lists of
-// marked_step_rows below; the AVX-VNNI, scalar and AMX paths do.
+// which add exactly nothing). Since 0.3.3 only the scalar path comes here: the AVX-512, AVX2,
+// AVX-VNNI and AMX kernels make the same additions themselves (weight_matmul_fused_residual.hpp),
+// with the rows' lists of marked_step_rows below.
 #include "kernels/cpu/weight_matmul_fused_residual.hpp"
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
