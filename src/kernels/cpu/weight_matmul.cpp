@@ -136,12 +136,6 @@ PanelKernel panel_kernel(KernelIsa& isa, ActBits act) {
     return matmul_panels_scalar;
 }
 
-// The 8-bit kernel of the residual pass (matmul_residual) beside a call's kernel: the call's own,
-// but AMX's tiles (whole groups of 16 rows from panel step 0) give way to AVX-512 (the same bits).
-// (Since 0.3.3 only kernels that do not fuse the residual come here: the scalar one.)
-PanelKernel8 residual_kernel(PanelKernel kernel) {
-    return kernel == matmul_panels_amx ? matmul_panels_avx512 : kernel;
-}
 // The kernels that compute the outlier residual themselves (weight_matmul_fused_residual.hpp).
 bool fuses_residual(PanelKernel kernel) {
     return kernel == matmul_panels_avx512 || kernel == matmul_panels_amx || kernel == matmul_panels_avx2 ||
@@ -169,7 +163,8 @@ void run_kernel(const MatmulArgs& args, PanelKernel kernel, int64_t p0, int64_t 
         return;
     }
     kernel(args, p0, p1);
-    if (args.a && args.a->rq) matmul_residual(args, residual_kernel(kernel), p0, p1);
+    // (the separate pass: only kernels that do not fuse the residual, the scalar one, come here)
+    if (args.a && args.a->rq) matmul_residual(args, kernel, p0, p1);
 }
 
 // The call's operands, checked (non-null X and Y, strides that hold a row), for M >= 1.
