@@ -104,7 +104,8 @@ typedef struct kvrt_context_config {
                                    are one contiguous run: decode attention beyond the last-level
                                    cache took 6-24% longer with 16-token blocks than 64), shorter
                                    ones waste less of a sequence's last block. A saved
-                                   conversation loads only into a context of its block size. */
+                                   conversation loads only into a context of its block size
+                                   (kvrt_context_seq_restore recomputes it in another). */
     uint64_t cache_bytes;       /* budget of a cache the context creates (change it later with
                                    kvrt_cache_set_budget). 0 = a default the machine can afford:
                                    room for n_seq_max sequences of n_ctx positions plus as much
@@ -429,6 +430,33 @@ KVRT_API kvrt_status kvrt_context_seq_save(const kvrt_context *ctx, int32_t seq_
  * sequence is exactly as it was. One thread at a time per context.
  * Cost: O(file size): reads and verifies the whole file before the cache changes. */
 KVRT_API kvrt_status kvrt_context_seq_load(kvrt_context *ctx, int32_t seq_id, const char *path);
+
+/* Since 0.4. Restores a conversation saved by kvrt_context_seq_save whatever KV the
+ * saving context kept: kvrt_context_seq_load where the file's rows fit this context
+ * as saved; where only their KV dtype, block size or cache salt differ (another
+ * k_dtype / v_dtype, block_tokens or act_bits, or a kvrt release whose default
+ * arithmetic changed: such a file is refused by kvrt_context_seq_load), the sequence
+ * is made to hold the saved tokens as kvrt_context_prefill would (common prefix kept,
+ * prefix cache reused, the rest computed), so the conversation goes on in this
+ * context's arithmetic: its next logits are those of a cold prefill of the same tokens
+ * here, not the saving context's. An empty saved conversation empties the sequence.
+ *   stats     NULL or filled (struct_size set): loaded as saved, prompt_tokens ==
+ *             reused_tokens == the saved tokens and computed_tokens == 0; recomputed,
+ *             as kvrt_context_prefill fills it;
+ *   recomputed NULL or set to 1 when the rows were recomputed, 0 when loaded as saved
+ *             (also set on KVRT_ERR_CACHE_FULL / KVRT_ERR_CANCELLED during the recompute).
+ * Returns KVRT_OK; KVRT_ERR_BAD_HANDLE; KVRT_ERR_INVALID_ARGUMENT (NULL path);
+ * KVRT_ERR_OUT_OF_RANGE (seq_id; more tokens than n_ctx); KVRT_ERR_NOT_FOUND;
+ * KVRT_ERR_IO; KVRT_ERR_MISMATCH (saved from another model or architecture, or by
+ * another file format version); KVRT_ERR_BAD_FORMAT (not a saved sequence, truncated,
+ * corrupted, a token outside the vocabulary); KVRT_ERR_CACHE_FULL; KVRT_ERR_CANCELLED
+ * (progress callback). Every check on the file comes first: then the sequence is
+ * exactly as it was. A failed recompute leaves it as a failed kvrt_context_prefill
+ * does (its common prefix with the saved tokens, logits unset).
+ * One thread at a time per context. Cost: O(file size), plus a prefill of the tokens
+ * that are not in the prefix cache when the rows are recomputed. */
+KVRT_API kvrt_status kvrt_context_seq_restore(kvrt_request_stats *stats, int32_t *recomputed, kvrt_context *ctx,
+                                              int32_t seq_id, const char *path);
 
 /* Makes sequence dst_seq a copy of src_seq (tokens, logits, KV rows) that shares
  * src's cache blocks by reference count (a partly filled last block is copied when

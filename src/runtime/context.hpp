@@ -36,6 +36,8 @@ class Model;
 
 namespace kvrt::runtime {
 
+struct SeqFileContents;  // runtime/seq_file.hpp
+
 struct ContextParams {
     uint32_t n_ctx = 0;       // 0 = the model's training context
     uint32_t n_seq_max = 1;
@@ -220,12 +222,22 @@ public:
     // model, dtype, block size, salt, architecture), BAD_FORMAT (truncated, corrupted,
     // foreign), CACHE_FULL: the context is unchanged then.
     void load_seq(int32_t seq, const std::string& path);
+    // load_seq where the file's rows fit this context as saved; where only their KV dtype,
+    // block size or salt (act_bits, a release's arithmetic) differ, prefills the saved tokens
+    // instead (common prefix and prefix cache reused), so the conversation goes on in this
+    // context's arithmetic. *recomputed is set true as the recompute starts. stats: as
+    // prefill's (loaded as saved: every token reused, none computed).
+    void restore_seq(int32_t seq, const std::string& path, RequestStats* stats, bool* recomputed);
     // dst (released first) becomes a copy of src sharing its blocks; src == dst is a no-op.
     void fork_seq(int32_t src, int32_t dst);
     // Keeps positions [0, n) (n <= length); the logits are unset when n < length.
     void truncate_seq(int32_t seq, size_t n);
 
 private:
+    // load_seq / restore_seq: the file read and checked (rows_may_differ: see read_seq_file).
+    SeqFileContents read_seq_path(const std::string& path, bool rows_may_differ) const;
+    // Installs checked contents whose rows fit this context into sequence seq.
+    void install_seq(int32_t seq, SeqFileContents&& f, const std::string& path);
     struct Seq {
         cache::SeqId id = 0;        // decoder family: the cache sequence
         ced::CedRuntime::SeqId ced = 0;  // CED: the runtime's sequence

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
-// Context::save_seq / load_seq / fork_seq / truncate_seq: one conversation
-// saved to a file and restored (in this process or another), forked and cut.
+// Context::save_seq / load_seq / restore_seq / fork_seq / truncate_seq: one
+// conversation saved to a file and restored (in this process or another, as saved
+// or recomputed from its tokens), forked and cut.
 //
 // File ("KVRTCTX", the state_file.hpp container: version, XXH3-64 checksum of
 // everything, written to a temporary file, fsync'ed, renamed, directory
@@ -24,6 +25,7 @@
 #include "runtime/context.hpp"
 #include "runtime/seq_file.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 #include <cstring>
 #include <limits>
@@ -59,8 +61,7 @@ void Context::save_seq(int32_t seq, const std::string& path) const {
     w.commit(path);
 }
 
-void Context::load_seq(int32_t seq, const std::string& path) {
-    Seq& s = seq_ref(seq);
+SeqFileContents Context::read_seq_path(const std::string& path, bool rows_may_differ) const {
     // Largest file this context could have written: its cache budget, twice, plus headers.
     const uint64_t budget = ced_ ? ced_->bank_cache().stats().budget_bytes + ced_->window_cache().stats().budget_bytes
                                  : cache_->stats().budget_bytes;
@@ -74,7 +75,11 @@ void Context::load_seq(int32_t seq, const std::string& path) {
     want.salt = keys_.salt;
     want.n_ctx = p_.n_ctx;
     want.n_vocab = model_->config().n_vocab;
-    SeqFileContents f = read_seq_file(r, want, path);
+    return read_seq_file(r, want, path, rows_may_differ);
+}
+
+void Context::install_seq(int32_t seq, SeqFileContents&& f, const std::string& path) {
+    Seq& s = seq_ref(seq);
     const uint64_t n = f.tokens.size(), fp_lo = f.fingerprint_lo, fp_hi = f.fingerprint_hi;
     std::vector<int32_t> tokens = std::move(f.tokens);
     std::vector<float> logits = std::move(f.logits);
@@ -104,6 +109,37 @@ void Context::load_seq(int32_t seq, const std::string& path) {
     fresh.has_logits = has_logits != 0;
     drop(s);
     s = std::move(fresh);
+}
+
+void Context::load_seq(int32_t seq, const std::string& path) {
+    seq_ref(seq);  // (an id outside the context: OUT_OF_RANGE before the file is read)
+    install_seq(seq, read_seq_path(path, false), path);
+}
+
+void Context::restore_seq(int32_t seq, const std::string& path, RequestStats* stats, bool* recomputed) {
+    const double t0 = log::now_s();
+    seq_ref(seq);
+    SeqFileContents f = read_seq_path(path, true);
+    const size_t n = f.tokens.size();
+    if (f.rows_differ.empty()) {
+        install_seq(seq, std::move(f), path);
+        if (stats) {
+            *stats = RequestStats{};
+            stats->prompt_tokens = n;
+            stats->reused_tokens = n;
+            stats->kv_bytes = kv_bytes(seq);
+            stats->ttft_s = log::now_s() - t0;
+        }
+        return;
+    }
+    if (recomputed) *recomputed = true;
+    log::at(log::Info, [&] { return f.rows_differ + ": recomputing its " + std::to_string(n) + " tokens"; });
+    if (n == 0) {  // an empty conversation: nothing to recompute
+        drop(seq_ref(seq));
+        if (stats) *stats = RequestStats{};
+        return;
+    }
+    prefill(seq, f.tokens.data(), n, stats);
 }
 
 void Context::fork_seq(int32_t src, int32_t dst) {

@@ -25,8 +25,16 @@ std::string kv_dtypes_text(uint32_t w) {
     return v == 0 ? "K and V rows of " + name(k) : "K rows of " + name(k) + " and V rows of " + name(v - 1);
 }
 
-SeqFileContents read_seq_file(cache::StateReader& r, const SeqFileExpect& want, const std::string& path) {
+SeqFileContents read_seq_file(cache::StateReader& r, const SeqFileExpect& want, const std::string& path,
+                              bool rows_may_differ) {
     SeqFileContents out;
+    // A row-format difference: an error, or (rows_may_differ) the first one recorded.
+    auto rows_check = [&](bool ok, const std::string& message) {
+        if (ok) return;
+        if (!rows_may_differ)
+            throw Error(KVRT_ERR_MISMATCH, message + "; kvrt_context_seq_restore recomputes the rows from the saved tokens");
+        if (out.rows_differ.empty()) out.rows_differ = message;
+    };
     const uint32_t family = r.u32();
     KVRT_CHECK(family == kSeqFamilyDecoder || family == kSeqFamilyCed, KVRT_ERR_BAD_FORMAT,
                path + ": unknown model family " + std::to_string(family));
@@ -38,19 +46,18 @@ SeqFileContents read_seq_file(cache::StateReader& r, const SeqFileExpect& want, 
     KVRT_CHECK(out.fingerprint_lo == want.fingerprint_lo && out.fingerprint_hi == want.fingerprint_hi,
                KVRT_ERR_MISMATCH, path + " was saved from another model (fingerprint differs)");
     const uint32_t dtype = r.u32();
-    KVRT_CHECK(dtype == want.dtypes_word, KVRT_ERR_MISMATCH,
-               path + " holds rows of another KV dtype (" + kv_dtypes_text(dtype) + "); this context keeps " +
-                   kv_dtypes_text(want.dtypes_word));
+    rows_check(dtype == want.dtypes_word, path + " holds rows of another KV dtype (" + kv_dtypes_text(dtype) +
+                                              "); this context keeps " + kv_dtypes_text(want.dtypes_word));
     const uint32_t bt = r.u32();
-    KVRT_CHECK(bt == want.block_tokens, KVRT_ERR_MISMATCH,
+    rows_check(bt == want.block_tokens,
                path + " was saved with block_tokens " + std::to_string(bt) + "; this context uses " +
                    std::to_string(want.block_tokens) + " (load it into a context created with block_tokens = " +
                    std::to_string(bt) + (bt == 16 ? ", the default before kvrt 0.3.2)" : ")"));
     const uint64_t salt_len = r.u64();
     KVRT_CHECK(salt_len <= r.remaining(), KVRT_ERR_BAD_FORMAT, path + ": salt length exceeds the file");
     const uint8_t* salt = r.bytes(salt_len);
-    KVRT_CHECK(salt_len == want.salt.size() && std::memcmp(salt, want.salt.data(), salt_len) == 0, KVRT_ERR_MISMATCH,
-               path + " was saved under another cache salt or act_bits");
+    rows_check(salt_len == want.salt.size() && std::memcmp(salt, want.salt.data(), salt_len) == 0,
+               path + " was saved under another cache salt or act_bits (or by a kvrt release computing them otherwise)");
     const uint64_t n = r.u64();
     KVRT_CHECK(n <= r.remaining() / sizeof(int32_t), KVRT_ERR_BAD_FORMAT, path + ": token count exceeds the file");
     KVRT_CHECK(n <= want.n_ctx, KVRT_ERR_OUT_OF_RANGE,

@@ -45,6 +45,9 @@ struct SeqFileContents {
     bool has_logits = false;
     std::vector<float> logits;   // n_vocab floats when has_logits
     std::vector<uint8_t> arch;   // the KVRTSEQ (decoder) or KVRTCED container; empty iff no tokens
+    // Rows saved under another KV dtype, block size or salt (read with rows_may_differ only):
+    // what differs, as the strict read's message would name it; empty when the rows fit.
+    std::string rows_differ;
 };
 
 // Reads the body of a verified "KVRTCTX" container (r: magic, version and checksum
@@ -52,6 +55,10 @@ struct SeqFileContents {
 // problem: family, model, dtypes, block size, salt. Throws kvrt::Error: MISMATCH (saved
 // for another model, dtype, block size, salt or architecture), OUT_OF_RANGE (more tokens
 // than n_ctx), BAD_FORMAT (anything malformed); `path` names the file in messages.
-SeqFileContents read_seq_file(cache::StateReader& r, const SeqFileExpect& want, const std::string& path);
+// rows_may_differ (kvrt_context_seq_restore): a KV dtype, block size or salt other than
+// `want`'s is not an error but recorded in rows_differ (the tokens are still checked
+// against the vocabulary and n_ctx; another model or family still throws).
+SeqFileContents read_seq_file(cache::StateReader& r, const SeqFileExpect& want, const std::string& path,
+                              bool rows_may_differ = false);
 
 }  // namespace kvrt::runtime

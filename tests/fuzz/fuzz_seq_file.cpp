@@ -11,7 +11,9 @@
 // the context's expectations (family, fingerprint, dtypes, block size, salt) from the
 // file's own header where it has them, so that a mutated header parses on instead of
 // stopping at the first MISMATCH (default: the expectations of the context that wrote
-// the seeds). The rest is the file, loaded from memory as Context::load_seq loads it.
+// the seeds), bit 2 reads it as kvrt_context_seq_restore does (rows of another dtype, block
+// size or salt recorded, not refused). The rest is the file, loaded from memory as
+// Context::load_seq loads it.
 // A file must load or fail with kvrt::Error, a failed load leaves the cache as it was,
 // and a loaded sequence holds exactly the file's tokens, all computed, readable, and
 // is released with the cache's byte accounting intact.
@@ -160,7 +162,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;
-    const bool keep_checksum = data[0] & 1, trust_header = data[0] & 2;
+    const bool keep_checksum = data[0] & 1, trust_header = data[0] & 2, rows_may_differ = data[0] & 4;
     std::vector<uint8_t> file(data + 1, data + size);
     if (!keep_checksum && file.size() >= 8) {
         const uint64_t sum = XXH3_64bits(file.data(), file.size() - 8);
@@ -170,7 +172,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SeqFileContents f;
     try {
         StateReader r(std::move(file), kSeqFileMagic, "fuzz.kvrtctx");
-        f = read_seq_file(r, want, "fuzz.kvrtctx");
+        f = read_seq_file(r, want, "fuzz.kvrtctx", rows_may_differ);
     } catch (const Error&) {
         return 0;
     }
@@ -182,6 +184,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (int32_t t : f.tokens)
         if (t < 0 || uint32_t(t) >= want.n_vocab) std::abort();
+    // Rows of another dtype, block size or salt: kvrt_context_seq_restore prefills the tokens
+    // (checked above) and never reads the rows; the strict read never returns such a record.
+    if (!f.rows_differ.empty()) {
+        if (!rows_may_differ) std::abort();
+        return 0;
+    }
     if (f.tokens.empty() || want.ced) return 0;  // CED state blobs need the CED runtime (not in this slice)
 
     // The decoder's rows, as Context::load_seq loads them.
