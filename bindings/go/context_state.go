@@ -61,6 +61,26 @@ func (c *Context) SeqLoad(seq int32, path string) error {
 	return c.with(func(p *C.kvrt_context) C.kvrt_status { return C.kvrt_context_seq_load(p, C.int32_t(seq), cp) })
 }
 
+// SeqRestore restores the conversation saved in path into sequence seq whatever
+// KV the saving context kept: loaded as saved where its rows fit this context
+// (recomputed false, every token reused), else (another KV type, block size,
+// act_bits or a release that computes them otherwise) its tokens prefilled here,
+// so it goes on in this context's arithmetic (recomputed true). Another model or a
+// bad file is an error and leaves seq unchanged.
+func (c *Context) SeqRestore(seq int32, path string) (stats RequestStats, recomputed bool, err error) {
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	var s C.kvrt_request_stats
+	var re C.int32_t
+	err = c.with(func(p *C.kvrt_context) C.kvrt_status {
+		if st := C.kvrt_request_stats_init(&s, C.size_t(unsafe.Sizeof(s))); st != C.KVRT_OK {
+			return st
+		}
+		return C.kvrt_context_seq_restore(&s, &re, p, C.int32_t(seq), cp)
+	})
+	return statsFrom(&s), re != 0, err
+}
+
 // SeqFork makes dst a copy of src sharing its cache blocks.
 func (c *Context) SeqFork(src, dst int32) error {
 	return c.with(func(p *C.kvrt_context) C.kvrt_status {

@@ -123,6 +123,54 @@ func TestSeqSaveRestoredEqualsNeverStopped(t *testing.T) {
 	}
 }
 
+func TestSeqRestoreLoadsOrRecomputes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conv.kvrt")
+	a, err := NewContext(testModel, ContextOptions{NCtx: 512, NSeqMax: 2, Threads: 2, BlockTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Prefill(0, statePrompt()); err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := a.Logits(0)
+	if err := a.SeqSave(0, path); err != nil {
+		t.Fatal(err)
+	}
+	st, re, err := a.SeqRestore(1, path)
+	if err != nil || re || st.PromptTokens != 40 || st.ReusedTokens != 40 || st.ComputedTokens != 0 {
+		t.Fatalf("restore as saved: %v recomputed=%v %+v", err, re, st)
+	}
+	if l, _ := a.Logits(1); !reflect.DeepEqual(l, saved) {
+		t.Fatal("restored logits differ from the saved ones")
+	}
+	b, err := NewContext(testModel, ContextOptions{NCtx: 512, NSeqMax: 2, Threads: 2, BlockTokens: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.SeqLoad(0, path); err == nil {
+		t.Fatal("a file of another block size loaded")
+	}
+	st, re, err = b.SeqRestore(0, path)
+	if err != nil || !re || st.PromptTokens != 40 || st.ComputedTokens != 40 {
+		t.Fatalf("restore by recomputing: %v recomputed=%v %+v", err, re, st)
+	}
+	restored, _ := b.Logits(0)
+	if _, err := b.Prefill(1, statePrompt()); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := b.Logits(1); !reflect.DeepEqual(l, restored) {
+		t.Fatal("recomputed logits differ from a prefill of the same tokens")
+	}
+	if _, _, err := b.SeqRestore(0, filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Fatal("restoring a missing file succeeded")
+	}
+	if toks, _ := b.SeqTokens(0); !reflect.DeepEqual(toks, statePrompt()) {
+		t.Fatal("a failed restore changed the sequence")
+	}
+}
+
 func TestDiskTierPrefixSurvivesTheContext(t *testing.T) {
 	dir := t.TempDir()
 	doc := make([]int32, 200)

@@ -15,7 +15,7 @@ import subprocess
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_int32,
                     c_int64, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 3, 3
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 4, 0
 VERSION_NUMBER = (VERSION_MAJOR << 16) | (VERSION_MINOR << 8) | VERSION_PATCH
 SONAME = "libkvrt.so.%d" % VERSION_MAJOR
 
@@ -312,6 +312,7 @@ SIGNATURES = {
     "kvrt_context_seq_tokens": (status_t, [_i32p, c_size_t, _szp, P, c_int32]),
     "kvrt_context_seq_save": (status_t, [P, c_int32, c_char_p]),
     "kvrt_context_seq_load": (status_t, [P, c_int32, c_char_p]),
+    "kvrt_context_seq_restore": (status_t, [POINTER(request_stats), _i32p, P, c_int32, c_char_p]),
     "kvrt_context_seq_fork": (status_t, [P, c_int32, c_int32]),
     "kvrt_context_seq_truncate": (status_t, [P, c_int32, c_size_t]),
     "kvrt_model_chat_apply_template": (status_t, [c_void_p, c_size_t, _szp, P, c_char_p, POINTER(chat_message),

@@ -293,6 +293,19 @@ class Context(Handle):
         check(C.lib().kvrt_context_seq_load(self._p, seq, str(path).encode()))
 
     @_locked
+    def seq_restore(self, seq, path):
+        """Restores the conversation saved in path into sequence seq whatever KV the saving
+        context kept: loaded as saved where its rows fit this context, else (another KV type,
+        block size, act_bits, or a release that computes them otherwise) its tokens prefilled
+        here, so it goes on in this context's arithmetic. Returns (RequestStats, recomputed).
+        KvrtError (sequence unchanged) for another model or a bad file."""
+        s = C.init_struct(C.request_stats, "kvrt_request_stats_init")
+        re = ctypes.c_int32(0)
+        check(C.lib().kvrt_context_seq_restore(ctypes.byref(s), ctypes.byref(re), self._p, seq,
+                                               str(path).encode()))
+        return RequestStats._from(s), bool(re.value)
+
+    @_locked
     def seq_fork(self, src, dst):
         """Makes dst a copy of src sharing its cache blocks."""
         check(C.lib().kvrt_context_seq_fork(self._p, src, dst))

@@ -74,6 +74,32 @@ def test_restored_equals_never_stopped(model, tmp_path):
             other.seq_load(0, path)  # another block size
 
 
+def test_seq_restore_loads_or_recomputes(model, tmp_path):
+    path = tmp_path / "conv.kvrt"
+    with kvrt.Context(model, n_ctx=512, n_seq_max=2, n_threads=2, block_tokens=16) as a:
+        a.prefill(0, PROMPT)
+        saved = list(a.logits(0))
+        a.seq_save(0, path)
+        st, recomputed = a.seq_restore(1, path)  # the rows fit: loaded as saved
+        assert not recomputed
+        assert (st.prompt_tokens, st.reused_tokens, st.computed_tokens) == (40, 40, 0)
+        assert list(a.logits(1)) == saved
+    with kvrt.Context(model, n_ctx=512, n_seq_max=2, n_threads=2, block_tokens=32) as b:
+        with pytest.raises(kvrt.KvrtError):
+            b.seq_load(0, path)  # another block size
+        st, recomputed = b.seq_restore(0, path)
+        assert recomputed and st.prompt_tokens == 40 and st.computed_tokens == 40
+        assert b.seq_tokens(0) == PROMPT
+        restored = list(b.logits(0))
+        b.prefill(1, PROMPT)
+        assert list(b.logits(1)) == restored  # a prefill's logits, bit for bit
+        with pytest.raises(kvrt.KvrtError):
+            b.seq_restore(0, tmp_path / "missing.kvrt")
+        with pytest.raises(kvrt.KvrtError):
+            b.seq_restore(7, path)
+        assert b.seq_tokens(0) == PROMPT  # unchanged by the failed restores
+
+
 def test_disk_tier_prefix_survives_the_context(model, tmp_path):
     doc = [(i * 37) % 900 + 20 for i in range(200)]
     with kvrt.Context(model, n_ctx=512, n_threads=2, cache_dir=tmp_path / "tier") as ctx:

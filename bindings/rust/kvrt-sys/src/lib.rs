@@ -14,8 +14,8 @@ use core::ffi::{c_char, c_int, c_void};
 // ---- common.h ---------------------------------------------------------------
 
 pub const KVRT_VERSION_MAJOR: u32 = 0;
-pub const KVRT_VERSION_MINOR: u32 = 3;
-pub const KVRT_VERSION_PATCH: u32 = 3;
+pub const KVRT_VERSION_MINOR: u32 = 4;
+pub const KVRT_VERSION_PATCH: u32 = 0;
 pub const KVRT_VERSION_NUMBER: u32 =
     (KVRT_VERSION_MAJOR << 16) | (KVRT_VERSION_MINOR << 8) | KVRT_VERSION_PATCH;
 
@@ -535,6 +535,8 @@ extern "C" {
                                    seq_id: i32) -> kvrt_status;
     pub fn kvrt_context_seq_save(ctx: *const kvrt_context, seq_id: i32, path: *const c_char) -> kvrt_status;
     pub fn kvrt_context_seq_load(ctx: *mut kvrt_context, seq_id: i32, path: *const c_char) -> kvrt_status;
+    pub fn kvrt_context_seq_restore(stats: *mut kvrt_request_stats, recomputed: *mut i32, ctx: *mut kvrt_context,
+                                    seq_id: i32, path: *const c_char) -> kvrt_status;
     pub fn kvrt_context_seq_fork(ctx: *mut kvrt_context, src_seq: i32, dst_seq: i32) -> kvrt_status;
     pub fn kvrt_context_seq_truncate(ctx: *mut kvrt_context, seq_id: i32, n: usize) -> kvrt_status;
 

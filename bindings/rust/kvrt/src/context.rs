@@ -381,6 +381,22 @@ impl Context {
         check(unsafe { sys::kvrt_context_seq_load(self.raw.as_ptr(), seq, p.as_ptr()) })
     }
 
+    /// Restores the conversation saved in `path` into sequence `seq` whatever KV the saving
+    /// context kept: loaded as saved where its rows fit this context (`recomputed` false,
+    /// every token reused), else (another KV type, block size, act_bits or a release that
+    /// computes them otherwise) its tokens prefilled here, so it goes on in this context's
+    /// arithmetic (`recomputed` true). Another model or a bad file is an error, the sequence
+    /// unchanged.
+    pub fn seq_restore(&mut self, seq: i32, path: &str) -> Result<(RequestStats, bool)> {
+        let p = cstring("path", path)?;
+        let mut stats = new_stats()?;
+        let mut recomputed = 0i32;
+        check(unsafe {
+            sys::kvrt_context_seq_restore(&mut stats, &mut recomputed, self.raw.as_ptr(), seq, p.as_ptr())
+        })?;
+        Ok((stats.into(), recomputed != 0))
+    }
+
     /// Makes `dst` a copy of `src` sharing its cache blocks.
     pub fn seq_fork(&mut self, src: i32, dst: i32) -> Result<()> {
         check(unsafe { sys::kvrt_context_seq_fork(self.raw.as_ptr(), src, dst) })

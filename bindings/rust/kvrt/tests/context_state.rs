@@ -91,6 +91,37 @@ fn restored_equals_never_stopped() {
 }
 
 #[test]
+fn restore_loads_or_recomputes() {
+    let dir = temp("restore-any");
+    let path = dir.join("conv.kvrt");
+    let p = path.to_str().unwrap();
+    let mut a = ctx(2, 16, true);
+    a.prefill(0, &prompt()).unwrap();
+    let saved_logits = a.logits(0).unwrap();
+    a.seq_save(0, p).unwrap();
+    // The rows fit: loaded as saved.
+    let (st, recomputed) = a.seq_restore(1, p).unwrap();
+    assert!(!recomputed);
+    assert_eq!((st.prompt_tokens, st.reused_tokens, st.computed_tokens), (40, 40, 0));
+    assert!(a.logits(1).unwrap() == saved_logits);
+    // Another block size: seq_load refuses, seq_restore recomputes (a prefill's logits).
+    let mut b = ctx(2, 32, true);
+    assert!(b.seq_load(0, p).is_err());
+    let (st, recomputed) = b.seq_restore(0, p).unwrap();
+    assert!(recomputed);
+    assert_eq!((st.prompt_tokens, st.computed_tokens), (40, 40));
+    assert_eq!(b.seq_tokens(0).unwrap(), prompt());
+    let restored = b.logits(0).unwrap();
+    b.prefill(1, &prompt()).unwrap();
+    assert!(restored == b.logits(1).unwrap());
+    // Failures leave the sequence as it was.
+    assert!(b.seq_restore(0, dir.join("missing").to_str().unwrap()).is_err());
+    assert!(b.seq_restore(5, p).is_err());
+    assert_eq!(b.seq_tokens(0).unwrap(), prompt());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn disk_tier_prefix_survives_the_context() {
     let dir = temp("tier");
     let d = dir.to_str().unwrap();
