@@ -440,6 +440,8 @@ KVRT_API kvrt_status kvrt_context_seq_load(kvrt_context *ctx, int32_t seq_id, co
  * prefix cache reused, the rest computed), so the conversation goes on in this
  * context's arithmetic: its next logits are those of a cold prefill of the same tokens
  * here, not the saving context's. An empty saved conversation empties the sequence.
+ * A file saved under another cache_salt is recomputed too: the salt keeps prefix
+ * caches apart, and the caller chose the file (its tokens are in it in the clear).
  *   stats     NULL or filled (struct_size set): loaded as saved, prompt_tokens ==
  *             reused_tokens == the saved tokens and computed_tokens == 0; recomputed,
  *             as kvrt_context_prefill fills it;
