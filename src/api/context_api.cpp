@@ -222,22 +222,17 @@ KVRT_API kvrt_status kvrt_context_prefill(kvrt_request_stats* stats, kvrt_contex
 KVRT_API kvrt_status kvrt_context_seq_restore(kvrt_request_stats* stats, int32_t* recomputed, kvrt_context* ctx,
                                               int32_t seq_id, const char* path) {
     // (Here beside prefill, whose stats it fills; the file work is Context::restore_seq's.)
-    if (recomputed) *recomputed = 0;
-    return guard("kvrt_context_seq_restore", [&] {
+    bool re = false;
+    const kvrt_status st = guard("kvrt_context_seq_restore", [&] {
         auto cp = kvrt::api::context_of(ctx);
         if (stats) kvrt::api::require_config(stats, "stats", KVRT_MIN_SIZE_kvrt_request_stats);
         require_non_null(path, "path");
         kvrt::runtime::Context::Call call(*cp, "kvrt_context_seq_restore");
         kvrt::runtime::RequestStats s;
-        bool re = false;
-        try {
-            run_filling(stats, s, [&] { cp->restore_seq(seq_id, path, &s, &re); });
-        } catch (...) {
-            if (recomputed) *recomputed = re ? 1 : 0;
-            throw;
-        }
-        if (recomputed) *recomputed = re ? 1 : 0;
+        run_filling(stats, s, [&] { cp->restore_seq(seq_id, path, &s, &re); });
     });
+    if (recomputed) *recomputed = re ? 1 : 0;  // (also after a failed recompute)
+    return st;
 }
 
 KVRT_API kvrt_status kvrt_context_prefill_batch(kvrt_request_stats* stats, kvrt_context* ctx, const int32_t* seq_ids,

@@ -7,9 +7,9 @@
 // --session FILE` renders the same conversation and kvrt_context_seq_restore gives it
 // its KV back (loaded as saved, or recomputed under another KV type or release).
 //
-// FILE.messages: the line "kvrt-chat-messages 1", then per message a line "ROLE N"
-// (ROLE without spaces, N the text's length in bytes) and the N bytes of text and a
-// newline. Written to a temporary file and renamed over the old one.
+// FILE.messages: the message count, then each message's role and text (lengths in bytes),
+// in the cache's state-file container (magic "KVRTCHAT", version, checksum), written to a
+// temporary file and renamed over the old one.
 #pragma once
 
 #include <string>
@@ -22,7 +22,7 @@ using ChatMessages = std::vector<std::pair<std::string, std::string>>;  // (role
 
 // The messages file of a session (FILE.messages).
 std::string chat_messages_path(const std::string& session);
-// Reads path into msgs; false with err naming the problem (missing, malformed, truncated).
+// Reads path into msgs; false with err naming the problem (missing, foreign, corrupted, truncated).
 bool read_chat_messages(const std::string& path, ChatMessages& msgs, std::string& err);
 // Writes msgs to path atomically; false with err naming the step that failed.
 bool write_chat_messages(const std::string& path, const ChatMessages& msgs, std::string& err);

@@ -101,7 +101,7 @@ enum class KernelSet : uint8_t { Fast, Reference };
 // divergence from a float64 forward at 0.20-0.44x llama.cpp's, for 16-bit codes on ~1.5-6%
 // of the matmul work and residuals on 0.4-3% of the 8-bit blocks (scripts/reference/README.md,
 // "The default since 0.3.3").
-// act_bits of that mode (the C API's KVRT_ACT_BITS_OUTLIERS).
+// act_bits 9, the outlier-residual mode (the C API's KVRT_ACT_BITS_OUTLIERS): the default's computation.
 inline constexpr int kActBitsOutliers = 9;
 struct ActCodes {
     ActBits k = ActBits::Q16, v = ActBits::Q16;
