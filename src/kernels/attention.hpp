@@ -24,8 +24,9 @@
 // into chunks, of the other sequences in a decode batch or their order, of
 // the thread count. The reduction order is fixed by absolute key positions:
 //   - keys are taken in tiles of kKeyTile (32) positions aligned to multiples
-//     of 32 (for sparse attention: 32 consecutive entries of the row list);
-//     each tile updates the row's running (max, sum, output) by online softmax;
+//     of 32, or kKeyTileWide (64) on the AVX-512 paths (for sparse attention:
+//     that many consecutive entries of the row list); each tile updates the
+//     row's running (max, sum, output) by online softmax;
 //   - tiles are grouped in chunks of kKeyChunk (512) aligned positions; each
 //     chunk's partial starts fresh and the chunk partials are folded in
 //     increasing order. Decode splits work across threads along these chunks
@@ -45,7 +46,8 @@
 
 namespace kvrt {
 
-inline constexpr int32_t kKeyTile = 32;
+inline constexpr int32_t kKeyTile = 32;      // AVX2, AVX-VNNI and scalar paths
+inline constexpr int32_t kKeyTileWide = 64;  // AVX-512 paths (cpu/attention_core.inl says why)
 inline constexpr int32_t kKeyChunk = 512;
 
 // Shape and options shared by the attention kernels.

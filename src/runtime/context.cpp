@@ -64,12 +64,17 @@ private:
 
 static_assert(kActBitsOutliers == KVRT_ACT_BITS_OUTLIERS, "one value for the outlier-residual mode");
 
-std::string act_bits_salt_suffix(int act_bits) {
-    if (act_bits == 16) return std::string("\0kvrt-act16", 11);
+// 0.4.1: attention takes keys in tiles of 64 on the AVX-512 paths (32 before; the online
+// softmax's steps, and so the bits of every attention output, changed there).
+const std::string kReleaseArithmeticSalt("\0kvrt-r0.4.1", 12);
+
+std::string arithmetic_salt_suffix(int act_bits) {
+    std::string s;
+    if (act_bits == 16) s.assign("\0kvrt-act16", 11);
     // 0 and 9 are one computation. Its name changes with its numerics: "-kv16" (0 before 0.3.3,
     // no residuals), "-kv16-r3" (9 before 0.3.3: the ratio rule alone, none on the head).
-    if (act_bits == 0 || act_bits == kActBitsOutliers) return std::string("\0kvrt-act-kv16-r3s20h", 21);
-    return {};
+    if (act_bits == 0 || act_bits == kActBitsOutliers) s.assign("\0kvrt-act-kv16-r3s20h", 21);
+    return s + kReleaseArithmeticSalt;
 }
 
 Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, std::shared_ptr<cache::Cache> cache)
@@ -110,7 +115,7 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
                    "separate v_dtype");
         o.cache_dtype = p_.kv_dtype;
         o.bank_dtype = p_.ced_bank_dtype;
-        o.salt = p_.salt;
+        o.salt = p_.salt + kReleaseArithmeticSalt;
         o.chunk = static_cast<int32_t>(std::min<uint32_t>(p_.n_batch, 4096));
         // kvrt_context_cancel reaches the CED runtime through its progress hook.
         o.progress = [this](float f, const char* stage) {
@@ -212,11 +217,11 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
     keys_.fingerprint_lo = model_->fingerprint().lo;
     keys_.fingerprint_hi = model_->fingerprint().hi;
     keys_.salt = p_.salt;
-    // Rows computed with other activation codes differ: the blocks of each act_bits setting
-    // get their own keys (the salt bytes plus a suffix no NUL-terminated cache_salt can
-    // spell), so no setting ever reuses another's blocks, in RAM or in a tier. 8 has none
-    // (its keys are those of every release before the default changed).
-    keys_.salt += act_bits_salt_suffix(p_.act_bits);
+    // Rows computed with other activation codes, or by a release of other attention arithmetic,
+    // differ: the blocks of each act_bits setting and release get their own keys (the salt
+    // bytes plus a suffix no NUL-terminated cache_salt can spell), so none ever reuses
+    // another's blocks, in RAM or in a tier.
+    keys_.salt += arithmetic_salt_suffix(p_.act_bits);
     scratch_.act = ActCodes::from_option(p_.act_bits);
     seqs_.resize(p_.n_seq_max);
     scratch_.cancel = &cancel_;

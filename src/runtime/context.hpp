@@ -68,10 +68,14 @@ struct ContextParams {
     int act_bits = 0;
 };
 
-// The bytes a context appends to its salt for act_bits (8: none; the default 0 = 9 and 16
-// each their own, which no NUL-terminated cache_salt can spell): the prefix-cache keys of one
-// activation-code setting never match another's.
-std::string act_bits_salt_suffix(int act_bits);
+// The bytes a context appends to its salt, which no NUL-terminated cache_salt can spell: one
+// part per act_bits setting (8: none; the default 0 = 9 and 16 each their own), so the
+// prefix-cache keys of one activation-code setting never match another's, and one per
+// release whose attention arithmetic changed (kReleaseArithmeticSalt), so no block, tier
+// entry or saved sequence computed by an earlier release is taken for this one's.
+std::string arithmetic_salt_suffix(int act_bits);
+// The release part alone (CED contexts, whose activation codes have no setting).
+extern const std::string kReleaseArithmeticSalt;
 
 // What one prefill / generate did.
 struct RequestStats {

@@ -45,7 +45,7 @@ void Context::save_seq(int32_t seq, const std::string& path) const {
     w.u64(model_->fingerprint().hi);
     w.u32(kv_dtypes_word(p_.kv_dtype, p_.kv_v_dtype));
     w.u32(static_cast<uint32_t>(p_.block_tokens));
-    w.u64(keys_.salt.size());  // the salt, plus act_bits 16's suffix (Context::Context)
+    w.u64(keys_.salt.size());  // the salt, plus its arithmetic suffix (Context::Context)
     w.bytes(keys_.salt.data(), keys_.salt.size());
     w.u64(s.tokens.size());
     w.bytes(s.tokens.data(), s.tokens.size() * sizeof(int32_t));

@@ -177,7 +177,7 @@ void delete_keys(const std::string& url, const std::vector<std::string>& keys) {
 
 // The hex of the chained hash of block b of `toks` under SmolLM2 and `salt`,
 // computed here from the model's fingerprint, independently of any cache.
-// salt: the caller's cache_salt; the context appends its activation-code suffix (the default's).
+// salt: the caller's cache_salt; the context appends its arithmetic suffix (the default act_bits').
 std::string block_hash_hex(const std::vector<int32_t>& toks, size_t b, const std::string& salt = "") {
     kvrt_model_info info;
     KVRT_OK_OR_FAIL(kvrt_model_info_init(&info, sizeof info));
@@ -185,7 +185,7 @@ std::string block_hash_hex(const std::vector<int32_t>& toks, size_t b, const std
     kvrt::cache::SeqKeys keys;
     std::memcpy(&keys.fingerprint_lo, info.fingerprint, 8);
     std::memcpy(&keys.fingerprint_hi, info.fingerprint + 8, 8);
-    keys.salt = salt + kvrt::runtime::act_bits_salt_suffix(0);
+    keys.salt = salt + kvrt::runtime::arithmetic_salt_suffix(0);
     const kvrt::cache::Hash128 extra = kvrt::cache::hash_extra_keys(keys);
     kvrt::cache::Hash128 h = kvrt::cache::hash_root();
     for (size_t i = 0; i <= b; ++i) h = kvrt::cache::hash_block(h, extra, toks.data() + i * kBlockTokens, kBlockTokens);

@@ -15,7 +15,7 @@ import subprocess
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_int32,
                     c_int64, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 4, 0
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 4, 1
 VERSION_NUMBER = (VERSION_MAJOR << 16) | (VERSION_MINOR << 8) | VERSION_PATCH
 SONAME = "libkvrt.so.%d" % VERSION_MAJOR
 

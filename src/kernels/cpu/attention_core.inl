@@ -7,8 +7,9 @@
 // header it needs is included by the .cpp before the target pragma.
 //
 // Determinism: a query row's arithmetic depends only on its own keys.
-//   - Keys are processed in tiles of T = kKeyTile slots aligned to absolute
-//     positions (sparse: to list indices). Within a tile the row's score of a
+//   - Keys are processed in tiles of T slots aligned to absolute positions
+//     (sparse: to list indices): T = kKeyTileWide (64) on AVX-512, kKeyTile (32) on the
+//     16-register paths (see T below). Within a tile the row's score of a
 //     key is, in dense attention (prefill and decode), W FMA chains over the
 //     dims c = l, l + W, ... (l < W, increasing c) summed by the balanced tree
 //     over adjacent l (KeyTile::lanes: the order of a key row read W dims at a
@@ -31,7 +32,24 @@
 // So decode (split-K over chunks in parallel, then an in-order fold) equals
 // the prefill row (chunks walked in order), bit for bit.
 
+// Keys per tile. Each tile costs the rows a fixed amount besides its keys (the online-softmax
+// update: maxima, exponent of the old maximum, sums; P.V's load, rescale and store of o and,
+// for int8 V, the weights' coding; the tile's set-up and prefetch queue), so longer tiles
+// spread it over more keys where the registers allow: on AVX-512 a row's 64 scores are 4
+// vectors (NV = 4) and 4 rows' score accumulators 16 of the 32 registers. Measured (AMD EPYC
+// Zen 4, avx512_bf16 + avx512_vnni, 2 vCPUs, session 39, T = 32 -> 64, alternated runs):
+// `bench_attention_decode --only 9/3` beyond the LLC (131,072 keys) int8 5,331-5,403 ->
+// 4,527-4,629 us on 1 thread, f16 6,771-6,775 -> 6,140-6,278; in cache (8,192 keys) int8
+// 303-306 -> 258-263 us, f16 369-370 -> 335-337; prefill (`bench_attention_prefill --quick`)
+// f16 +3-5%, int8 0-12%; `kvrt bench` SmolLM2 prefill 2,048 and decode at 4,096 +3-10%. On
+// AVX2 (16 registers, NV = 8) the same change made f16 prefill 10-13% slower (accumulators
+// spilled), so the 16-register paths keep 32.
+#if defined(KVRT_ISA_AVX512)
+constexpr int T = kKeyTileWide;
+#else
 constexpr int T = kKeyTile;
+#endif
+static_assert(kKeyChunk % T == 0, "tiles divide a chunk");
 // Work (multiply-adds) below which a call stays on the calling thread: a parallel region
 // costs microseconds, far more than small calls (a one-token prefill chunk, a short decode).
 constexpr double kParallelWork = double(1 << 20);
@@ -749,7 +767,15 @@ inline void tile_scores_lanes(const KeyTile& t, int d, const float* const* q, V 
             for (int r = 0; r < R; ++r) s[r][v] = sv[r][0];
         }
     } else {
-        LaneTree<R, NV, L>::run(t, d, q, 0, 0, s);
+        // A 64-key tile two vectors at a time (its 4 at once would spill the tree's partial sums;
+        // the 32-key tiles of the 16-register paths keep theirs whole, as measured before).
+        constexpr int NB = T == kKeyTileWide && NV > 2 ? 2 : NV;
+        for (int v0 = 0; v0 < NV; v0 += NB) {
+            V sv[R][NB];
+            LaneTree<R, NB, L>::run(t, d, q, 0, v0, sv);
+            for (int r = 0; r < R; ++r)
+                for (int v = 0; v < NB; ++v) s[r][v0 + v] = sv[r][v];
+        }
     }
 }
 
@@ -936,40 +962,47 @@ inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, co
             qrow[r] = b;
         }
     }
-    V a0[R][NV], a1[R][NV];
-    for (int r = 0; r < R; ++r)
-        for (int v = 0; v < NV; ++v) a0[r][v] = a1[r][v] = O::zero();
-    int i = 0;
-    for (; i + 1 < dp; i += 2) {
-        if (t.pf && i % 8 == 0) t.pf->step();
-        const uint32_t* k0 = t.kp + size_t(i) * T;
-        const uint32_t* k1 = k0 + T;
-        for (int v = 0; v < NV; ++v) {
-            const auto kv0 = O::load_pairs(k0 + v * W), kv1 = O::load_pairs(k1 + v * W);
-            for (int r = 0; r < R; ++r) {
-                a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qrow[r][i]));
-                a1[r][v] = O::dot2(a1[r][v], kv1, O::set1_pair(qrow[r][i + 1]));
+    // The tile's vectors NB at a time: R x NB x 2 accumulators (16 at 4 rows; all of a 64-key
+    // tile's at once would be 32, every register, and spill). Each key's chains are the same.
+    constexpr int NB = NV > 2 ? 2 : NV;
+    for (int vb = 0; vb < NV; vb += NB) {
+        V a0[R][NB], a1[R][NB];
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < NB; ++v) a0[r][v] = a1[r][v] = O::zero();
+        int i = 0;
+        for (; i + 1 < dp; i += 2) {
+            if (t.pf && i % 8 == 0 && vb == 0) t.pf->step();
+            const uint32_t* k0 = t.kp + size_t(i) * T + vb * W;
+            const uint32_t* k1 = k0 + T;
+            for (int v = 0; v < NB; ++v) {
+                const auto kv0 = O::load_pairs(k0 + v * W), kv1 = O::load_pairs(k1 + v * W);
+                for (int r = 0; r < R; ++r) {
+                    a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qrow[r][i]));
+                    a1[r][v] = O::dot2(a1[r][v], kv1, O::set1_pair(qrow[r][i + 1]));
+                }
             }
         }
-    }
-    if (i < dp) {
-        const uint32_t* k0 = t.kp + size_t(i) * T;
-        for (int v = 0; v < NV; ++v) {
-            const auto kv0 = O::load_pairs(k0 + v * W);
-            for (int r = 0; r < R; ++r) a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qrow[r][i]));
+        if (i < dp) {
+            const uint32_t* k0 = t.kp + size_t(i) * T + vb * W;
+            for (int v = 0; v < NB; ++v) {
+                const auto kv0 = O::load_pairs(k0 + v * W);
+                for (int r = 0; r < R; ++r) a0[r][v] = O::dot2(a0[r][v], kv0, O::set1_pair(qrow[r][i]));
+            }
         }
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < NB; ++v) s[r][vb + v] = O::add(a0[r][v], a1[r][v]);
     }
-    for (int r = 0; r < R; ++r)
-        for (int v = 0; v < NV; ++v) s[r][v] = O::add(a0[r][v], a1[r][v]);
 }
 
-__attribute__((always_inline)) inline float tree_sum(V (&p)[NV]) {
+// The vector level of tree_sum: t[i] += t[i + n/2] while n > 1 (one vector of lane sums).
+__attribute__((always_inline)) inline V tree_vec(const V (&p)[NV]) {
     V t[NV];
     for (int v = 0; v < NV; ++v) t[v] = p[v];
     for (int n = NV; n > 1; n /= 2)
         for (int i = 0; i < n / 2; ++i) t[i] = Ops::add(t[i], t[i + n / 2]);
-    return Ops::hsum(t[0]);
+    return t[0];
 }
+__attribute__((always_inline)) inline float tree_sum(V (&p)[NV]) { return Ops::hsum(tree_vec(p)); }
 
 // Value j's elements [c, c + W) (or element c) in f32.
 template <DType VD>
@@ -1326,9 +1359,11 @@ template <int R, bool MASKED, class O>
 inline void pv_rows_pairs(const KeyTile& t, int d, const RowRef* rows, const float* pbuf, const float* alpha, int ja,
                           int jb) {
     constexpr int W = O::W;
-    static_assert(T == 2 * W, "a row's probabilities are one vector of pairs");
+    static_assert(T % (2 * W) == 0, "a row's probabilities are whole vectors of pairs");
     alignas(64) uint32_t pp[R * (T / 2)];  // the probabilities (already bf16 values) as pairs
-    for (int r = 0; r < R; ++r) O::store_bf16_pairs(pp + r * (T / 2), O::load(pbuf + r * T), O::load(pbuf + r * T + W));
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < T; j += 2 * W)
+            O::store_bf16_pairs(pp + (r * T + j) / 2, O::load(pbuf + r * T + j), O::load(pbuf + r * T + j + W));
     const int ia = ja / 2, ib = jb / 2;
     int c = 0;
     for (; c + kPvCols * W <= d; c += kPvCols * W) pv_block_pairs<R, kPvCols, MASKED, O>(t, rows, pp, alpha, c, ia, ib, W);
@@ -1381,13 +1416,16 @@ inline void softmax_rows(const RowRef* rows, V (&s)[R][NV], float* pbuf, float* 
             *row.m = m_new;
         }
     } else {
-        static_assert(O::kGroup == 4 && NV == 2, "the grouped softmax is written for 4 rows of 2 vectors");
+        static_assert(O::kGroup == 4, "the grouped softmax takes 4 rows at a time");
         for (int g0 = 0; g0 < R; g0 += 4) {
             const int n = R - g0 < 4 ? R - g0 : 4;
             int ri[4];
             for (int k = 0; k < 4; ++k) ri[k] = g0 + (k < n ? k : 0);  // missing rows: repeat the first
             V x[4];
-            for (int k = 0; k < 4; ++k) x[k] = O::max(s[ri[k]][0], s[ri[k]][1]);
+            for (int k = 0; k < 4; ++k) {  // (max is exact: any order gives the same value)
+                x[k] = s[ri[k]][0];
+                for (int v = 1; v < NV; ++v) x[k] = O::max(x[k], s[ri[k]][v]);
+            }
             const V tm = O::hmax4(x[0], x[1], x[2], x[3]);
             const V mo = O::quarters(*rows[ri[0]].m, *rows[ri[1]].m, *rows[ri[2]].m, *rows[ri[3]].m);
             const V mn = O::max(mo, tm);  // mo > tm ? mo : tm
@@ -1406,7 +1444,7 @@ inline void softmax_rows(const RowRef* rows, V (&s)[R][NV], float* pbuf, float* 
                     if (row.a > 0 || row.b < T - 1) p[v] = O::keep_range(p[v], v * O::W, row.a, row.b, 0.0f);
                     O::store(pbuf + r * T + v * O::W, p[v]);
                 }
-                ps[k] = O::add(p[0], p[1]);  // tree_sum's first level
+                ps[k] = tree_vec(p);  // tree_sum's vector level (its lane level: hsum4)
             }
             for (int k = n; k < 4; ++k) ps[k] = ps[0];
             const V lo = O::quarters(*rows[ri[0]].l, *rows[ri[1]].l, *rows[ri[2]].l, *rows[ri[3]].l);

@@ -15,7 +15,7 @@ use core::ffi::{c_char, c_int, c_void};
 
 pub const KVRT_VERSION_MAJOR: u32 = 0;
 pub const KVRT_VERSION_MINOR: u32 = 4;
-pub const KVRT_VERSION_PATCH: u32 = 0;
+pub const KVRT_VERSION_PATCH: u32 = 1;
 pub const KVRT_VERSION_NUMBER: u32 =
     (KVRT_VERSION_MAJOR << 16) | (KVRT_VERSION_MINOR << 8) | KVRT_VERSION_PATCH;
 
