@@ -40,10 +40,11 @@
 // Zen 4, avx512_bf16 + avx512_vnni, 2 vCPUs, session 39, T = 32 -> 64, alternated runs):
 // `bench_attention_decode --only 9/3` beyond the LLC (131,072 keys) int8 5,331-5,403 ->
 // 4,527-4,629 us on 1 thread, f16 6,771-6,775 -> 6,140-6,278; in cache (8,192 keys) int8
-// 303-306 -> 258-263 us, f16 369-370 -> 335-337; prefill (`bench_attention_prefill --quick`)
-// f16 +3-5%, int8 0-12%; `kvrt bench` SmolLM2 prefill 2,048 and decode at 4,096 +3-10%. On
-// AVX2 (16 registers, NV = 8) the same change made f16 prefill 10-13% slower (accumulators
-// spilled), so the 16-register paths keep 32.
+// 303-307 -> 255-257 us, f16 369-371 -> 336-347; prefill (`bench_attention_prefill --quick`)
+// f16, bf16 and int8 +3-20% (with the two-vector score blocks below; without them bf16 lost
+// 5-12%). End to end (`kvrt bench`) inside the host's run-to-run spread. On AVX2 (16
+// registers, NV = 8) 64-key tiles made f16 prefill 10-13% slower (accumulators spilled), so
+// the 16-register paths keep 32. (src/kernels/README.md, "Session 39".)
 #if defined(KVRT_ISA_AVX512)
 constexpr int T = kKeyTileWide;
 #else
