@@ -44,7 +44,10 @@
 // f16, bf16 and int8 +3-20% (with the two-vector score blocks below; without them bf16 lost
 // 5-12%). End to end (`kvrt bench`) inside the host's run-to-run spread. On AVX2 (16
 // registers, NV = 8) 64-key tiles made f16 prefill 10-13% slower (accumulators spilled), so
-// the 16-register paths keep 32. (src/kernels/README.md, "Session 39".)
+// the 16-register paths keep 32. (src/kernels/README.md, "Session 39".) int8 V's weights are
+// coded per tile (pv_rows_i8), against the largest of 64 keys here: f16 K + int8 V's KL from
+// f16 KV rose 45-55% (4.3e-5 -> 6.3e-5 on SmolLM2; docs/kv_quantisation.md), int8 K and V's
+// moved by -6% to +4%.
 #if defined(KVRT_ISA_AVX512)
 constexpr int T = kKeyTileWide;
 #else
