@@ -54,6 +54,11 @@ constexpr int T = kKeyTileWide;
 constexpr int T = kKeyTile;
 #endif
 static_assert(kKeyChunk % T == 0, "tiles divide a chunk");
+// Vectors of keys per pass of the transposed-tile score loops (lane trees, bf16 pairs): a 64-key
+// tile two at a time (its 4 at once would need 32 accumulators at 4 rows, every register, and
+// spill; without this bf16 prefill lost 5-12%), a 32-key tile whole (as measured before). Each
+// key's chains are the same either way.
+constexpr int kScoreVecs = T == kKeyTileWide ? 2 : T / Ops::W;
 // Work (multiply-adds) below which a call stays on the calling thread: a parallel region
 // costs microseconds, far more than small calls (a one-token prefill chunk, a short decode).
 constexpr double kParallelWork = double(1 << 20);
@@ -67,6 +72,7 @@ constexpr size_t kDecodePrefetchBytes = size_t(64) << 10;
 // 1 MiB per layer a 30-layer model's KV is about a last-level cache.
 constexpr size_t kPacedBytes = size_t(1) << 20;
 constexpr int NV = T / Ops::W;
+static_assert(NV % kScoreVecs == 0, "score passes divide a tile");
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -771,9 +777,7 @@ inline void tile_scores_lanes(const KeyTile& t, int d, const float* const* q, V 
             for (int r = 0; r < R; ++r) s[r][v] = sv[r][0];
         }
     } else {
-        // A 64-key tile two vectors at a time (its 4 at once would spill the tree's partial sums;
-        // the 32-key tiles of the 16-register paths keep theirs whole, as measured before).
-        constexpr int NB = T == kKeyTileWide && NV > 2 ? 2 : NV;
+        constexpr int NB = kScoreVecs;
         for (int v0 = 0; v0 < NV; v0 += NB) {
             V sv[R][NB];
             LaneTree<R, NB, L>::run(t, d, q, 0, v0, sv);
@@ -966,9 +970,7 @@ inline void tile_scores_pairs(const KeyTile& t, int d, const float* const* q, co
             qrow[r] = b;
         }
     }
-    // The tile's vectors NB at a time: R x NB x 2 accumulators (16 at 4 rows; all of a 64-key
-    // tile's at once would be 32, every register, and spill). Each key's chains are the same.
-    constexpr int NB = NV > 2 ? 2 : NV;
+    constexpr int NB = kScoreVecs;  // R x NB x 2 accumulators
     for (int vb = 0; vb < NV; vb += NB) {
         V a0[R][NB], a1[R][NB];
         for (int r = 0; r < R; ++r)
