@@ -797,6 +797,18 @@ inline V load_k(const uint8_t* row, int c, float sc) {
     else return Ops::mul(load_raw(row + c, KD), Ops::set1(sc));
 }
 
+// Ops::lane_pairs / sum_lane_pairs where Ops has them (O: looked up only there).
+template <class O = Ops>
+inline V lane_pairs_of(V a, V c) {
+    if constexpr (O::kLanePairs) return O::lane_pairs(a, c);
+    else return O::add(a, c);  // (never called)
+}
+template <class O = Ops>
+inline V sum_lane_pairs_of(const float* h) {
+    if constexpr (O::kLanePairs) return O::sum_lane_pairs(h);
+    else return O::sum_lanes(h);  // (never called)
+}
+
 // Lane-chain scores of R rows against a direct tile (KeyTile): per key, the W lane chains over its
 // row (KB keys at a time, each row's accumulators stored), then Ops::sum_lanes of each W keys.
 template <int R, DType KD>
@@ -814,6 +826,9 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
     static_assert(W % KB == 0, "key blocks divide a vector");
     const int g = dtype_quantized(KD) ? kv_scale_group(KD, d) : d;
     const int ng = d / g;
+    // Where Ops splits sum_lanes (AVX-512), each pair of keys' accumulators is stored after its
+    // first level (Ops::lane_pairs): half the stores and loads, the same operations and bits.
+    constexpr bool kPairKeys = Ops::kLanePairs && KB % 2 == 0;
     alignas(64) float acc_buf[R][W * W];
     for (int v = 0; v < NV; ++v) {
         const int j0 = v * W;
@@ -840,10 +855,18 @@ inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V
                     }
                 }
             }
-            for (int k = 0; k < KB; ++k)
-                for (int r = 0; r < R; ++r) Ops::store(acc_buf[r] + (k0 + k) * W, a[k][r]);
+            if constexpr (kPairKeys) {  // sum_lanes' first level here, in registers
+                for (int k = 0; k < KB; k += 2)
+                    for (int r = 0; r < R; ++r) Ops::store(acc_buf[r] + (k0 + k) / 2 * W, lane_pairs_of(a[k][r], a[k + 1][r]));
+            } else {
+                for (int k = 0; k < KB; ++k)
+                    for (int r = 0; r < R; ++r) Ops::store(acc_buf[r] + (k0 + k) * W, a[k][r]);
+            }
         }
-        for (int r = 0; r < R; ++r) s[r][v] = Ops::sum_lanes(acc_buf[r]);
+        for (int r = 0; r < R; ++r) {
+            if constexpr (kPairKeys) s[r][v] = sum_lane_pairs_of(acc_buf[r]);
+            else s[r][v] = Ops::sum_lanes(acc_buf[r]);
+        }
     }
 }
 

@@ -32,12 +32,22 @@ struct Ops {
     // Lane k = the sum of the 16 floats b[16k .. 16k + 15] by the balanced tree over adjacent
     // elements: (((0+1)+(2+3))+((4+5)+(6+7)))+(((8+9)+...)) (attention_core.inl, KeyTile::lanes).
     static V sum_lanes(const float* b) {
-        // Level 1: h[i] holds keys 2i, 2i+1; per 128-bit quarter q: (x 4q+4q+1, x 4q+2+4q+3) of each.
         V h[8];
-        for (int i = 0; i < 8; ++i) {
-            const V a = load(b + 32 * i), c = load(b + 32 * i + 16);
-            h[i] = _mm512_add_ps(_mm512_shuffle_ps(a, c, 0x88), _mm512_shuffle_ps(a, c, 0xDD));
-        }
+        for (int i = 0; i < 8; ++i) h[i] = lane_pairs(load(b + 32 * i), load(b + 32 * i + 16));
+        return sum_lane_pairs(h);
+    }
+    // sum_lanes in two parts. Level 1 of two keys' vectors a (key 2i) and c (key 2i + 1): per
+    // 128-bit quarter q, (x 4q + 4q+1, x 4q+2 + 4q+3) of a, then of c. A caller holding the keys'
+    // vectors in registers stores these (half the vectors, half the stores: 512-bit stores are
+    // half rate on AMD Zen 4) and passes the 8 of 16 keys to sum_lane_pairs.
+    static constexpr bool kLanePairs = true;
+    static V lane_pairs(V a, V c) { return _mm512_add_ps(_mm512_shuffle_ps(a, c, 0x88), _mm512_shuffle_ps(a, c, 0xDD)); }
+    static V sum_lane_pairs(const float* hb) {
+        V h[8];
+        for (int i = 0; i < 8; ++i) h[i] = load(hb + 16 * i);
+        return sum_lane_pairs(h);
+    }
+    static V sum_lane_pairs(const V (&h)[8]) {
         // Level 2: g[i] quarter q, lane m = key 4i + m over elements 4q .. 4q + 3.
         V g[4];
         for (int i = 0; i < 4; ++i)

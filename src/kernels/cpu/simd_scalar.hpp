@@ -27,6 +27,7 @@ struct Ops {
     static V load_f16(const uint16_t* p) { return f16_to_f32(*p); }
     static float h2f(uint16_t h) { return f16_to_f32(h); }
     static constexpr bool kRowWords = false;  // (row_words: AVX-512 only)
+    static constexpr bool kLanePairs = false;  // (one lane: nothing to pair)
     static void f16_pairs(const uint32_t* p, V& lo, V& hi) {
         lo = f16_to_f32(uint16_t(*p & 0xFFFFu));
         hi = f16_to_f32(uint16_t(*p >> 16));
