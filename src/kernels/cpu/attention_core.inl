@@ -810,7 +810,8 @@ inline V sum_lane_pairs_of(const float* h) {
 }
 
 // Lane-chain scores of R rows against a direct tile (KeyTile): per key, the W lane chains over its
-// row (KB keys at a time, each row's accumulators stored), then Ops::sum_lanes of each W keys.
+// row (KB keys at a time, each row's accumulators stored: on AVX-512 after the first level of the
+// lane tree, two keys to a vector), then the rest of Ops::sum_lanes for each W keys.
 template <int R, DType KD>
 inline void tile_scores_direct(const KeyTile& t, int d, const float* const* q, V (&s)[R][NV]) {
     constexpr int W = Ops::W;

@@ -96,11 +96,11 @@ struct Ops {
     }
     static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
     static float h2f(uint16_t h) { return _cvtsh_ss(h); }  // one f16 -> f32 (F16C, exact)
-    // 8 words of two f16 each: lo = their low halves, hi = their high halves, in f32 (exact).
     static constexpr bool kRowWords = false;  // (row_words: AVX-512 only)
     // (lane_pairs, sum_lane_pairs: AVX-512 only. Level 1 in registers here, _mm256_hadd_ps of two
     // keys, made 9/3 heads of 64 6-8% slower in cache, AMD EPYC Zen 4 with KVRT_ISA=avx2.)
     static constexpr bool kLanePairs = false;
+    // 8 words of two f16 each: lo = their low halves, hi = their high halves, in f32 (exact).
     static void f16_pairs(const uint32_t* p, V& lo, V& hi) {
         const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         const __m256i l = _mm256_and_si256(x, _mm256_set1_epi32(0xFFFF)), h = _mm256_srli_epi32(x, 16);
