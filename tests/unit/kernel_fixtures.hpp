@@ -157,6 +157,19 @@ private:
     int prev_;
 };
 
+// cpu::attention_gather_scales_override(mode) for a scope (as Bf16DotScope).
+struct GatherScalesScope {
+    explicit GatherScalesScope(int mode) : prev_(cpu::attention_gather_scales() ? 1 : 0) {
+        cpu::attention_gather_scales_override(mode);
+    }
+    ~GatherScalesScope() { cpu::attention_gather_scales_override(prev_); }
+    GatherScalesScope(const GatherScalesScope&) = delete;
+    GatherScalesScope& operator=(const GatherScalesScope&) = delete;
+
+private:
+    int prev_;
+};
+
 // v rounded to bf16 (nearest even) and widened back: the query the indexer computes with
 // where indexer_rounds_q.
 inline std::vector<float> bf16_rounded(std::vector<float> v) {

@@ -185,6 +185,44 @@ TEST_CASE("kernels.attention.bf16_dot_path_off_equals_avx512_bitwise") {
     CHECK_FALSE(test::bit_equal(ioff, ion));
 }
 
+TEST_CASE("kernels.attention.scale_gathers_or_loads_give_the_same_bits") {
+    // The AVX-512 paths read quantised heads' scales with gathers or with one load per key
+    // (cpu::attention_gather_scales, chosen per CPU): the same scales, so the same bits, in prefill
+    // and decode, dense and windowed, on every ISA path (the others ignore the choice).
+    const Shape s{14, 2, 64};
+    uint32_t seed = 910;
+    for (Isa isa : test::available_isas()) {
+        CAPTURE(isa_name(isa));
+        for (KvTypes dt : {KvTypes(DType::I8), KvTypes(DType::FP8_E4M3), KvTypes(DType::I8, DType::F16),
+                           KvTypes(DType::F16, DType::I8)}) {
+            CAPTURE(test::kv_types_name(dt));
+            const int32_t n_tok = 700, n_q = 20, q0 = n_tok - n_q;
+            TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
+            auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
+            for (int32_t window : {0, 100}) {
+                const AttnParams p = params(s, window);
+                auto run = [&](int gather) {
+                    test::IsaScope scope(isa);
+                    test::GatherScalesScope mode(gather);
+                    REQUIRE(cpu::attention_gather_scales() == (gather != 0));
+                    std::vector<float> o(q.size() + size_t(s.h) * s.d);
+                    cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o.data());
+                    DecodeSeq d{&t.kv, q.data() + (n_q - 1) * size_t(s.h) * s.d, o.data() + q.size(), nullptr, n_tok - 1};
+                    cpu::attention_decode(&d, 1, p);
+                    CHECK(std::memcmp(o.data() + q.size(), o.data() + (n_q - 1) * size_t(s.h) * s.d,
+                                      size_t(s.h) * s.d * sizeof(float)) == 0);
+                    return o;
+                };
+                const auto on = run(1), off = run(0);
+                CHECK(test::bit_equal(on, off));
+                bool finite = true;
+                for (float x : on) finite = finite && std::isfinite(x);
+                CHECK(finite);
+            }
+        }
+    }
+}
+
 TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {
     // {3, 1, 33}: an odd width (the tails of every path: f32 element tails, bf16 pair padding).
     const Shape shapes[] = {{9, 3, 64}, {8, 2, 128}, {4, 4, 64}, {2, 1, 512}, {3, 1, 33}};

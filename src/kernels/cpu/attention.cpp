@@ -58,6 +58,26 @@ void attention_bf16_dot_override(int mode) noexcept {
     g_bf16_dot_override.store(mode < 0 ? -1 : mode != 0 ? 1 : 0, std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<int> g_gather_scales_override{-1};
+}  // namespace
+
+bool attention_gather_scales() noexcept {
+    static const bool rule = [] {
+        if (const char* e = std::getenv("KVRT_SCALE_GATHER")) {
+            if (std::string(e) == "on") return true;
+            if (std::string(e) == "off") return false;
+        }
+        return !cpu_is_zen4(cpu_features());
+    }();
+    const int o = g_gather_scales_override.load(std::memory_order_relaxed);
+    return o < 0 ? rule : o != 0;
+}
+
+void attention_gather_scales_override(int mode) noexcept {
+    g_gather_scales_override.store(mode < 0 ? -1 : mode != 0 ? 1 : 0, std::memory_order_relaxed);
+}
+
 void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,
                        float* out, float* lse) {
     const char* what = "attention_prefill";

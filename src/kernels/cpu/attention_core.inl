@@ -332,11 +332,11 @@ inline uint32_t present_lanes(int v, int ja, int jb) {
 // 207, `perf`); gathered, in-cache int8 decode is 3-5% faster at 9/3 and 14/2 heads of 64, ~3% at
 // 32/8 of 128, unchanged at 4/1 of 256, fp8 1-3%. The same scales, so the same bits. Returns false
 // where the loops below must do it (the AVX2 paths keep them: a gather was 10% slower there in the
-// 4-bit indexer's scale build).
+// 4-bit indexer's scale build; and AMD Zen 4's gathers are slow: attention_gather_scales).
 template <class O = Ops>  // (O: row_words is looked up only where it exists)
 inline bool tile_scales_gathered(const uint8_t* const* rows, int d, DType dt, int ja, int jb, int ng, float* out) {
     if constexpr (O::kRowWords) {
-        if (d < 2) return false;
+        if (d < 2 || !attention_gather_scales()) return false;
         const V unit = Ops::set1(kv_raw_unit(dt));
         for (int v = 0; v < NV; ++v) {
             const uint32_t m = present_lanes(v, ja, jb);

@@ -63,4 +63,17 @@ bool attention_bf16_dot() noexcept;
 // back to the rule above. Not for use while another thread runs attention.
 void attention_bf16_dot_override(int mode) noexcept;
 
+// Whether the AVX-512 paths read quantised heads' scales (int8 and fp8 tiles) with masked gathers
+// over the tile's row pointers (tile_scales_gathered) or one scalar load per key (tile_scale_words,
+// as the AVX2 paths do). The same scales either way, so the same bits. Chosen once from the CPU:
+// gathers, except on AMD Zen 4, whose gathers are slow (`bench_attention_decode`, int8, 1 thread:
+// in cache 9/3 258-262 -> 250 us, 14/2 276-289 -> 273-278, 4/1 346-348 -> 334-337; beyond the
+// LLC 14/2 5,035-5,189 -> 4,848-4,977, on 2 threads 2,715-2,832 -> 2,481-2,485; session 40). On
+// the Intel Xeon (model 207) gathers were 3-5% faster in cache (session 27); Zen 5 was not
+// measured and keeps them. KVRT_SCALE_GATHER=on|off overrides the rule (measurements).
+bool attention_gather_scales() noexcept;
+// Tests: 1 gathers, 0 scalar loads, -1 gives the choice back to the rule. Not for use while
+// another thread runs attention.
+void attention_gather_scales_override(int mode) noexcept;
+
 }  // namespace kvrt::cpu
