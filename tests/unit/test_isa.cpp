@@ -88,4 +88,10 @@ TEST_CASE("isa: decode's prefetch streams go into L2 on Intel and Zen 4, into L1
     // The attention's KV stream takes the rule unless KVRT_ATTENTION_PREFETCH sets it.
     if (std::getenv("KVRT_ATTENTION_PREFETCH") == nullptr)
         CHECK(cpu::attention_prefetch_l2() == prefetch_streams_into_l2(here));
+    // Quantised heads' scales: gathered except on Zen 4, unless KVRT_SCALE_GATHER sets it (and with
+    // the test override given back).
+    if (std::getenv("KVRT_SCALE_GATHER") == nullptr) {
+        cpu::attention_gather_scales_override(-1);
+        CHECK(cpu::attention_gather_scales() == !cpu_is_zen4(here));
+    }
 }
