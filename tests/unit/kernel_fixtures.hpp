@@ -146,29 +146,21 @@ inline bool indexer_rounds_q(Isa isa, DType key_dtype) {
     return isa >= Isa::Avx512Bf16 && key_dtype == DType::BF16 && cpu::attention_bf16_dot();
 }
 
-// Sets cpu::attention_bf16_dot for the scope (1 on, 0 off), then puts back the choice it found.
-struct Bf16DotScope {
-    explicit Bf16DotScope(int mode) : prev_(cpu::attention_bf16_dot() ? 1 : 0) { cpu::attention_bf16_dot_override(mode); }
-    ~Bf16DotScope() { cpu::attention_bf16_dot_override(prev_); }
-    Bf16DotScope(const Bf16DotScope&) = delete;
-    Bf16DotScope& operator=(const Bf16DotScope&) = delete;
+// Sets one of the attention's per-CPU choices for the scope (1 on, 0 off), then puts back the
+// choice it found: Bf16DotScope (cpu::attention_bf16_dot), GatherScalesScope
+// (cpu::attention_gather_scales).
+template <bool (*Get)() noexcept, void (*Set)(int) noexcept>
+struct ChoiceScope {
+    explicit ChoiceScope(int mode) : prev_(Get() ? 1 : 0) { Set(mode); }
+    ~ChoiceScope() { Set(prev_); }
+    ChoiceScope(const ChoiceScope&) = delete;
+    ChoiceScope& operator=(const ChoiceScope&) = delete;
 
 private:
     int prev_;
 };
-
-// cpu::attention_gather_scales_override(mode) for a scope (as Bf16DotScope).
-struct GatherScalesScope {
-    explicit GatherScalesScope(int mode) : prev_(cpu::attention_gather_scales() ? 1 : 0) {
-        cpu::attention_gather_scales_override(mode);
-    }
-    ~GatherScalesScope() { cpu::attention_gather_scales_override(prev_); }
-    GatherScalesScope(const GatherScalesScope&) = delete;
-    GatherScalesScope& operator=(const GatherScalesScope&) = delete;
-
-private:
-    int prev_;
-};
+using Bf16DotScope = ChoiceScope<cpu::attention_bf16_dot, cpu::attention_bf16_dot_override>;
+using GatherScalesScope = ChoiceScope<cpu::attention_gather_scales, cpu::attention_gather_scales_override>;
 
 // v rounded to bf16 (nearest even) and widened back: the query the indexer computes with
 // where indexer_rounds_q.

@@ -52,6 +52,20 @@ void prefill_chunked(const TestKV& t, const AttnParams& p, const std::vector<flo
     }
 }
 
+// Prefill of the n_q queries ending at the last of t's tokens, then decode of the last query:
+// [the prefill rows][the decode row], after checking that the decode row is the last prefill row
+// bit for bit.
+std::vector<float> prefill_then_decode(const TestKV& t, const AttnParams& p, const std::vector<float>& q,
+                                       int32_t n_q, int32_t n_tok) {
+    const size_t row = size_t(p.n_heads) * p.head_dim;
+    std::vector<float> o(q.size() + row);
+    cpu::attention_prefill(t.kv, p, q.data(), n_q, n_tok - n_q, o.data());
+    DecodeSeq d{&t.kv, q.data() + (n_q - 1) * row, o.data() + q.size(), nullptr, n_tok - 1};
+    cpu::attention_decode(&d, 1, p);
+    CHECK(std::memcmp(o.data() + q.size(), o.data() + (n_q - 1) * row, row * sizeof(float)) == 0);
+    return o;
+}
+
 }  // namespace
 
 TEST_CASE("kernels.attention.prefill_matches_ref") {
@@ -145,7 +159,7 @@ TEST_CASE("kernels.attention.bf16_dot_path_off_equals_avx512_bitwise") {
     uint32_t seed = 650;
     for (DType dt : {DType::BF16, DType::F16}) {
         CAPTURE(std::string(dtype_name(dt)));
-        const int32_t n_tok = 600, n_q = 24, q0 = n_tok - n_q;
+        const int32_t n_tok = 600, n_q = 24;
         TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
         auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
         for (int32_t window : {0, 70}) {
@@ -153,14 +167,7 @@ TEST_CASE("kernels.attention.bf16_dot_path_off_equals_avx512_bitwise") {
             auto run = [&](Isa isa, int dot) {
                 test::IsaScope scope(isa);
                 test::Bf16DotScope mode(dot);
-                std::vector<float> o(q.size() + size_t(s.h) * s.d);
-                cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o.data());
-                DecodeSeq d{&t.kv, q.data() + (n_q - 1) * size_t(s.h) * s.d, o.data() + q.size(), nullptr, n_tok - 1};
-                cpu::attention_decode(&d, 1, p);
-                // decode == the prefill row, whichever arithmetic
-                CHECK(std::memcmp(o.data() + q.size(), o.data() + (n_q - 1) * size_t(s.h) * s.d,
-                                  size_t(s.h) * s.d * sizeof(float)) == 0);
-                return o;
+                return prefill_then_decode(t, p, q, n_q, n_tok);  // (decode == the prefill row, whichever arithmetic)
             };
             const auto o512 = run(Isa::Avx512, 1), off = run(Isa::Avx512Bf16, 0), on = run(Isa::Avx512Bf16, 1);
             CHECK(test::bit_equal(o512, off));
@@ -196,7 +203,7 @@ TEST_CASE("kernels.attention.scale_gathers_or_loads_give_the_same_bits") {
         for (KvTypes dt : {KvTypes(DType::I8), KvTypes(DType::FP8_E4M3), KvTypes(DType::I8, DType::F16),
                            KvTypes(DType::F16, DType::I8)}) {
             CAPTURE(test::kv_types_name(dt));
-            const int32_t n_tok = 700, n_q = 20, q0 = n_tok - n_q;
+            const int32_t n_tok = 700, n_q = 20;
             TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
             auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
             for (int32_t window : {0, 100}) {
@@ -205,13 +212,7 @@ TEST_CASE("kernels.attention.scale_gathers_or_loads_give_the_same_bits") {
                     test::IsaScope scope(isa);
                     test::GatherScalesScope mode(gather);
                     REQUIRE(cpu::attention_gather_scales() == (gather != 0));
-                    std::vector<float> o(q.size() + size_t(s.h) * s.d);
-                    cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o.data());
-                    DecodeSeq d{&t.kv, q.data() + (n_q - 1) * size_t(s.h) * s.d, o.data() + q.size(), nullptr, n_tok - 1};
-                    cpu::attention_decode(&d, 1, p);
-                    CHECK(std::memcmp(o.data() + q.size(), o.data() + (n_q - 1) * size_t(s.h) * s.d,
-                                      size_t(s.h) * s.d * sizeof(float)) == 0);
-                    return o;
+                    return prefill_then_decode(t, p, q, n_q, n_tok);
                 };
                 const auto on = run(1), off = run(0);
                 CHECK(test::bit_equal(on, off));

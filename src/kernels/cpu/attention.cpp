@@ -39,44 +39,39 @@ bool attention_prefetch_l2() noexcept {
 }
 
 namespace {
+// A choice made once from the CPU (rule), which the environment variable `env` (on|off) replaces
+// for measurements and a test override (1, 0; -1: none) replaces in turn.
+bool env_on_off(const char* env, bool rule) {
+    if (const char* e = std::getenv(env)) {
+        if (std::string(e) == "on") return true;
+        if (std::string(e) == "off") return false;
+    }
+    return rule;
+}
+bool overridden(const std::atomic<int>& o, bool rule) {
+    const int v = o.load(std::memory_order_relaxed);
+    return v < 0 ? rule : v != 0;
+}
+void set_override(std::atomic<int>& o, int mode) {
+    o.store(mode < 0 ? -1 : mode != 0 ? 1 : 0, std::memory_order_relaxed);
+}
 std::atomic<int> g_bf16_dot_override{-1};
-}  // namespace
-
-bool attention_bf16_dot() noexcept {
-    static const bool rule = [] {
-        if (const char* e = std::getenv("KVRT_BF16_DOT")) {
-            if (std::string(e) == "on") return true;
-            if (std::string(e) == "off") return false;
-        }
-        return !cpu_features().intel;
-    }();
-    const int o = g_bf16_dot_override.load(std::memory_order_relaxed);
-    return o < 0 ? rule : o != 0;
-}
-
-void attention_bf16_dot_override(int mode) noexcept {
-    g_bf16_dot_override.store(mode < 0 ? -1 : mode != 0 ? 1 : 0, std::memory_order_relaxed);
-}
-
-namespace {
 std::atomic<int> g_gather_scales_override{-1};
 }  // namespace
 
-bool attention_gather_scales() noexcept {
-    static const bool rule = [] {
-        if (const char* e = std::getenv("KVRT_SCALE_GATHER")) {
-            if (std::string(e) == "on") return true;
-            if (std::string(e) == "off") return false;
-        }
-        return !cpu_is_zen4(cpu_features());
-    }();
-    const int o = g_gather_scales_override.load(std::memory_order_relaxed);
-    return o < 0 ? rule : o != 0;
+bool attention_bf16_dot() noexcept {
+    static const bool rule = env_on_off("KVRT_BF16_DOT", !cpu_features().intel);
+    return overridden(g_bf16_dot_override, rule);
 }
 
-void attention_gather_scales_override(int mode) noexcept {
-    g_gather_scales_override.store(mode < 0 ? -1 : mode != 0 ? 1 : 0, std::memory_order_relaxed);
+void attention_bf16_dot_override(int mode) noexcept { set_override(g_bf16_dot_override, mode); }
+
+bool attention_gather_scales() noexcept {
+    static const bool rule = env_on_off("KVRT_SCALE_GATHER", !cpu_is_zen4(cpu_features()));
+    return overridden(g_gather_scales_override, rule);
 }
+
+void attention_gather_scales_override(int mode) noexcept { set_override(g_gather_scales_override, mode); }
 
 void attention_prefill(const PagedKV& kv, const AttnParams& p, const float* q, int32_t n_q, int32_t q_pos0,
                        float* out, float* lse) {
