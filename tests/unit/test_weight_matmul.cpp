@@ -1193,7 +1193,7 @@ TEST_CASE("weight_matmul Q8R: every quantised type on every ISA path agrees with
 
 // The fused residual's lists (weight_matmul_fused_residual.hpp): every (row, step) with a marked
 // block once, a step's rows ordered by their first marked block there, then by row.
-TEST_CASE("weight_matmul Q8R: the marked rows of each step come ordered by their first marked block") {
+TEST_CASE("weight_matmul Q8R: the marked rows of each step come ordered by their first marked block, and the marked steps are listed") {
     for (int64_t subs : {int64_t{1}, int64_t{8}}) {
         CAPTURE(subs);
         const int64_t M = 37, nb = 32, nsteps = nb / subs;
@@ -1203,7 +1203,8 @@ TEST_CASE("weight_matmul Q8R: the marked rows of each step come ordered by their
         for (int64_t m = 0; m < M; m++) {
             int32_t n = 0;
             for (int64_t b = 0; b < nb; b++)
-                if (rng() % 5 == 0) rd[static_cast<size_t>(m * nb + b)] = 0.5f, rlist[static_cast<size_t>(m * nb + n++)] = static_cast<int32_t>(b);
+                if (rng() % 5 == 0 && b % 4 != 2)  // (blocks 2, 6, ... of no row: empty steps of 1 block)
+                    rd[static_cast<size_t>(m * nb + b)] = 0.5f, rlist[static_cast<size_t>(m * nb + n++)] = static_cast<int32_t>(b);
             rcount[static_cast<size_t>(m)] = n;
         }
         kernels::QuantizedRows a;
@@ -1216,6 +1217,13 @@ TEST_CASE("weight_matmul Q8R: the marked rows of each step come ordered by their
         REQUIRE(kernels::marked_step_rows(a, M, subs, l));
         REQUIRE(l.steps == nsteps);
         CHECK(l.start[0] == 0);
+        // the steps with rows, in increasing order: the ones the kernels walk
+        std::vector<int64_t> with_rows;
+        for (int64_t st = 0; st < nsteps; st++)
+            if (l.start[st + 1] > l.start[st]) with_rows.push_back(st);
+        REQUIRE(l.n_marked == static_cast<int64_t>(with_rows.size()));
+        CHECK(std::equal(with_rows.begin(), with_rows.end(), l.marked));
+        if (subs == 1) CHECK(l.n_marked == nsteps - nsteps / 4);
         for (int64_t st = 0; st < nsteps; st++) {
             // the expected rows: every row with a mark in the step, keyed (first marked block, row)
             std::vector<std::pair<int64_t, int64_t>> want;

@@ -3,6 +3,7 @@
 
 // AVX2 + AVX-VNNI (vpdpwssd on ymm: Intel client CPUs from Alder Lake on, which lack AVX-512) weight-matmul kernels for 16-bit activation codes: see
 // weight_matmul16_avx2_impl.hpp.
+#include "kernels/cpu/weight_matmul_fused_residual.hpp"  // (the shared tile loop reads MarkedStepRows)
 #include "kernels/cpu/weight_matmul_kernels.hpp"
 #include "kernels/cpu/weight_matmul_layout.hpp"
 

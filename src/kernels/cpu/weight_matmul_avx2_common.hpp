@@ -6,7 +6,7 @@
 // the panel tile, its store, the weight prefetch, the unpacking of 4/5/6-bit codes and the
 // loop over (panel, row tile). Included inside namespace kvrt::kernels { namespace { ... } }
 // of a translation unit that has set its target ISA and included <immintrin.h>, <algorithm>,
-// <cstring> and weight_matmul_kernels.hpp / weight_matmul_layout.hpp.
+// <cstring> and weight_matmul_kernels.hpp / weight_matmul_layout.hpp / weight_matmul_fused_residual.hpp.
 // No include guard: meant to be included once per translation unit.
 
 constexpr int kMaxRows = 2;
@@ -92,7 +92,8 @@ inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& w
 }
 
 // Every (panel, row tile) of panels [p0, p1): tiles of kMaxRows rows, the last of 1; then, where
-// the call carries MatmulArgs::residual_rows, RunR on the panel (t from row 0).
+// the call carries MatmulArgs::residual_rows with a marked step, RunR on the panel (t from row 0,
+// prefetch off, sparse on).
 // Expand, where given, returns per-thread scratch for the panels' expanded codes when the call's
 // rows make them pay (else null) and, called with it, fills it for panel t; a panel with expanded
 // codes runs its rows in tiles of kXcRows (Run4) first.
@@ -136,9 +137,11 @@ void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
             else Run1(args, t);
         }
         if constexpr (RunR != nullptr) {
-            if (args.residual_rows) {
+            if (args.residual_rows && args.residual_rows->n_marked > 0) {
                 t.m0 = 0;
                 t.y = args.Y + (p * kPanel - args.col0);
+                t.prefetch = false;
+                t.sparse = true;  // a K-quant step's blocks where no row of the group is marked are skipped
                 RunR(args, t);
             }
         }

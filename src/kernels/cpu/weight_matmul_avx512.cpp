@@ -109,7 +109,8 @@ template <class Blk>
 void fused_residual_pair(const Tile& t, Blk&& blk) {
     static_assert(kFusedResidualGroup == 4, "update the dispatch");
     const MarkedStepRows& l = *t.rrows;
-    for (int64_t st = 0; st < l.steps; st++) {
+    for (int64_t k = 0; k < l.n_marked; k++) {
+        const int64_t st = l.marked[k];
         const int64_t* rows = l.rows + l.start[st];
         const int64_t n = l.start[st + 1] - l.start[st];
         for (int64_t i = 0; i < n; i += kFusedResidualGroup) {
@@ -848,7 +849,7 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
             else run_rows<2, AB>(args, t, mr);
         }
         if constexpr (AB == 8)
-            if (args.residual_rows) {  // the pair's fused residual: all rows, from row 0
+            if (args.residual_rows && args.residual_rows->n_marked > 0) {  // the pair's fused residual: all rows, from row 0
                 t.m0 = 0;
                 t.prefetch = false;
                 t.y = args.Y + (p * kPanel - args.col0);
@@ -862,7 +863,7 @@ void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
 void matmul_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) { panels<8>(args, p0, p1); }
 
 void matmul_residual_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p1) {
-    if (!args.residual_rows) return;
+    if (!args.residual_rows || args.residual_rows->n_marked == 0) return;
     const PackedWeight& w = *args.w;
     for (int64_t p = p0; p < p1; p += 2) {  // as panels<8>'s pair loop, after its row tiles
         Tile t;

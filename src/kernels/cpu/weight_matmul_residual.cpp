@@ -106,6 +106,7 @@ void gather(const QuantizedRows& a, int64_t m, int64_t st, int64_t subs, Residua
 struct StepRows {
     std::vector<int64_t> start;
     std::vector<int64_t> rows;
+    std::vector<int64_t> marked;
 };
 // fn(st, b) per step st of row m with a marked block, b its first marked block there.
 template <class Fn>
@@ -130,6 +131,7 @@ bool marked_step_rows(const QuantizedRows& a, int64_t M, int64_t subs, MarkedSte
     std::vector<int64_t>& start = out.start;  // per block while sorting, then per step
     try {
         start.assign(static_cast<size_t>(nb + 1), 0);
+        out.marked.resize(static_cast<size_t>(nsteps));
         int64_t total = 0;
         for (int64_t m = 0; m < M; m++)
             for_each_marked_step(a, m, subs, [&](int64_t, int64_t b) { start[static_cast<size_t>(b + 1)]++, total++; });
@@ -144,9 +146,14 @@ bool marked_step_rows(const QuantizedRows& a, int64_t M, int64_t subs, MarkedSte
     for (int64_t b = nb; b > 0; b--) fill[static_cast<size_t>(b)] = fill[static_cast<size_t>(b - 1)];
     fill[0] = 0;
     for (int64_t st = 1; st <= nsteps; st++) start[static_cast<size_t>(st)] = start[static_cast<size_t>(st * subs)];  // (st * subs >= st: not yet overwritten)
+    int64_t n_marked = 0;
+    for (int64_t st = 0; st < nsteps; st++)
+        if (start[static_cast<size_t>(st + 1)] > start[static_cast<size_t>(st)]) out.marked[static_cast<size_t>(n_marked++)] = st;
     view.start = out.start.data();
     view.rows = out.rows.data();
     view.steps = nsteps;
+    view.marked = out.marked.data();
+    view.n_marked = n_marked;
     return true;
 }
 
