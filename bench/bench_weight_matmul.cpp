@@ -16,8 +16,8 @@
 // per type, a decode pass (M = 1) over all of the model's 2-D tensors of that type,
 // repacked as separate copies until the pass reads >= 96 MiB (Q5_K: random blocks of
 // the model's ffn_down shape), as bytes
-// of W per second vs the STREAM read, and M = 512 on the type's largest layer shape
-// vs oneDNN's f32 and bf16 GEMM of that shape.
+// of W per second vs the STREAM read; the type's largest layer shape at M = 1 in cache
+// (the compute ceiling of that read), and at M = 512 vs oneDNN's f32 and bf16 GEMM of that shape.
 //
 // Usage: bench_weight_matmul [--quick] [--kquant-only] [--kquant FILE] [model.gguf]
 #include "baselines.hpp"
@@ -171,6 +171,12 @@ void bench_kquants(const std::string& path, bool quick, int reps, double min_s) 
                 if (w.rows() <= 8192 && (!big || w.rows() * w.cols() > big->rows() * big->cols())) big = &w;
             if (!big) continue;  // only an embedding table
             const int64_t N = big->rows(), K = big->cols();
+            // decode's compute ceiling: the same shape at M = 1 with its weights in cache (a few MB:
+            // the LLC), beside the same STREAM read; where it is not well above 1, the GEMV cannot
+            // read memory at that rate (the AVX2 path on a core with much bandwidth of its own)
+            const double tg = best_seconds(threads, [&] { matmul(*big, X.data(), 1, K, Y.data(), N, threads); }, reps, min_s);
+            emit_vs("weight_matmul", "decode_gemv_weight_bandwidth", big->bytes() / tg / 1e9, "GB/s", "stream_read",
+                    s_best / 1e9, shape_extra(threads, 1, N, K, *big));
             const double tp = best_seconds(threads, [&] { matmul(*big, X.data(), M512, K, Y.data(), N, threads); }, reps, min_s);
             const double gops = 2.0 * M512 * N * K / tp / 1e9;
             const std::string extra = shape_extra(threads, M512, N, K, *big);
