@@ -19,7 +19,9 @@
 //               matmul and attention have paths of their own (attention: the AVX2 one with
 //               vpdpbusd for Q.K over int8 K, the same integers), the others take their AVX2 one
 //   Avx512      AVX-512 F/BW/VL/DQ (the weight matmul's AVX-512 path also needs
-//               AVX512_VNNI; without it the matmul takes AvxVnni or AVX2)
+//               AVX512_VNNI; without it the matmul takes AvxVnni or AVX2); attention over
+//               int8 K/V takes vpdpbusd where the CPU has AVX512_VNNI (Cascade Lake, Ice
+//               Lake: cpu::attention_avx512_i8_dot), vpmaddwd otherwise: the same integers
 //   Avx512Bf16  + AVX512_BF16 and AVX512_VNNI (every CPU with the first has the second):
 //               attention over int8 K takes vpdpbusd (the same integers as the other
 //               paths); attention over bf16 KV multiplies in bf16 (vdpbf16ps,

@@ -148,7 +148,7 @@ inline bool indexer_rounds_q(Isa isa, DType key_dtype) {
 
 // Sets one of the attention's per-CPU choices for the scope (1 on, 0 off), then puts back the
 // choice it found: Bf16DotScope (cpu::attention_bf16_dot), GatherScalesScope
-// (cpu::attention_gather_scales).
+// (cpu::attention_gather_scales), I8DotScope (cpu::attention_avx512_i8_dot).
 template <bool (*Get)() noexcept, void (*Set)(int) noexcept>
 struct ChoiceScope {
     explicit ChoiceScope(int mode) : prev_(Get() ? 1 : 0) { Set(mode); }
@@ -161,6 +161,7 @@ private:
 };
 using Bf16DotScope = ChoiceScope<cpu::attention_bf16_dot, cpu::attention_bf16_dot_override>;
 using GatherScalesScope = ChoiceScope<cpu::attention_gather_scales, cpu::attention_gather_scales_override>;
+using I8DotScope = ChoiceScope<cpu::attention_avx512_i8_dot, cpu::attention_avx512_i8_dot_override>;
 
 // v rounded to bf16 (nearest even) and widened back: the query the indexer computes with
 // where indexer_rounds_q.

@@ -94,4 +94,15 @@ TEST_CASE("isa: decode's prefetch streams go into L2 on Intel and Zen 4, into L1
         cpu::attention_gather_scales_override(-1);
         CHECK(cpu::attention_gather_scales() == !cpu_is_zen4(here));
     }
+    // The avx512 level's int8 dot products: VNNI wherever the CPU has it, unless KVRT_I8_DOT sets
+    // it; never without it, whatever the override asks.
+    if (std::getenv("KVRT_I8_DOT") == nullptr) {
+        cpu::attention_avx512_i8_dot_override(-1);
+        CHECK(cpu::attention_avx512_i8_dot() == here.avx512vnni);
+    }
+    cpu::attention_avx512_i8_dot_override(1);
+    CHECK(cpu::attention_avx512_i8_dot() == here.avx512vnni);
+    cpu::attention_avx512_i8_dot_override(0);
+    CHECK_FALSE(cpu::attention_avx512_i8_dot());
+    cpu::attention_avx512_i8_dot_override(-1);
 }

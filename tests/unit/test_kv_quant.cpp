@@ -230,14 +230,14 @@ TEST_CASE("kv_quant.query_quantisation_for_int8_keys") {
 }
 
 TEST_CASE("kv_quant.int8_kv_gives_the_same_bits_with_and_without_vnni") {
-    // Q.K over int8 K is an exact integer sum: vpdpbusd (avx512bf16 level, which includes
-    // AVX512_VNNI; avxvnni level, on ymm) and vpmaddwd (avx512, avx2) give the same integers, so
-    // the same attention bits. So is P.V over int8 V: vpdpbusd over quads of keys (VNNI, row
+    // Q.K over int8 K is an exact integer sum: vpdpbusd (the avx512 level where the CPU has
+    // AVX512_VNNI, cpu::attention_avx512_i8_dot; avx512bf16, which always has it; avxvnni, on ymm)
+    // and vpmaddwd (avx512 without VNNI, avx2) give the same integers, so the same attention bits. So is P.V over int8 V: vpdpbusd over quads of keys (VNNI, row
     // blocks of 4 or more), vpdpwssd over int16 pairs (VNNI, smaller blocks, or a block with a
     // negative code) and vpmaddwd + vpaddd. Shapes: GQA groups of 3, 7 and 8 (one decode block of
     // 7 or 8 rows on AVX-512, 4 + 3 / 4 + 4 on AVX2), d = 64 and 96 (3 scale groups), and a
     // negative V scale (the int16 pairs on every path for the tiles that hold it).
-    const bool zmm = isa_detected() >= Isa::Avx512Bf16, ymm = cpu_features().avxvnni;
+    const bool zmm = isa_detected() >= Isa::Avx512 && cpu_features().avx512vnni, ymm = cpu_features().avxvnni;
     if (!zmm && !ymm) {
         std::printf("KVRT_TEST_NOT_RUN: no VNNI path on this CPU\n");  // ctest reports it as not run
         return;
@@ -265,21 +265,29 @@ TEST_CASE("kv_quant.int8_kv_gives_the_same_bits_with_and_without_vnni") {
             p.head_dim = d;
             p.scale = 0.125f;
             auto q = test::random_vec(size_t(n_q) * h * d, 79, -3.0f, 3.0f);
-            auto run = [&](Isa isa) {
+            // vnni_at_avx512: the avx512 level's choice (1 VNNI, 0 vpmaddwd; other levels ignore it)
+            auto run = [&](Isa isa, int vnni_at_avx512) {
                 test::IsaScope scope(isa);
+                test::I8DotScope dot(vnni_at_avx512);
                 std::vector<float> o(q.size() + size_t(h) * d);
                 cpu::attention_prefill(kv.kv, p, q.data(), n_q, q0, o.data());
                 DecodeSeq s{&kv.kv, q.data() + size_t(n_q - 1) * h * d, o.data() + q.size(), nullptr, n_tok - 1};
                 cpu::attention_decode(&s, 1, p);
                 return o;
             };
-            // (the pairs compared: without and with VNNI at the same vector width)
-            std::vector<std::pair<Isa, Isa>> pairs;
-            if (zmm) pairs.emplace_back(Isa::Avx512, Isa::Avx512Bf16);
-            if (ymm) pairs.emplace_back(Isa::Avx2, Isa::AvxVnni);
+            // (the pairs compared: without and with VNNI at the same vector width; the avx512
+            // level both ways, and with VNNI against the avx512bf16 level where the CPU has it)
+            struct Path {
+                Isa isa;
+                int vnni_at_avx512;
+            };
+            std::vector<std::pair<Path, Path>> pairs;
+            if (zmm) pairs.push_back({{Isa::Avx512, 0}, {Isa::Avx512, 1}});
+            if (zmm && isa_detected() >= Isa::Avx512Bf16) pairs.push_back({{Isa::Avx512, 0}, {Isa::Avx512Bf16, 1}});
+            if (ymm) pairs.push_back({{Isa::Avx2, 0}, {Isa::AvxVnni, 0}});
             for (const auto& [plain, vnni] : pairs) {
-                CAPTURE(std::string(isa_name(vnni)));
-                const auto a = run(plain), b = run(vnni);
+                CAPTURE(std::string(isa_name(vnni.isa)));
+                const auto a = run(plain.isa, plain.vnni_at_avx512), b = run(vnni.isa, vnni.vnni_at_avx512);
                 CHECK(test::bit_equal(a, b));
                 // and the decode row equals the prefill's last row
                 CHECK(std::equal(b.begin() + ptrdiff_t(q.size()) - h * d, b.begin() + ptrdiff_t(q.size()),

@@ -18,7 +18,7 @@ const AttentionImpl& attention_impl() {
     switch (isa_active()) {
         case Isa::Amx:  // attention has no AMX path: the avx512bf16 one
         case Isa::Avx512Bf16: return attention_impl_avx512bf16();
-        case Isa::Avx512: return attention_impl_avx512();
+        case Isa::Avx512: return attention_avx512_i8_dot() ? attention_impl_avx512vnni() : attention_impl_avx512();
         // (The level may be asked for, by KVRT_ISA, on a CPU with AVX-512 but not AVX-VNNI.)
         case Isa::AvxVnni: return cpu_features().avxvnni ? attention_impl_avxvnni() : attention_impl_avx2();
         case Isa::Avx2: return attention_impl_avx2();
@@ -57,6 +57,7 @@ void set_override(std::atomic<int>& o, int mode) {
 }
 std::atomic<int> g_bf16_dot_override{-1};
 std::atomic<int> g_gather_scales_override{-1};
+std::atomic<int> g_avx512_i8_dot_override{-1};
 }  // namespace
 
 bool attention_bf16_dot() noexcept {
@@ -65,6 +66,14 @@ bool attention_bf16_dot() noexcept {
 }
 
 void attention_bf16_dot_override(int mode) noexcept { set_override(g_bf16_dot_override, mode); }
+
+bool attention_avx512_i8_dot() noexcept {
+    const bool vnni = cpu_features().avx512vnni;
+    static const bool rule = env_on_off("KVRT_I8_DOT", vnni);
+    return vnni && overridden(g_avx512_i8_dot_override, rule);
+}
+
+void attention_avx512_i8_dot_override(int mode) noexcept { set_override(g_avx512_i8_dot_override, mode); }
 
 bool attention_gather_scales() noexcept {
     static const bool rule = env_on_off("KVRT_SCALE_GATHER", !cpu_is_zen4(cpu_features()));

@@ -36,6 +36,7 @@ const AttentionImpl& attention_impl_scalar();
 const AttentionImpl& attention_impl_avx2();
 const AttentionImpl& attention_impl_avxvnni();
 const AttentionImpl& attention_impl_avx512();
+const AttentionImpl& attention_impl_avx512vnni();
 const AttentionImpl& attention_impl_avx512bf16();
 // The implementation for isa_active().
 const AttentionImpl& attention_impl();
@@ -48,6 +49,18 @@ const AttentionImpl& attention_impl();
 // / Zen 5: L1 (on Zen 5 prefetcht1 left the stream at its unprefetched speed). Results never
 // depend on it.
 bool attention_prefetch_l2() noexcept;
+
+// Whether the avx512 level multiplies int8 K and V with AVX512_VNNI (vpdpbusd over the key
+// tile's bytes, vpdpwssd / vpdpbusd in P.V: attention_avx512vnni.cpp) rather than vpmaddwd over
+// sign-extended int16 pairs (attention_avx512.cpp). The same exact integers, so the same bits.
+// Chosen once from the CPU: VNNI wherever it has it (the CPUs at this level rather than
+// avx512bf16 are Intel's Cascade Lake, Ice Lake and Tiger Lake; Ice Lake-SP, session 42, int8 KV
+// decode: figures in src/kernels/README.md). KVRT_I8_DOT=on|off overrides the rule (on only
+// where the CPU has AVX512_VNNI). The avx512bf16 level always has it.
+bool attention_avx512_i8_dot() noexcept;
+// Tests: 1 takes VNNI (where the CPU has it), 0 vpmaddwd, -1 gives the choice back to the rule.
+// Not for use while another thread runs attention.
+void attention_avx512_i8_dot_override(int mode) noexcept;
 
 // Whether the avx512bf16 path multiplies bf16 KV (attention: pair tiles) and bf16 keys (the CED
 // indexer) in bf16 dot products (vdpbf16ps: the query and the softmax weights rounded to bf16,
