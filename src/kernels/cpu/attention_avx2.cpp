@@ -31,9 +31,5 @@ namespace kvrt::cpu::avx2 {
 #pragma GCC pop_options
 
 namespace kvrt::cpu {
-const AttentionImpl& attention_impl_avx2() {
-    static const AttentionImpl impl{&avx2::prefill, &avx2::decode, &avx2::sparse, &avx2::indexer, &avx2::indexer_batch,
-                                     &avx2::decode_team, &avx2::decode_part_floats, &avx2::prefill_team};
-    return impl;
-}
+const AttentionImpl& attention_impl_avx2() { KVRT_ATTENTION_IMPL_OF(avx2); }
 }  // namespace kvrt::cpu

@@ -34,9 +34,5 @@ namespace kvrt::cpu::avx512 {
 #pragma GCC pop_options
 
 namespace kvrt::cpu {
-const AttentionImpl& attention_impl_avx512() {
-    static const AttentionImpl impl{&avx512::prefill, &avx512::decode, &avx512::sparse, &avx512::indexer, &avx512::indexer_batch,
-                                     &avx512::decode_team, &avx512::decode_part_floats, &avx512::prefill_team};
-    return impl;
-}
+const AttentionImpl& attention_impl_avx512() { KVRT_ATTENTION_IMPL_OF(avx512); }
 }  // namespace kvrt::cpu

@@ -40,10 +40,5 @@ namespace kvrt::cpu::avx512bf16 {
 #pragma GCC pop_options
 
 namespace kvrt::cpu {
-const AttentionImpl& attention_impl_avx512bf16() {
-    static const AttentionImpl impl{&avx512bf16::prefill, &avx512bf16::decode, &avx512bf16::sparse,
-                                    &avx512bf16::indexer, &avx512bf16::indexer_batch,
-                                     &avx512bf16::decode_team, &avx512bf16::decode_part_floats, &avx512bf16::prefill_team};
-    return impl;
-}
+const AttentionImpl& attention_impl_avx512bf16() { KVRT_ATTENTION_IMPL_OF(avx512bf16); }
 }  // namespace kvrt::cpu

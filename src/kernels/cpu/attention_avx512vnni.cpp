@@ -39,10 +39,5 @@ namespace kvrt::cpu::avx512vnni {
 #pragma GCC pop_options
 
 namespace kvrt::cpu {
-const AttentionImpl& attention_impl_avx512vnni() {
-    static const AttentionImpl impl{&avx512vnni::prefill, &avx512vnni::decode, &avx512vnni::sparse,
-                                    &avx512vnni::indexer, &avx512vnni::indexer_batch,
-                                    &avx512vnni::decode_team, &avx512vnni::decode_part_floats, &avx512vnni::prefill_team};
-    return impl;
-}
+const AttentionImpl& attention_impl_avx512vnni() { KVRT_ATTENTION_IMPL_OF(avx512vnni); }
 }  // namespace kvrt::cpu

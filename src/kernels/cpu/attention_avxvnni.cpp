@@ -34,10 +34,5 @@ namespace kvrt::cpu::avxvnni {
 #pragma GCC pop_options
 
 namespace kvrt::cpu {
-const AttentionImpl& attention_impl_avxvnni() {
-    static const AttentionImpl impl{&avxvnni::prefill,       &avxvnni::decode,    &avxvnni::sparse,
-                                    &avxvnni::indexer,       &avxvnni::indexer_batch,
-                                    &avxvnni::decode_team,   &avxvnni::decode_part_floats, &avxvnni::prefill_team};
-    return impl;
-}
+const AttentionImpl& attention_impl_avxvnni() { KVRT_ATTENTION_IMPL_OF(avxvnni); }
 }  // namespace kvrt::cpu

@@ -41,6 +41,14 @@ const AttentionImpl& attention_impl_avx512bf16();
 // The implementation for isa_active().
 const AttentionImpl& attention_impl();
 
+// The body of each attention_impl_<isa>(): the table of the functions that attention_core.inl and
+// indexer_core.inl compiled into the ISA's namespace ns (in its translation unit).
+#define KVRT_ATTENTION_IMPL_OF(ns)                                                                 \
+    static const AttentionImpl impl{&ns::prefill, &ns::decode, &ns::sparse, &ns::indexer,          \
+                                    &ns::indexer_batch, &ns::decode_team, &ns::decode_part_floats, \
+                                    &ns::prefill_team};                                            \
+    return impl
+
 // Where decode's KV prefetch stream (LineStream) brings its lines: true = L2 (prefetcht1), false
 // = L1 (prefetcht0). Chosen once from the CPU (prefetch_streams_into_l2, util/isa.hpp;
 // KVRT_ATTENTION_PREFETCH=l1 or l2 overrides it, for measurements). Intel: L2 (Sapphire Rapids

@@ -31,9 +31,5 @@ namespace kvrt::cpu::scalar {
 #pragma GCC pop_options
 
 namespace kvrt::cpu {
-const AttentionImpl& attention_impl_scalar() {
-    static const AttentionImpl impl{&scalar::prefill, &scalar::decode, &scalar::sparse, &scalar::indexer, &scalar::indexer_batch,
-                                     &scalar::decode_team, &scalar::decode_part_floats, &scalar::prefill_team};
-    return impl;
-}
+const AttentionImpl& attention_impl_scalar() { KVRT_ATTENTION_IMPL_OF(scalar); }
 }  // namespace kvrt::cpu
