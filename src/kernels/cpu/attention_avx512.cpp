@@ -2,19 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 // The attention core compiled for the avx512 path (see attention_core.inl).
-#include "kernels/cpu/attention_isa.hpp"
-#include "kernels/cpu/scratch.hpp"
-#include "util/dtype.hpp"
-#include "kernels/query_quant.hpp"
-#include "util/kv_quant.hpp"
-
-#include <immintrin.h>
-
-#include <cmath>
-#include <exception>
-#include <cstdint>
-#include <cstring>
-#include <limits>
+#include "kernels/cpu/attention_core_deps.hpp"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")

@@ -4,19 +4,7 @@
 // The attention core compiled for the avx512bf16 path (see attention_core.inl and isa.hpp):
 // the AVX-512 code, with bf16 KV tiles multiplied by vdpbf16ps (KVRT_ISA_BF16_DOT) and int8 K
 // by vpdpbusd (KVRT_ISA_I8_DOT: the avx512bf16 level includes AVX512_VNNI, isa.hpp).
-#include "kernels/cpu/attention_isa.hpp"
-#include "kernels/cpu/scratch.hpp"
-#include "util/dtype.hpp"
-#include "kernels/query_quant.hpp"
-#include "util/kv_quant.hpp"
-
-#include <immintrin.h>
-
-#include <cmath>
-#include <exception>
-#include <cstdint>
-#include <cstring>
-#include <limits>
+#include "kernels/cpu/attention_core_deps.hpp"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni,avx2,fma,f16c")

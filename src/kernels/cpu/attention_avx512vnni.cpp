@@ -5,19 +5,7 @@
 // (Intel Cascade Lake, Ice Lake, Tiger Lake; see attention_avx512_i8_dot in attention_isa.hpp):
 // the AVX-512 code with int8 K and V multiplied by vpdpbusd / vpdpwssd (KVRT_ISA_I8_DOT), the
 // same exact integers as the avx512 path's vpmaddwd, so the same bits.
-#include "kernels/cpu/attention_isa.hpp"
-#include "kernels/cpu/scratch.hpp"
-#include "util/dtype.hpp"
-#include "kernels/query_quant.hpp"
-#include "util/kv_quant.hpp"
-
-#include <immintrin.h>
-
-#include <cmath>
-#include <exception>
-#include <cstdint>
-#include <cstring>
-#include <limits>
+#include "kernels/cpu/attention_core_deps.hpp"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")

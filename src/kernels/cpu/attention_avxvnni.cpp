@@ -3,19 +3,7 @@
 
 // The attention core compiled for the avxvnni path (see attention_core.inl): the AVX2 core with
 // vpdpbusd on ymm for the integer Q.K over int8 keys (Intel client CPUs since Alder Lake).
-#include "kernels/cpu/attention_isa.hpp"
-#include "kernels/cpu/scratch.hpp"
-#include "util/dtype.hpp"
-#include "kernels/query_quant.hpp"
-#include "util/kv_quant.hpp"
-
-#include <immintrin.h>
-
-#include <cmath>
-#include <exception>
-#include <cstdint>
-#include <cstring>
-#include <limits>
+#include "kernels/cpu/attention_core_deps.hpp"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avxvnni")
