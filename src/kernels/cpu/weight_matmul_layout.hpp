@@ -122,7 +122,6 @@ inline constexpr SubBlockLayout sub_block_layout(TensorType t) {
     if (t == TensorType::Q6_K) return {8, kQ6Ql, kQ6Qh, 128};
     return {8, kKQs, kKHb, 64};  // Q4_K (no fifth bits), Q5_K
 }
-
 }  // namespace kvrt::kernels
 
 namespace kvrt::kernels {
@@ -140,17 +139,6 @@ inline unsigned hb_bit(const uint8_t* hb, int r, int e) {
 inline unsigned h6_bits(const uint8_t* qh, int r, int e) {
     const int c = e / 8;
     return (qh[(c >> 1) * 64 + 4 * r + (e & 3)] >> (4 * (c & 1) + ((e & 4) ? 2 : 0))) & 3u;
-}
-// Setters of the above on zeroed storage (packing).
-inline void set_chunk_nibble(uint8_t* chunks, int r, int e, unsigned v) {
-    chunks[(e / 8) * 64 + 4 * r + (e & 3)] |= static_cast<uint8_t>((e & 4) ? (v & 0xFu) << 4 : v & 0xFu);
-}
-inline void set_hb_bit(uint8_t* hb, int r, int e, unsigned bit) {
-    hb[4 * r + (e & 3)] |= static_cast<uint8_t>((bit & 1u) << ((e & 4) ? 4 + e / 8 : e / 8));
-}
-inline void set_h6_bits(uint8_t* qh, int r, int e, unsigned v) {
-    const int c = e / 8;
-    qh[(c >> 1) * 64 + 4 * r + (e & 3)] |= static_cast<uint8_t>((v & 3u) << (4 * (c & 1) + ((e & 4) ? 2 : 0)));
 }
 
 }  // namespace kvrt::kernels
