@@ -18,6 +18,10 @@ KQ-softmax-V graph, flash_attn=false, and its fused flash-attention kernel, flas
 llama-bench's default "auto" picks the fused one on the CPU). After each pair, a line with
 "flash_attn":"best" repeats the faster of the two: that is the baseline kvrt's ratios use.
 
+  model_load (ms): the construction of the Llama object (it maps the GGUF, prepares its
+      buffers and creates its context), once per thread count and attention path, after a
+      first load (the probe) has put the file in the page cache. Lower is better.
+
   prefill_2048 (tokens/s): a fresh sequence of exactly 2,048 prompt tokens evaluated as one
       llama_decode call (n_batch=2048, n_ubatch=512, llama-bench's defaults), logits of the
       last position only. One untimed warm-up run, then --reps timed runs; value = median.
@@ -268,8 +272,9 @@ def main() -> None:
         best: Dict[str, tuple] = {}
         for fa in fas:
             tags = {"threads": t, "flash_attn": fa}
+            t0 = time.perf_counter()
             llm = make_llama(args.model, t, fa)
-            figs = {}
+            figs = {"model_load": ((time.perf_counter() - t0) * 1e3, "ms", False)}
             if "prefill" in only:
                 figs["prefill_2048"] = (bench_prefill(llm, prefill_prompt, args.reps, tags), "tokens/s", True)
             if "decode" in only:

@@ -24,6 +24,10 @@
 //                   under three title lines + "List the deadlines."), then 1, 2, 3 again, on
 //                   ONE sequence of one context with prefix caching on; the second round hits
 //                   the prefix cache. Median TTFT of each round; ttft_docs_R{r}_D{k} per request.
+//   model_load       wall time of kvrt_model_load (parsing, repacking every weight into the
+//                   kernels' panels, the tokenizer), on -t threads, from the page cache when the
+//                   file was read before (compared with the construction of llama.cpp's Llama
+//                   object, which maps the file and creates its context).
 // --baseline FILE reads llamacpp_baseline.py's JSON lines and prints each figure
 // beside llama.cpp's (same thread count, its faster attention path) as a ratio.
 //
@@ -43,6 +47,7 @@
 #include "util/error.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -111,7 +116,7 @@ std::map<std::string, double> read_baseline(const std::string& path, int threads
         if (json_field(line, "threads", th) && std::atoi(th.c_str()) != threads) continue;
         const double v = std::atof(value.c_str());
         if (json_field(line, "flash_attn", fa) && fa == "best") best[metric] = v;
-        const bool lower_better = metric.rfind("ttft", 0) == 0;
+        const bool lower_better = metric.rfind("ttft", 0) == 0 || metric == "model_load";
         auto it = any.find(metric);
         if (it == any.end() || (lower_better ? v < it->second : v > it->second)) any[metric] = v;
     }
@@ -151,8 +156,10 @@ int cmd_bench(int argc, char** argv) {
     }
     int32_t act_bits = 0;
     if (!parse_act_bits("bench", a, act_bits)) return 2;
+    const auto load_start = std::chrono::steady_clock::now();
     kvrt_model* model = load_model("bench", path, threads);
     if (!model) return 1;
+    const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
     kvrt_model_info info;
     kvrt_model_info_init(&info, sizeof info);
     kvrt_model_get_info(&info, model);
@@ -183,6 +190,7 @@ int cmd_bench(int argc, char** argv) {
                             (wait_env && *wait_env ? wait_env : "default") + "\",\"act_bits\":\"" +
                             act_bits_name(act_bits) + "\",\"isa\":\"" + isa + "\",\"load1\":" + load_s;
     int rc = 0;
+    figs.push_back({"model_load", load_ms, "ms", tag});
 
     std::vector<int32_t> doc_toks;
     {
