@@ -73,33 +73,35 @@ TEST_CASE("kernels.attention.prefill_matches_ref") {
     // The quantised types (int8 per-32 scales, fp8 per-head scales) and K/V of different types.
     const KvTypes dts[] = {DType::F32, DType::BF16, DType::F16, DType::I8, DType::FP8_E4M3, {DType::I8, DType::F16},
                            {DType::F16, DType::FP8_E4M3}};
+    // Each case's reference is computed once and every ISA path is compared with it (the
+    // reference's double loops are most of this test's time, ~10x more under the sanitizers).
     uint32_t seed = 1;
-    for (Isa isa : test::available_isas()) {
-        test::IsaScope scope(isa);
-        for (const Shape& s : shapes)
-            for (KvTypes dt : dts) {
-                if (!kv_head_dim_ok(dt.k, s.d) || !kv_head_dim_ok(dt.v, s.d)) continue;  // int8: d % 32
-                for (int32_t n_tok : {1, 45, 530}) {
-                    // keep the suite fast: one shape crosses a chunk (512) boundary per dtype
-                    if (n_tok > 100 && !(s.d == 64 || (s.d == 128 && dt.k == DType::BF16))) continue;
-                    for (int32_t window : {0, 16, 1000}) {
-                        for (int32_t bt : {16, 7}) {
-                            if (bt == 7 && n_tok > 100) continue;
+    for (const Shape& s : shapes)
+        for (KvTypes dt : dts) {
+            if (!kv_head_dim_ok(dt.k, s.d) || !kv_head_dim_ok(dt.v, s.d)) continue;  // int8: d % 32
+            for (int32_t n_tok : {1, 45, 530}) {
+                // keep the suite fast: one shape crosses a chunk (512) boundary per dtype
+                if (n_tok > 100 && !(s.d == 64 || (s.d == 128 && dt.k == DType::BF16))) continue;
+                for (int32_t window : {0, 16, 1000}) {
+                    for (int32_t bt : {16, 7}) {
+                        if (bt == 7 && n_tok > 100) continue;
+                        CAPTURE(s.h);
+                        CAPTURE(s.d);
+                        CAPTURE(test::kv_types_name(dt));
+                        CAPTURE(n_tok);
+                        CAPTURE(window);
+                        CAPTURE(bt);
+                        TestKV t(n_tok, s.hkv, s.d, dt, bt, seed++);
+                        AttnParams p = params(s, window, window ? 3 : 0);
+                        const int32_t n_q = std::min(n_tok, 37), q0 = n_tok - n_q;
+                        if (window) t.drop_before(attn_first_key(p, q0));  // never read
+                        auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
+                        std::vector<float> o_ref(q.size()), l_ref(size_t(n_q) * s.h);
+                        ref::attention_prefill(t.kv, p, q.data(), n_q, q0, o_ref.data(), l_ref.data());
+                        for (Isa isa : test::available_isas()) {
+                            test::IsaScope scope(isa);
                             CAPTURE(std::string(isa_name(isa)));
-                            CAPTURE(s.h);
-                            CAPTURE(s.d);
-                            CAPTURE(test::kv_types_name(dt));
-                            CAPTURE(n_tok);
-                            CAPTURE(window);
-                            CAPTURE(bt);
-                            TestKV t(n_tok, s.hkv, s.d, dt, bt, seed++);
-                            AttnParams p = params(s, window, window ? 3 : 0);
-                            const int32_t n_q = std::min(n_tok, 37), q0 = n_tok - n_q;
-                            if (window) t.drop_before(attn_first_key(p, q0));  // never read
-                            auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
-                            std::vector<float> o_ref(q.size()), o_cpu(q.size()), l_ref(size_t(n_q) * s.h),
-                                l_cpu(size_t(n_q) * s.h);
-                            ref::attention_prefill(t.kv, p, q.data(), n_q, q0, o_ref.data(), l_ref.data());
+                            std::vector<float> o_cpu(q.size()), l_cpu(l_ref.size());
                             cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o_cpu.data(), l_cpu.data());
                             const float tol = test::attn_tolerance(isa, dt);
                             CHECK(test::max_abs_diff(o_ref, o_cpu) < tol);
@@ -108,7 +110,7 @@ TEST_CASE("kernels.attention.prefill_matches_ref") {
                     }
                 }
             }
-    }
+        }
 }
 
 TEST_CASE("kernels.attention.bf16_dot_path_only_changes_bf16_kv") {
@@ -228,52 +230,50 @@ TEST_CASE("kernels.attention.decode_matches_ref_and_prefill_bitwise") {
     // {3, 1, 33}: an odd width (the tails of every path: f32 element tails, bf16 pair padding).
     const Shape shapes[] = {{9, 3, 64}, {8, 2, 128}, {4, 4, 64}, {2, 1, 512}, {3, 1, 33}};
     uint32_t seed = 100;
-    for (Isa isa : test::available_isas()) {
-        test::IsaScope scope(isa);
-        for (const Shape& s : shapes)
-            for (KvTypes dt : {KvTypes(DType::F32), KvTypes(DType::BF16), KvTypes(DType::F16), KvTypes(DType::I8),
-                               KvTypes(DType::FP8_E4M3), KvTypes(DType::I8, DType::F16)}) {
-                if (!kv_head_dim_ok(dt.k, s.d) || !kv_head_dim_ok(dt.v, s.d)) continue;
-                CAPTURE(std::string(isa_name(isa)));
-                CAPTURE(s.h);
-                CAPTURE(s.d);
-                CAPTURE(test::kv_types_name(dt));
-                const int32_t n_tok = s.d >= 256 ? 300 : 600;  // crosses a chunk (512) boundary
-                TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
-                for (int32_t window : {0, 100}) {
-                    AttnParams p = params(s, window);
-                    // The prefill rows of the last 40 positions, one shot.
-                    const int32_t n_q = 24, q0 = n_tok - n_q;
-                    auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
-                    std::vector<float> o_pre(q.size()), l_pre(size_t(n_q) * s.h);
+    for (const Shape& s : shapes)
+        for (KvTypes dt : {KvTypes(DType::F32), KvTypes(DType::BF16), KvTypes(DType::F16), KvTypes(DType::I8),
+                           KvTypes(DType::FP8_E4M3), KvTypes(DType::I8, DType::F16)}) {
+            if (!kv_head_dim_ok(dt.k, s.d) || !kv_head_dim_ok(dt.v, s.d)) continue;
+            CAPTURE(s.h);
+            CAPTURE(s.d);
+            CAPTURE(test::kv_types_name(dt));
+            const int32_t n_tok = s.d >= 256 ? 300 : 600;  // crosses a chunk (512) boundary
+            TestKV t(n_tok, s.hkv, s.d, dt, 16, seed++);
+            for (int32_t window : {0, 100}) {
+                AttnParams p = params(s, window);
+                // The prefill rows of the last 24 positions, one shot.
+                const int32_t n_q = 24, q0 = n_tok - n_q;
+                auto q = test::random_vec(size_t(n_q) * s.h * s.d, seed++);
+                // Decode of each of those positions, batched in a shuffled order; the reference
+                // once per case, every ISA path against it.
+                std::vector<DecodeSeq> seqs(n_q);
+                std::vector<PagedKV> views(n_q);
+                std::vector<float> o_ref(q.size()), l_ref(size_t(n_q) * s.h);
+                for (int32_t k = 0; k < n_q; ++k) {
+                    const int32_t i = (k * 17) % n_q;
+                    views[k] = t.prefix(q0 + i + 1);
+                    const size_t off = size_t(i) * s.h * s.d;
+                    seqs[k] = DecodeSeq{&views[k], q.data() + off, o_ref.data() + off, l_ref.data() + size_t(i) * s.h, q0 + i};
+                }
+                ref::attention_decode(seqs.data(), n_q, p);
+                for (Isa isa : test::available_isas()) {
+                    test::IsaScope scope(isa);
+                    CAPTURE(std::string(isa_name(isa)));
+                    std::vector<float> o_pre(q.size()), l_pre(l_ref.size()), o_dec(q.size()), l_dec(l_ref.size());
                     cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o_pre.data(), l_pre.data());
-                    // Decode of each of those positions, batched in a shuffled order.
-                    std::vector<DecodeSeq> seqs(n_q);
-                    std::vector<PagedKV> views(n_q);
-                    std::vector<float> o_dec(q.size()), l_dec(l_pre.size()), o_ref(q.size()), l_ref(l_pre.size());
-                    std::vector<int32_t> order(n_q);
-                    for (int32_t i = 0; i < n_q; ++i) order[i] = (i * 17) % n_q;
-                    for (int32_t k = 0; k < n_q; ++k) {
-                        int32_t i = order[k];
-                        views[k] = t.prefix(q0 + i + 1);
-                        const size_t off = size_t(i) * s.h * s.d;
-                        seqs[k] = DecodeSeq{&views[k], q.data() + off, o_dec.data() + off, l_dec.data() + size_t(i) * s.h,
-                                            q0 + i};
+                    for (auto& sq : seqs) {
+                        const size_t off = size_t(sq.q - q.data());
+                        sq.out = o_dec.data() + off;
+                        sq.lse = l_dec.data() + off / s.d;
                     }
                     cpu::attention_decode(seqs.data(), n_q, p);
                     CHECK(test::bit_equal(o_pre, o_dec));
                     CHECK(test::bit_equal(l_pre, l_dec));
-                    for (auto& sq : seqs) {
-                        size_t off = size_t(sq.q - q.data());
-                        sq.out = o_ref.data() + off;
-                        sq.lse = l_ref.data() + off / s.d;
-                    }
-                    ref::attention_decode(seqs.data(), n_q, p);
                     CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt));
                     CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt));
                 }
             }
-    }
+        }
 }
 
 TEST_CASE("kernels.attention.decode_direct_tiles_equal_prefill_on_model_shapes") {
@@ -288,46 +288,47 @@ TEST_CASE("kernels.attention.decode_direct_tiles_equal_prefill_on_model_shapes")
     const KvTypes dts[] = {DType::F16, DType::I8, DType::FP8_E4M3, DType::BF16, DType::F32, {DType::I8, DType::F16},
                            {DType::F16, DType::I8}, {DType::FP8_E4M3, DType::I8}};
     uint32_t seed = 900;
-    for (Isa isa : test::available_isas()) {
-        test::IsaScope scope(isa);
-        for (const Shape& s : shapes)
-            for (KvTypes dt : dts)
-                for (int32_t bt : {16, 7}) {
-                    CAPTURE(std::string(isa_name(isa)));
-                    CAPTURE(s.h);
-                    CAPTURE(s.d);
-                    CAPTURE(test::kv_types_name(dt));
-                    CAPTURE(bt);
-                    const int32_t n_tok = s.d >= 256 ? 200 : 560;  // d 64: crosses a chunk (512)
-                    TestKV t(n_tok, s.hkv, s.d, dt, bt, seed++);
-                    for (int32_t window : {0, 50}) {
-                        const AttnParams p = params(s, window);
-                        const int32_t n_q = 6, q0 = n_tok - n_q;
-                        const size_t row = size_t(s.h) * s.d;
-                        auto q = test::random_vec(size_t(n_q) * row, seed++);
-                        std::vector<float> o_pre(q.size()), l_pre(size_t(n_q) * s.h);
+    for (const Shape& s : shapes)
+        for (KvTypes dt : dts)
+            for (int32_t bt : {16, 7}) {
+                CAPTURE(s.h);
+                CAPTURE(s.d);
+                CAPTURE(test::kv_types_name(dt));
+                CAPTURE(bt);
+                const int32_t n_tok = s.d >= 256 ? 200 : 560;  // d 64: crosses a chunk (512)
+                TestKV t(n_tok, s.hkv, s.d, dt, bt, seed++);
+                for (int32_t window : {0, 50}) {
+                    const AttnParams p = params(s, window);
+                    const int32_t n_q = 6, q0 = n_tok - n_q;
+                    const size_t row = size_t(s.h) * s.d;
+                    auto q = test::random_vec(size_t(n_q) * row, seed++);
+                    std::vector<PagedKV> views(n_q);
+                    std::vector<DecodeSeq> seqs(n_q);
+                    std::vector<float> o_ref(q.size()), l_ref(size_t(n_q) * s.h);
+                    for (int32_t i = 0; i < n_q; ++i) {
+                        views[i] = t.prefix(q0 + i + 1);
+                        seqs[i] = DecodeSeq{&views[i], q.data() + i * row, o_ref.data() + i * row,
+                                            l_ref.data() + size_t(i) * s.h, q0 + i};
+                    }
+                    ref::attention_decode(seqs.data(), n_q, p);  // once per case, every ISA path against it
+                    for (Isa isa : test::available_isas()) {
+                        test::IsaScope scope(isa);
+                        CAPTURE(std::string(isa_name(isa)));
+                        std::vector<float> o_pre(q.size()), l_pre(l_ref.size());
                         cpu::attention_prefill(t.kv, p, q.data(), n_q, q0, o_pre.data(), l_pre.data());
-                        std::vector<PagedKV> views(n_q);
-                        std::vector<DecodeSeq> seqs(n_q);
-                        std::vector<float> o_dec(q.size(), -1.0f), l_dec(l_pre.size()), o_ref(q.size()), l_ref(l_pre.size());
+                        std::vector<float> o_dec(q.size(), -1.0f), l_dec(l_ref.size());
                         for (int32_t i = 0; i < n_q; ++i) {
-                            views[i] = t.prefix(q0 + i + 1);
-                            seqs[i] = DecodeSeq{&views[i], q.data() + i * row, o_dec.data() + i * row,
-                                                l_dec.data() + size_t(i) * s.h, q0 + i};
+                            seqs[i].out = o_dec.data() + i * row;
+                            seqs[i].lse = l_dec.data() + size_t(i) * s.h;
                         }
                         cpu::attention_decode(seqs.data(), n_q, p);
                         CHECK(test::bit_equal(o_pre, o_dec));
                         CHECK(test::bit_equal(l_pre, l_dec));
-                        for (int32_t i = 0; i < n_q; ++i) {
-                            seqs[i].out = o_ref.data() + i * row;
-                            seqs[i].lse = l_ref.data() + size_t(i) * s.h;
-                        }
-                        ref::attention_decode(seqs.data(), n_q, p);
                         CHECK(test::max_abs_diff(o_ref, o_dec) < test::attn_tolerance(isa, dt));
                         CHECK(test::max_abs_diff(l_ref, l_dec) < test::attn_tolerance(isa, dt));
                     }
                 }
-    }
+            }
 }
 
 // The cases of the team-mode tests: every ISA path, GQA 9/3 of 64 and 4/1 of 128, f16 / f32 /
