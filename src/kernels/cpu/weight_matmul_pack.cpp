@@ -248,6 +248,32 @@ bool decoded_type(TensorType t) { return t == TensorType::Q5_0 || is_kquant_weig
 // Packs one row (GGUF layout) into lane r of a panel.
 void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel, size_t stride) {
     const int64_t nb = k / 32;
+    if (t == TensorType::Q5_0) {
+        // Straight from the block (the bulk of Q4_K_M files' bytes): the bytes place() would
+        // write, without the 32 codes in between. Element e < 16 is the low nibble of qs[e],
+        // e >= 16 the high nibble of qs[e - 16]; its fifth bit is bit e of qh.
+        const auto* blk = reinterpret_cast<const BlockQ5_0*>(src);
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t* pb = panel + b * stride;
+            std::memcpy(pb + 2 * r, &blk[b].d, 2);
+            uint32_t qh;
+            std::memcpy(&qh, blk[b].qh, 4);
+            const uint8_t* qs = blk[b].qs;
+            for (int c = 0; c < 4; c++) {
+                const int half = c / 2, at = 8 * (c % 2);  // elements 8 c.. live in qs[at..] (nibble half)
+                for (int j = 0; j < 4; j++) {
+                    const unsigned lo = (qs[at + j] >> (4 * half)) & 0xF, hi = (qs[at + 4 + j] >> (4 * half)) & 0xF;
+                    pb[96 + c * 64 + 4 * r + j] = static_cast<uint8_t>(lo | hi << 4);
+                }
+            }
+            for (int j = 0; j < 4; j++) {
+                unsigned v = 0;
+                for (int c = 0; c < 4; c++) v |= ((qh >> (8 * c + j)) & 1u) << c | ((qh >> (8 * c + 4 + j)) & 1u) << (4 + c);
+                pb[32 + 4 * r + j] = static_cast<uint8_t>(v);
+            }
+        }
+        return;
+    }
     if (decoded_type(t)) {
         const size_t bb = tensor_type_traits(t).block_bytes;
         Decoded o;
