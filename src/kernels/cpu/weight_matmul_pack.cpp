@@ -53,21 +53,10 @@ void encode_scales_k4(const uint8_t* sc, const uint8_t* mn, uint8_t* s) {
     }
 }
 
-// GGUF block -> Decoded (ggml's element order, tensor_type.hpp / ggml-quants.c).
+// K-quant super-block -> Decoded (ggml's element order, tensor_type.hpp / ggml-quants.c).
+// (Q5_0 rows are packed straight from their blocks: pack_row.)
 void decode_block(TensorType t, const uint8_t* src, Decoded& o) {
     switch (t) {
-        case TensorType::Q5_0: {
-            BlockQ5_0 b;
-            std::memcpy(&b, src, sizeof b);
-            uint32_t qh;
-            std::memcpy(&qh, b.qh, 4);
-            o.d = b.d;
-            for (int e = 0; e < 16; e++) {
-                o.q[e] = static_cast<uint8_t>((b.qs[e] & 0xF) | ((qh >> e) & 1u) << 4);
-                o.q[e + 16] = static_cast<uint8_t>((b.qs[e] >> 4) | ((qh >> (e + 16)) & 1u) << 4);
-            }
-            break;
-        }
         case TensorType::Q4_K:
         case TensorType::Q5_K: {
             const bool q5 = t == TensorType::Q5_K;
@@ -195,13 +184,13 @@ void put_high_pairs(uint8_t* qh, int r, const uint8_t* q) {
         }
 }
 
-// Decoded -> lane r of a panel step (weight_matmul_layout.hpp).
+// Decoded K-quant super-block -> lane r of a panel step (weight_matmul_layout.hpp).
 void place(TensorType t, const Decoded& o, int r, uint8_t* pb) {
     std::memcpy(pb + 2 * r, &o.d, 2);
     const SubBlockLayout L = sub_block_layout(t);
     if (t == TensorType::Q6_K) {
         for (int g = 0; g < 16; g++) pb[kQ6Sc + g * 16 + r] = o.sc[g];
-    } else if (t != TensorType::Q5_0) {
+    } else {
         std::memcpy(pb + kKDmin + 2 * r, &o.dmin, 2);
         for (int s = 0; s < 8; s++) {
             pb[kKSc + s * 16 + r] = o.sc[s];
@@ -259,22 +248,23 @@ void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel
             uint32_t qh;
             std::memcpy(&qh, blk[b].qh, 4);
             const uint8_t* qs = blk[b].qs;
+            constexpr SubBlockLayout L = sub_block_layout(TensorType::Q5_0);
             for (int c = 0; c < 4; c++) {
                 const int half = c / 2, at = 8 * (c % 2);  // elements 8 c.. live in qs[at..] (nibble half)
                 for (int j = 0; j < 4; j++) {
                     const unsigned lo = (qs[at + j] >> (4 * half)) & 0xF, hi = (qs[at + 4 + j] >> (4 * half)) & 0xF;
-                    pb[96 + c * 64 + 4 * r + j] = static_cast<uint8_t>(lo | hi << 4);
+                    pb[L.qs + c * 64 + 4 * r + j] = static_cast<uint8_t>(lo | hi << 4);
                 }
             }
             for (int j = 0; j < 4; j++) {
                 unsigned v = 0;
                 for (int c = 0; c < 4; c++) v |= ((qh >> (8 * c + j)) & 1u) << c | ((qh >> (8 * c + 4 + j)) & 1u) << (4 + c);
-                pb[32 + 4 * r + j] = static_cast<uint8_t>(v);
+                pb[L.hx + 4 * r + j] = static_cast<uint8_t>(v);
             }
         }
         return;
     }
-    if (decoded_type(t)) {
+    if (is_kquant_weight(t)) {
         const size_t bb = tensor_type_traits(t).block_bytes;
         Decoded o;
         for (int64_t b = 0; b < k / panel_step_elems(t); b++) {
