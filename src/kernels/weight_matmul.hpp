@@ -142,6 +142,21 @@ public:
     // Same errors as above (every part needs data and rows >= 1).
     PackedWeight(TensorType type, std::span<const WeightRows> parts, int64_t k);
 
+    // Two-step construction, for a loader that packs one large tensor on several threads: the
+    // first allocates a weight of n_rows x k whose rows are not packed yet (the padding rows of the
+    // last panel pair are zeroed; the rest is left as allocated unless `fill` is 0..255, which
+    // tests use to see that packing writes every byte), and pack_rows then packs rows
+    // [first, first + n) from `rows` (n rows in GGUF layout). Calls on disjoint ranges whose first
+    // row is a multiple of kPackRowAlign (a panel pair: no byte, nor cache line, is shared) may
+    // run concurrently; every row must be packed before the weight is used. Same errors as above,
+    // and KVRT_ERR_OUT_OF_RANGE for a range outside [0, rows()) or a misaligned first row.
+    static constexpr int64_t kPackRowAlign = 2 * kPanelRows;
+    struct Unpacked {
+        int fill = -1;
+    };
+    PackedWeight(TensorType type, int64_t n_rows, int64_t k, Unpacked how);
+    void pack_rows(int64_t first, int64_t n, const void* rows);
+
     // True when `type` packs natively (the types listed above): a loader expands
     // the others to f32 first.
     static bool supports(TensorType type) noexcept;

@@ -665,6 +665,56 @@ TEST_CASE("weight_matmul: bad input is rejected with a status") {
     CHECK(status_of([&] { matmul(w, x, 2, 7, y, 4, 1, KernelIsa::Scalar); }) == KVRT_OK);
 }
 
+// The loader's two-step packing (model/model.cpp packs a large tensor in slices of rows on
+// several threads): the slices, packed in any order and concurrently, give the constructor's
+// bytes; every byte but the padding's is written by packing (memory filled with 0x00 or 0xFF
+// first ends the same); and bad ranges are refused with a status.
+TEST_CASE("weight_matmul: rows packed in slices, in any order and on several threads, equal one pass") {
+    const int64_t align = PackedWeight::kPackRowAlign;
+    for (int pass = 0; pass < 2; pass++) {
+        const bool k_quants = pass == 1;
+        for (TensorType t : k_quants ? std::vector<TensorType>(std::begin(kNewTypes), std::end(kNewTypes))
+                                     : std::vector<TensorType>(std::begin(kTypes), std::end(kTypes))) {
+            for (int64_t n : {int64_t{1}, align, 3 * align + 5}) {
+                CAPTURE(tensor_type_name(t));
+                CAPTURE(n);
+                const int64_t k = k_quants ? 512 : 96;
+                const Weight w = make_weight(t, n, k, 11u + static_cast<uint32_t>(n));
+                const size_t rb = w.packed.row_bytes();
+                // Slices of one pair each, packed last to first on as many threads as there are.
+                auto sliced = [&](int fill) {
+                    PackedWeight p(t, n, k, PackedWeight::Unpacked{fill});
+                    const int64_t slices = (n + align - 1) / align;
+#pragma omp parallel for schedule(dynamic, 1)
+                    for (int64_t s = slices - 1; s >= 0; s--) {
+                        const int64_t first = s * align, rows = std::min(align, n - first);
+                        p.pack_rows(first, rows, w.raw.data() + static_cast<size_t>(first) * rb);
+                    }
+                    return p;
+                };
+                const PackedWeight zeros = sliced(0), ones = sliced(0xFF), unset = sliced(-1);
+                REQUIRE(zeros.bytes() == w.packed.bytes());
+                const auto* ref = w.packed.panel(0);
+                CHECK(std::memcmp(zeros.panel(0), ref, w.packed.bytes()) == 0);
+                CHECK(std::memcmp(ones.panel(0), ref, w.packed.bytes()) == 0);
+                CHECK(std::memcmp(unset.panel(0), ref, w.packed.bytes()) == 0);
+            }
+        }
+    }
+    std::vector<uint8_t> data(64 * 1024);
+    PackedWeight p(TensorType::Q8_0, 3 * align + 5, 64, PackedWeight::Unpacked{});
+    CHECK(status_of([&] { p.pack_rows(1, 4, data.data()); }) == KVRT_ERR_OUT_OF_RANGE);          // not on a pair
+    CHECK(status_of([&] { p.pack_rows(-align, 4, data.data()); }) == KVRT_ERR_OUT_OF_RANGE);
+    CHECK(status_of([&] { p.pack_rows(3 * align, 6, data.data()); }) == KVRT_ERR_OUT_OF_RANGE);  // past the end
+    CHECK(status_of([&] { p.pack_rows(0, -1, data.data()); }) == KVRT_ERR_OUT_OF_RANGE);
+    CHECK(status_of([&] { p.pack_rows(0, 4, nullptr); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { p.pack_rows(3 * align, 5, data.data()); }) == KVRT_OK);
+    CHECK(status_of([&] { p.pack_rows(0, 0, data.data()); }) == KVRT_OK);
+    CHECK(status_of([&] { PackedWeight(TensorType::Q8_0, 4, 64, PackedWeight::Unpacked{256}); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { PackedWeight(TensorType::Q8_0, 0, 64, PackedWeight::Unpacked{}); }) == KVRT_ERR_INVALID_ARGUMENT);
+    CHECK(status_of([&] { PackedWeight(TensorType::Q2_K, 4, 256, PackedWeight::Unpacked{}); }) == KVRT_ERR_UNSUPPORTED);
+}
+
 TEST_CASE("weight_matmul: the real model's Q4_1 and Q8_0 tensors agree with ref and f32 math") {
     GgufFile f = GgufFile::open(test::model_path());
     struct Case {

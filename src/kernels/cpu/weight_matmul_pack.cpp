@@ -379,14 +379,28 @@ void unpack_row_impl(TensorType t, const uint8_t* panel, size_t stride, int64_t 
 
 bool PackedWeight::supports(TensorType type) noexcept { return panel_step_bytes(type) != 0; }
 
+namespace {
+void require_supported(TensorType type) {
+    if (!PackedWeight::supports(type))
+        fail(KVRT_ERR_UNSUPPORTED, std::string("weight matmul: tensor type ") + std::to_string(static_cast<uint32_t>(type)) +
+                                       " is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K are)");
+}
+
+// Rows [first, first + n) of w from src (n rows in GGUF layout), unchecked.
+void pack_range(const PackedWeight& w, int64_t first, int64_t n, const uint8_t* src) {
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t r = first + i;
+        pack_row(w.type(), src + static_cast<size_t>(i) * w.row_bytes(), w.cols(), static_cast<int>(r % kPanel),
+                 const_cast<uint8_t*>(w.panel(r / kPanel)), w.panel_stride());
+    }
+}
+}  // namespace
+
 PackedWeight::PackedWeight(TensorType type, const void* data, int64_t n_rows, int64_t k)
     : PackedWeight(type, std::span<const WeightRows>(std::array<WeightRows, 1>{WeightRows{data, n_rows}}), k) {}
 
 PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, int64_t k) : type_(type) {
-    if (!supports(type)) {
-        fail(KVRT_ERR_UNSUPPORTED, std::string("weight matmul: tensor type ") + std::to_string(static_cast<uint32_t>(type)) +
-                                       " is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K are)");
-    }
+    require_supported(type);
     KVRT_CHECK(!parts.empty(), KVRT_ERR_INVALID_ARGUMENT, "weight matmul: no weight tensor given");
     int64_t n_rows = 0;
     for (const WeightRows& part : parts) {
@@ -395,6 +409,16 @@ PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, i
                    "weight matmul: a weight part has " + std::to_string(part.rows) + " rows");
         n_rows += part.rows;
     }
+    *this = PackedWeight(type, n_rows, k, Unpacked{});
+    int64_t n = 0;
+    for (const WeightRows& part : parts) {
+        pack_range(*this, n, part.rows, static_cast<const uint8_t*>(part.data));
+        n += part.rows;
+    }
+}
+
+PackedWeight::PackedWeight(TensorType type, int64_t n_rows, int64_t k, Unpacked how) : type_(type) {
+    require_supported(type);
     KVRT_CHECK(n_rows >= 1 && k >= 1, KVRT_ERR_INVALID_ARGUMENT,
                "weight matmul: weight shape " + std::to_string(n_rows) + " x " + std::to_string(k) + " is empty or negative");
     const int64_t step_elems = panel_step_elems(type);
@@ -404,9 +428,11 @@ PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, i
     constexpr int64_t kMax = int64_t{1} << 40;
     KVRT_CHECK(n_rows < kMax && k < kMax && static_cast<double>(n_rows) * static_cast<double>(k) < 1e13,
                KVRT_ERR_OVERFLOW, "weight matmul: weight shape too large");
+    KVRT_CHECK(how.fill >= -1 && how.fill <= 255, KVRT_ERR_INVALID_ARGUMENT,
+               "weight matmul: fill byte " + std::to_string(how.fill) + " is outside -1..255");
     n_ = n_rows;
     k_ = k;
-    panels_ = (n_rows + 2 * kPanel - 1) / (2 * kPanel) * 2;
+    panels_ = (n_rows + kPackRowAlign - 1) / kPackRowAlign * 2;
     const size_t step = panel_step_bytes(type);
     stride_ = 2 * step;
     group_bytes_ = static_cast<size_t>(k / step_elems) * stride_;
@@ -416,14 +442,21 @@ PackedWeight::PackedWeight(TensorType type, std::span<const WeightRows> parts, i
     void* p = std::aligned_alloc(64, alloc);
     if (!p) throw std::bad_alloc();
     data_.reset(static_cast<uint8_t*>(p));
-    std::memset(data_.get(), 0, alloc);  // padding rows: zero scales, zero values
-    int64_t n = 0;
-    for (const WeightRows& part : parts) {
-        const auto* src = static_cast<const uint8_t*>(part.data);
-        for (int64_t i = 0; i < part.rows; i++, n++)
-            pack_row(type, src + static_cast<size_t>(i) * row_bytes_, k, static_cast<int>(n % kPanel),
-                     const_cast<uint8_t*>(panel(n / kPanel)), stride_);
-    }
+    // Packing writes every byte of a row's lanes, so only the padding rows (zero scales, zero
+    // values) need zeroing: with the last pair's real rows, which pack_rows writes afterwards, that
+    // is the last panel pair. (A memset of the whole buffer had been a second pass over all of a
+    // model's packed weights at every load.)
+    if (how.fill >= 0) std::memset(data_.get(), how.fill, bytes_);
+    if (n_rows % kPackRowAlign) std::memset(data_.get() + bytes_ - group_bytes_, 0, group_bytes_);
+    std::memset(data_.get() + bytes_, 0, alloc - bytes_);
+}
+
+void PackedWeight::pack_rows(int64_t first, int64_t n, const void* rows) {
+    KVRT_CHECK(rows != nullptr, KVRT_ERR_INVALID_ARGUMENT, "weight matmul: weight data is NULL");
+    KVRT_CHECK(first >= 0 && n >= 0 && first <= n_ && n <= n_ - first && first % kPackRowAlign == 0, KVRT_ERR_OUT_OF_RANGE,
+               "weight matmul: rows [" + std::to_string(first) + ", +" + std::to_string(n) + ") are outside [0, " +
+                   std::to_string(n_) + ") or do not start on a panel pair (" + std::to_string(kPackRowAlign) + " rows)");
+    pack_range(*this, first, n, static_cast<const uint8_t*>(rows));
 }
 
 void PackedWeight::unpack_row(int64_t n, void* out) const {
