@@ -4,6 +4,7 @@
 #include "model/model.hpp"
 
 #include "model/arch/ced_weights.hpp"
+#include "model/load_tasks.hpp"
 
 #include "model/tokenizer/chat_template.hpp"
 #include "formats/tensor_type_dequant.hpp"
@@ -15,10 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include <omp.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -107,7 +105,7 @@ struct PackJob {
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoadOptions& opts) {
     std::shared_ptr<Model> m(new Model());
-    auto report = [&](float frac, const char* stage) {
+    const LoadTasks::Report report = [&](float frac, const char* stage) {
         if (opts.progress && !opts.progress(frac, stage))
             fail(KVRT_ERR_CANCELLED, path + ": loading cancelled by the progress callback");
     };
@@ -121,10 +119,51 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
         fail(KVRT_ERR_UNSUPPORTED, path + ": general.architecture '" + m->arch_ +
                                        "' is not supported (kvrt runs: " + supported_architectures() + ")");
     if (m->arch_info_->family == ArchFamily::Decoder) m->cfg_ = m->arch_info_->decoder_config(f);
-    if (f.has("tokenizer.ggml.model") || m->arch_info_->family == ArchFamily::Decoder) {
-        m->tok_ = std::make_unique<Tokenizer>(tokenizer_from_gguf(f));
+    for (const GgufTensor& t : f.tensors()) {
+        m->n_params_ += t.n_elements;
+        m->weight_bytes_ += t.n_bytes;
+    }
+
+    // The fingerprint hash, the tokenizer and (decoder models) the repacking of every matmul
+    // weight run as tasks of one parallel region: the hash and the tokenizer are serial and took
+    // a quarter of a load's CPU time before the packing began.
+    LoadTasks tasks;
+    const uint64_t total = f.file_size();
+    // The hash's cost in the progress: about a fifth of packing the same bytes.
+    tasks.add(total / 5, "hash", [m, &f, total](LoadTasks::Tick& tick) {
+        // XXH3-128 over the whole mapped file (metadata + tensor data), in slices so that the
+        // progress moves and a stopping load does not wait for the rest.
+        XXH3_state_t* st = XXH3_createState();
+        if (!st) throw std::bad_alloc();
+        XXH3_128bits_reset(st);
+        const uint64_t slice = 16ull << 20;
+        for (uint64_t off = 0; off < total; off += slice) {
+            const uint64_t n = std::min(slice, total - off);
+            XXH3_128bits_update(st, f.base() + off, static_cast<size_t>(n));
+            bool go = false;
+            try {
+                go = tick.advance(n / 5);
+            } catch (...) {
+                XXH3_freeState(st);
+                throw;
+            }
+            if (!go) break;
+        }
+        const XXH128_hash_t h = XXH3_128bits_digest(st);
+        XXH3_freeState(st);
+        m->fp_.lo = h.low64;
+        m->fp_.hi = h.high64;
+    });
+    const bool has_vocab = f.has("tokenizer.ggml.model") || m->arch_info_->family == ArchFamily::Decoder;
+    if (has_vocab)
+        tasks.add(0, "load", [m, &f](LoadTasks::Tick&) { m->tok_ = std::make_unique<Tokenizer>(tokenizer_from_gguf(f)); });
+    if (!m->is_ced()) m->plan_decoder(opts, tasks);
+    // A CED model's weights load after the region (ced_weights.cpp): its share starts at 0.3.
+    tasks.run(opts.n_threads, 0.0f, m->is_ced() ? 0.3f : 1.0f, report);
+
+    if (has_vocab) {
         try {
-        auto text = [&](int32_t id) { return id >= 0 ? m->tok_->token_text(id) : std::string_view(); };
+            auto text = [&](int32_t id) { return id >= 0 ? m->tok_->token_text(id) : std::string_view(); };
             m->chat_ = std::make_unique<ChatTemplate>(
                 ChatTemplate::detect(m->tok_->chat_template(), text(m->tok_->bos_id()), text(m->tok_->eos_id())));
         } catch (const Error& e) {
@@ -134,33 +173,6 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
     } else {
         m->chat_error_ = "model '" + m->name_ + "' has no vocabulary, hence no chat template";
     }
-
-    // Fingerprint: XXH3-128 over the whole mapped file (metadata + tensor data), in slices
-    // so that progress can be reported.
-    {
-        XXH3_state_t* st = XXH3_createState();
-        if (!st) throw std::bad_alloc();
-        XXH3_128bits_reset(st);
-        const uint64_t total = f.file_size();
-        const uint64_t slice = 16ull << 20;
-        for (uint64_t off = 0; off < total; off += slice) {
-            XXH3_128bits_update(st, f.base() + off, static_cast<size_t>(std::min(slice, total - off)));
-            try {
-                report(0.3f * static_cast<float>(off + std::min(slice, total - off)) / static_cast<float>(total), "hash");
-            } catch (...) {
-                XXH3_freeState(st);
-                throw;
-            }
-        }
-        const XXH128_hash_t h = XXH3_128bits_digest(st);
-        XXH3_freeState(st);
-        m->fp_.lo = h.low64;
-        m->fp_.hi = h.high64;
-    }
-    for (const GgufTensor& t : f.tensors()) {
-        m->n_params_ += t.n_elements;
-        m->weight_bytes_ += t.n_bytes;
-    }
     if (m->is_ced()) {
         m->ced_ = ced::CedWeights::load(f);
         m->set_ced_sizes();
@@ -168,7 +180,10 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
             fail(KVRT_ERR_BAD_FORMAT, path + ": the tokenizer has " + std::to_string(m->tok_->n_tokens()) +
                                           " tokens but ced.vocab_size is " + std::to_string(m->cfg_.n_vocab));
     } else {
-        m->load_decoder(opts, report);
+        if (static_cast<uint32_t>(m->tok_->n_tokens()) != m->cfg_.n_vocab)
+            fail(KVRT_ERR_BAD_FORMAT, path + ": the tokenizer has " + std::to_string(m->tok_->n_tokens()) +
+                                          " tokens but token_embd.weight has " + std::to_string(m->cfg_.n_vocab) + " rows");
+        m->output_ = m->output_own_ ? m->output_own_.get() : m->tok_embd_.get();
     }
     report(1.0f, "pack");
     return m;
@@ -191,7 +206,7 @@ void Model::set_ced_sizes() {
     cfg_.sliding_window = static_cast<uint32_t>(cc.window);
 }
 
-void Model::load_decoder(const ModelLoadOptions& opts, const std::function<void(float, const char*)>& report) {
+void Model::plan_decoder(const ModelLoadOptions& opts, LoadTasks& tasks) {
     Model* m = this;
     const GgufFile& f = *file_;
     const std::string& path = f.path();
@@ -202,10 +217,7 @@ void Model::load_decoder(const ModelLoadOptions& opts, const std::function<void(
     if (te->n_dims != 2 || te->ne[0] != c.n_embd || te->ne[1] == 0 || te->ne[1] > (1u << 24))
         fail(KVRT_ERR_BAD_FORMAT, path + ": token_embd.weight has shape " + te->shape_string() + ", expected [" +
                                       std::to_string(c.n_embd) + ", n_vocab]");
-    c.n_vocab = static_cast<uint32_t>(te->ne[1]);
-    if (static_cast<uint32_t>(m->tok_->n_tokens()) != c.n_vocab)
-        fail(KVRT_ERR_BAD_FORMAT, path + ": the tokenizer has " + std::to_string(m->tok_->n_tokens()) +
-                                      " tokens but token_embd.weight has " + std::to_string(c.n_vocab) + " rows");
+    c.n_vocab = static_cast<uint32_t>(te->ne[1]);  // checked against the tokenizer once it is built
     f.expect_tensor("token_embd.weight", {c.n_embd, c.n_vocab}, kMatmulTypes);
 
     std::vector<PackJob> jobs;
@@ -240,39 +252,35 @@ void Model::load_decoder(const ModelLoadOptions& opts, const std::function<void(
         jobs.push_back({&f.expect_tensor(p + "ffn_up.weight", {c.n_embd, c.n_ff}, kMatmulTypes), &L.w_up});
         jobs.push_back({&f.expect_tensor(p + "ffn_down.weight", {c.n_ff, c.n_embd}, kMatmulTypes), &L.w_down});
     }
-    // Repack every matmul weight (in parallel; progress and cancellation from the first thread).
-    std::atomic<size_t> done{0};
-    std::atomic<bool> stop{false};
-    std::exception_ptr err;
-    const int nt = opts.n_threads > 0 ? opts.n_threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (size_t j = 0; j < jobs.size(); ++j) {
-        if (stop.load(std::memory_order_relaxed)) continue;
-        try {
-            const GgufTensor& t = *jobs[j].t;
-            if (opts.f32_weights || !packs_natively(t.type)) {
-                if (!dequant_supported(t.type))
-                    fail(KVRT_ERR_UNSUPPORTED, path + ": tensor " + std::string(t.name) + " has type " +
-                                                   tensor_type_name(t.type) + ", which kvrt cannot compute with");
-                std::vector<float> f(t.n_elements);
-                dequantize_rows_f32(t, 0, t.n_rows(), f.data());
-                *jobs[j].dst = std::make_unique<PackedWeight>(TensorType::F32, f.data(), static_cast<int64_t>(t.n_rows()),
-                                                              static_cast<int64_t>(t.row_elems()));
-            } else {
-                *jobs[j].dst = std::make_unique<PackedWeight>(t.type, t.data, static_cast<int64_t>(t.n_rows()),
-                                                              static_cast<int64_t>(t.row_elems()));
-            }
-            const size_t d = done.fetch_add(1) + 1;
-            if (omp_get_thread_num() == 0)
-                report(0.3f + 0.7f * static_cast<float>(d) / static_cast<float>(jobs.size()), "pack");
-        } catch (...) {
-#pragma omp critical(kvrt_model_load_err)
-            if (!err) err = std::current_exception();
-            stop = true;
+    // Every matmul weight is allocated here and packed by tasks of about kSliceElems elements
+    // (whole panel pairs), so that the largest tensor (a tied embedding is a quarter to two thirds
+    // of a Q4_K_M file's elements) does not leave one thread packing it while the others wait.
+    constexpr uint64_t kSliceElems = uint64_t{4} << 20;
+    for (const PackJob& job : jobs) {
+        const GgufTensor& t = *job.t;
+        const bool as_f32 = opts.f32_weights || !packs_natively(t.type);
+        if (as_f32 && !dequant_supported(t.type))
+            fail(KVRT_ERR_UNSUPPORTED, path + ": tensor " + std::string(t.name) + " has type " + tensor_type_name(t.type) +
+                                           ", which kvrt cannot compute with");
+        const int64_t rows = static_cast<int64_t>(t.n_rows()), k = static_cast<int64_t>(t.row_elems());
+        *job.dst = std::make_unique<PackedWeight>(as_f32 ? TensorType::F32 : t.type, rows, k, PackedWeight::Unpacked{});
+        PackedWeight* w = job.dst->get();
+        const int64_t align = PackedWeight::kPackRowAlign;
+        const int64_t step = std::max<int64_t>(align, static_cast<int64_t>(kSliceElems) / k / align * align);
+        for (int64_t first = 0; first < rows; first += step) {
+            const int64_t n = std::min(step, rows - first);
+            const uint64_t bytes = t.row_bytes * static_cast<uint64_t>(n);
+            tasks.add(bytes, "pack", [&t, w, first, n, as_f32](LoadTasks::Tick&) {
+                if (as_f32) {
+                    std::vector<float> f(static_cast<size_t>(n) * t.row_elems());
+                    dequantize_rows_f32(t, static_cast<uint64_t>(first), static_cast<uint64_t>(n), f.data());
+                    w->pack_rows(first, n, f.data());
+                } else {
+                    w->pack_rows(first, n, t.row(static_cast<uint64_t>(first)));
+                }
+            });
         }
     }
-    if (err) std::rethrow_exception(err);
-    m->output_ = m->output_own_ ? m->output_own_.get() : m->tok_embd_.get();
 }
 
 uint64_t Model::decode_weight_bytes() const noexcept {

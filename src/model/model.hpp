@@ -22,6 +22,8 @@
 
 namespace kvrt {
 
+class LoadTasks;
+
 namespace ced {
 struct CedWeights;
 }
@@ -116,7 +118,9 @@ public:
 
 private:
     Model() = default;
-    void load_decoder(const ModelLoadOptions& opts, const std::function<void(float, const char*)>& report);
+    // Checks a decoder model's tensors, allocates its packed weights and adds the tasks that
+    // pack them (load_tasks.hpp).
+    void plan_decoder(const ModelLoadOptions& opts, LoadTasks& tasks);
     void set_ced_sizes();
 
     std::unique_ptr<GgufFile> file_;

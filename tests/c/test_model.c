@@ -9,6 +9,7 @@
 
 #include "expect.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,22 @@ static int cancel_after_two(float fraction, const char *stage, void *user_data) 
     return ++*calls > 2;
 }
 
+/* The load packs on several threads; its reports must still come on the calling
+ * thread, with fractions in [0, 1] that never decrease and end at 1. */
+static pthread_t loading_thread;
+static float last_fraction = -1.0f;
 static int count_progress(float fraction, const char *stage, void *user_data) {
     int *calls = (int *)user_data;
     if (fraction < 0.0f || fraction > 1.0f || stage == NULL) failures++;
+    if (fraction < last_fraction) {
+        fprintf(stderr, "test_model: progress went back from %g to %g (%s)\n", last_fraction, fraction, stage);
+        failures++;
+    }
+    if (!pthread_equal(pthread_self(), loading_thread)) {
+        fprintf(stderr, "test_model: progress reported on another thread (%s)\n", stage);
+        failures++;
+    }
+    last_fraction = fraction;
     ++*calls;
     return 0;
 }
@@ -106,12 +120,15 @@ int main(void) {
     calls = 0;
     cfg.progress = count_progress;
     cfg.progress_user_data = &calls;
+    cfg.n_threads = 2;
+    loading_thread = pthread_self();
     EXPECT(kvrt_model_load(&m, path, &cfg) == KVRT_OK);
     if (m == NULL) {
         fprintf(stderr, "test_model: cannot load %s: %s\n", path, kvrt_last_error());
         return 1;
     }
-    EXPECT(calls >= 2);
+    EXPECT(calls >= 10); /* the hash's slices and the packing's tasks move it */
+    EXPECT(last_fraction == 1.0f);
 
     /* info */
     EXPECT(kvrt_model_info_init(&info, sizeof info) == KVRT_OK);
