@@ -53,56 +53,6 @@ void encode_scales_k4(const uint8_t* sc, const uint8_t* mn, uint8_t* s) {
     }
 }
 
-// K-quant super-block -> Decoded (ggml's element order, tensor_type.hpp / ggml-quants.c).
-// (Q5_0 rows are packed straight from their blocks: pack_row.)
-void decode_block(TensorType t, const uint8_t* src, Decoded& o) {
-    switch (t) {
-        case TensorType::Q4_K:
-        case TensorType::Q5_K: {
-            const bool q5 = t == TensorType::Q5_K;
-            uint16_t d, dmin;
-            std::memcpy(&d, src, 2);
-            std::memcpy(&dmin, src + 2, 2);
-            o.d = d;
-            o.dmin = dmin;
-            decode_scales_k4(src + 4, o.sc, o.mn);
-            const uint8_t* qh = src + 16;
-            const uint8_t* qs = src + (q5 ? 48 : 16);
-            // Sub-block s (elements 32 s..32 s + 31): the low (s even) or high (s odd) nibbles of
-            // qs[32 (s / 2) + i], fifth bit s of qh[i].
-            for (int s = 0; s < 8; s++) {
-                const uint8_t* n = qs + 32 * (s / 2);
-                const int shift = 4 * (s & 1);
-                uint8_t* q = o.q + 32 * s;
-                if (q5)
-                    for (int i = 0; i < 32; i++)
-                        q[i] = static_cast<uint8_t>(((n[i] >> shift) & 0xF) | ((qh[i] >> s) & 1u) << 4);
-                else
-                    for (int i = 0; i < 32; i++) q[i] = static_cast<uint8_t>((n[i] >> shift) & 0xF);
-            }
-            break;
-        }
-        default: {  // Q6_K
-            BlockQ6_K b;
-            std::memcpy(&b, src, sizeof b);
-            o.d = b.d;
-            std::memcpy(o.sc, b.scales, 16);
-            // Sub-block s = 4 n + j (elements 128 n + 32 j + l): nibble j / 2 of ql[64 n + 32 (j % 2) + l],
-            // bits 2 j, 2 j + 1 of qh[32 n + l].
-            for (int s = 0; s < 8; s++) {
-                const int n = s / 4, j = s % 4;
-                const uint8_t* lo = b.ql + 64 * n + 32 * (j & 1);
-                const uint8_t* hi = b.qh + 32 * n;
-                const int lshift = j >= 2 ? 4 : 0;
-                uint8_t* q = o.q + 32 * s;
-                for (int l = 0; l < 32; l++)
-                    q[l] = static_cast<uint8_t>(((lo[l] >> lshift) & 0xF) | ((hi[l] >> (2 * j)) & 3u) << 4);
-            }
-            break;
-        }
-    }
-}
-
 // Decoded -> GGUF block (the inverse: every bit of these formats is used).
 void encode_block(TensorType t, const Decoded& o, uint8_t* dst) {
     switch (t) {
@@ -153,59 +103,101 @@ void encode_block(TensorType t, const Decoded& o, uint8_t* dst) {
     }
 }
 
-// The bytes of row r in the layouts of weight_matmul_layout.hpp (what chunk_nibble, hb_bit and
-// h6_bits read), each assembled whole from the 32 codes q of a sub-block and stored once. (ORing
-// one element at a time into zeroed bytes had been ~80% of loading Qwen2.5 0.5B.)
-// Low 4 bits: chunk c, byte j holds elements 8 c + j (low nibble) and 8 c + 4 + j (high).
-void put_nibbles(uint8_t* chunks, int r, const uint8_t* q) {
-    for (int c = 0; c < 4; c++)
-        for (int j = 0; j < 4; j++)
-            chunks[c * 64 + 4 * r + j] = static_cast<uint8_t>((q[8 * c + j] & 0xF) | (q[8 * c + 4 + j] & 0xF) << 4);
+// Packing writes the bytes of row r in the layouts of weight_matmul_layout.hpp straight from
+// the GGUF blocks, a 4-byte word of each chunk at a time, with 64-bit lane-wise (SWAR) shifts and
+// masks (little-endian, as the formats are). Placing one code at a time had been ~80% of loading
+// Qwen2.5 0.5B, and decoding a block's 32 or 256 codes before placing them ~1 ns per element.
+uint64_t load64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
 }
-// Fifth bits (bit 4 of q; hb_bit): byte j, bit c for element 8 c + j, bit 4 + c for 8 c + 4 + j.
-void put_fifth_bits(uint8_t* hb, int r, const uint8_t* q) {
-    for (int j = 0; j < 4; j++) {
-        unsigned v = 0;
-        for (int c = 0; c < 4; c++) v |= ((q[8 * c + j] >> 4) & 1u) << c | ((q[8 * c + 4 + j] >> 4) & 1u) << (4 + c);
-        hb[4 * r + j] = static_cast<uint8_t>(v);
+void store32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+constexpr uint64_t kLowNibbles = 0x0F0F0F0F0F0F0F0Full;
+
+// A 4-bit chunk's word for one row: the 8 codes n[i] = (p[i] >> shift) & 15 (i = 0..7) as bytes
+// j = n[j] | n[4 + j] << 4 (chunk_nibble's order).
+uint32_t nibble_chunk(const uint8_t* p, int shift) {
+    const uint64_t n = (load64(p) >> shift) & kLowNibbles;
+    return static_cast<uint32_t>(n) | static_cast<uint32_t>(n >> 32) << 4;
+}
+// Q4_0 / Q4_1 / Q5_0 nibbles (element e < 16: low nibble of qs[e]; e >= 16: high nibble of
+// qs[e - 16]) into the 4 chunks at `chunks`, row r.
+void put_block_nibbles(const uint8_t* qs, uint8_t* chunks, int r) {
+    store32(chunks + 0 * 64 + 4 * r, nibble_chunk(qs, 0));
+    store32(chunks + 1 * 64 + 4 * r, nibble_chunk(qs + 8, 0));
+    store32(chunks + 2 * 64 + 4 * r, nibble_chunk(qs, 4));
+    store32(chunks + 3 * 64 + 4 * r, nibble_chunk(qs + 8, 4));
+}
+// Bits 0, 8, 16, 24 of x as bits 0..3 (one multiply: the 16 partial products land on distinct
+// bits, so nothing carries into bits 21..24).
+uint32_t gather4(uint32_t x) { return (((x & 0x01010101u) * 0x00204081u) >> 21) & 0xFu; }
+// Q5_0's fifth bits (bit e of qh for element e) as hb_bit's word for row r: byte j, bit c for
+// element 8 c + j, bit 4 + c for 8 c + 4 + j.
+uint32_t fifth_bits_word(uint32_t qh) {
+    uint32_t w = 0;
+    for (int j = 0; j < 4; j++) w |= (gather4(qh >> j) | gather4(qh >> (4 + j)) << 4) << (8 * j);
+    return w;
+}
+// The same word for sub-block s of a Q5_K super-block (element i's fifth bit is bit s of qh[i]).
+uint32_t fifth_bits_word_k(const uint8_t* qh, int s) {
+    uint64_t u = 0;  // byte i: bit c is the fifth bit of element 8 c + i
+    for (int c = 0; c < 4; c++) u |= ((load64(qh + 8 * c) >> s) & 0x0101010101010101ull) << c;
+    return static_cast<uint32_t>(u) | static_cast<uint32_t>(u >> 32) << 4;
+}
+// Q6_K's high 2 bits of sub-block 4 n + jj (bits 2 jj, 2 jj + 1 of qh[32 n + l] for element l)
+// as h6_bits' two words for row r, stored at `dst` (h * 64 + 4 r).
+void put_high_pairs(const uint8_t* qh32, int jj, uint8_t* dst, int r) {
+    for (int h = 0; h < 2; h++) {
+        const uint64_t v0 = (load64(qh32 + 16 * h) >> (2 * jj)) & 0x0303030303030303ull;      // elements 16 h + i
+        const uint64_t v1 = (load64(qh32 + 16 * h + 8) >> (2 * jj)) & 0x0303030303030303ull;  // 16 h + 8 + i
+        const uint64_t x = v0 | v1 << 4;
+        store32(dst + h * 64 + 4 * r, static_cast<uint32_t>(x) | static_cast<uint32_t>(x >> 32) << 2);
     }
 }
-// Q6_K's high 2 bits (bits 4-5 of q; h6_bits): chunks 2 h and 2 h + 1 share the bytes at
-// h * 64, element 8 c + j at bit 4 (c & 1), 8 c + 4 + j at 4 (c & 1) + 2.
-void put_high_pairs(uint8_t* qh, int r, const uint8_t* q) {
-    for (int h = 0; h < 2; h++)
-        for (int j = 0; j < 4; j++) {
-            unsigned v = 0;
-            for (int cc = 0; cc < 2; cc++) {
-                const int c = 2 * h + cc;
-                v |= ((q[8 * c + j] >> 4) & 3u) << (4 * cc) | ((q[8 * c + 4 + j] >> 4) & 3u) << (4 * cc + 2);
-            }
-            qh[h * 64 + 4 * r + j] = static_cast<uint8_t>(v);
-        }
-}
 
-// Decoded K-quant super-block -> lane r of a panel step (weight_matmul_layout.hpp).
-void place(TensorType t, const Decoded& o, int r, uint8_t* pb) {
-    std::memcpy(pb + 2 * r, &o.d, 2);
+// A K-quant super-block (GGUF) -> lane r of a panel step.
+void pack_kquant_block(TensorType t, const uint8_t* src, int r, uint8_t* pb) {
     const SubBlockLayout L = sub_block_layout(t);
     if (t == TensorType::Q6_K) {
-        for (int g = 0; g < 16; g++) pb[kQ6Sc + g * 16 + r] = o.sc[g];
-    } else {
-        std::memcpy(pb + kKDmin + 2 * r, &o.dmin, 2);
+        BlockQ6_K b;
+        std::memcpy(&b, src, sizeof b);
+        std::memcpy(pb + 2 * r, &b.d, 2);
+        for (int g = 0; g < 16; g++) pb[kQ6Sc + g * 16 + r] = static_cast<uint8_t>(b.scales[g]);
+        // Sub-block s = 4 n + jj (elements 128 n + 32 jj + l): nibble jj / 2 of
+        // ql[64 n + 32 (jj % 2) + l], bits 2 jj, 2 jj + 1 of qh[32 n + l].
         for (int s = 0; s < 8; s++) {
-            pb[kKSc + s * 16 + r] = o.sc[s];
-            pb[kKMin + s * 16 + r] = o.mn[s];
+            const int n = s / 4, jj = s % 4;
+            const uint8_t* lo = b.ql + 64 * n + 32 * (jj & 1);
+            uint8_t* chunks = pb + L.qs + size_t(s) * 256;
+            for (int c = 0; c < 4; c++) store32(chunks + c * 64 + 4 * r, nibble_chunk(lo + 8 * c, jj >= 2 ? 4 : 0));
+            put_high_pairs(b.qh + 32 * n, jj, pb + L.hx + size_t(s) * L.hstep, r);
         }
+        return;
     }
-    for (int s = 0; s < L.subs; s++) {
-        const uint8_t* q = o.q + 32 * s;
-        put_nibbles(pb + L.qs + size_t(s) * 256, r, q);
-        if (t == TensorType::Q6_K) put_high_pairs(pb + L.hx + size_t(s) * L.hstep, r, q);
-        else if (t != TensorType::Q4_K) put_fifth_bits(pb + L.hx + size_t(s) * L.hstep, r, q);
+    // Q4_K / Q5_K: d, dmin, 12 bytes of 6-bit scales and mins, (Q5_K) qh[32], qs[128].
+    const bool q5 = t == TensorType::Q5_K;
+    std::memcpy(pb + 2 * r, src, 2);
+    std::memcpy(pb + kKDmin + 2 * r, src + 2, 2);
+    uint8_t sc[8], mn[8];
+    decode_scales_k4(src + 4, sc, mn);
+    for (int s = 0; s < 8; s++) {
+        pb[kKSc + s * 16 + r] = sc[s];
+        pb[kKMin + s * 16 + r] = mn[s];
+    }
+    const uint8_t* qh = src + 16;
+    const uint8_t* qs = src + (q5 ? 48 : 16);
+    // Sub-block s (elements 32 s..32 s + 31): the low (s even) or high (s odd) nibbles of
+    // qs[32 (s / 2) + i], fifth bit s of qh[i].
+    for (int s = 0; s < 8; s++) {
+        const uint8_t* n = qs + 32 * (s / 2);
+        uint8_t* chunks = pb + L.qs + size_t(s) * 256;
+        for (int c = 0; c < 4; c++) store32(chunks + c * 64 + 4 * r, nibble_chunk(n + 8 * c, 4 * (s & 1)));
+        if (q5) store32(pb + L.hx + size_t(s) * L.hstep + 4 * r, fifth_bits_word_k(qh, s));
     }
 }
 
-// Lane r of a panel step -> Decoded (the inverse of place).
+// Lane r of a panel step -> Decoded (the inverse of packing, for unpack_row).
 void fetch(TensorType t, const uint8_t* pb, int r, Decoded& o) {
     std::memcpy(&o.d, pb + 2 * r, 2);
     if (t == TensorType::Q5_0) {
@@ -237,55 +229,32 @@ bool decoded_type(TensorType t) { return t == TensorType::Q5_0 || is_kquant_weig
 // Packs one row (GGUF layout) into lane r of a panel.
 void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel, size_t stride) {
     const int64_t nb = k / 32;
-    if (t == TensorType::Q5_0) {
-        // Straight from the block (the bulk of Q4_K_M files' bytes): the bytes place() would
-        // write, without the 32 codes in between. Element e < 16 is the low nibble of qs[e],
-        // e >= 16 the high nibble of qs[e - 16]; its fifth bit is bit e of qh.
-        const auto* blk = reinterpret_cast<const BlockQ5_0*>(src);
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t* pb = panel + b * stride;
-            std::memcpy(pb + 2 * r, &blk[b].d, 2);
-            uint32_t qh;
-            std::memcpy(&qh, blk[b].qh, 4);
-            const uint8_t* qs = blk[b].qs;
-            constexpr SubBlockLayout L = sub_block_layout(TensorType::Q5_0);
-            for (int c = 0; c < 4; c++) {
-                const int half = c / 2, at = 8 * (c % 2);  // elements 8 c.. live in qs[at..] (nibble half)
-                for (int j = 0; j < 4; j++) {
-                    const unsigned lo = (qs[at + j] >> (4 * half)) & 0xF, hi = (qs[at + 4 + j] >> (4 * half)) & 0xF;
-                    pb[L.qs + c * 64 + 4 * r + j] = static_cast<uint8_t>(lo | hi << 4);
-                }
-            }
-            for (int j = 0; j < 4; j++) {
-                unsigned v = 0;
-                for (int c = 0; c < 4; c++) v |= ((qh >> (8 * c + j)) & 1u) << c | ((qh >> (8 * c + 4 + j)) & 1u) << (4 + c);
-                pb[L.hx + 4 * r + j] = static_cast<uint8_t>(v);
-            }
-        }
-        return;
-    }
     if (is_kquant_weight(t)) {
         const size_t bb = tensor_type_traits(t).block_bytes;
-        Decoded o;
-        for (int64_t b = 0; b < k / panel_step_elems(t); b++) {
-            decode_block(t, src + b * bb, o);
-            place(t, o, r, panel + b * stride);
-        }
+        for (int64_t b = 0; b < k / panel_step_elems(t); b++) pack_kquant_block(t, src + b * bb, r, panel + b * stride);
         return;
     }
     switch (t) {
+        case TensorType::Q5_0: {
+            const auto* blk = reinterpret_cast<const BlockQ5_0*>(src);
+            constexpr SubBlockLayout L = sub_block_layout(TensorType::Q5_0);
+            for (int64_t b = 0; b < nb; b++) {
+                uint8_t* pb = panel + b * stride;
+                std::memcpy(pb + 2 * r, &blk[b].d, 2);
+                uint32_t qh;
+                std::memcpy(&qh, blk[b].qh, 4);
+                put_block_nibbles(blk[b].qs, pb + L.qs, r);
+                store32(pb + L.hx + 4 * r, fifth_bits_word(qh));
+            }
+            break;
+        }
         case TensorType::Q4_1: {
             const auto* blk = reinterpret_cast<const BlockQ4_1*>(src);
             for (int64_t b = 0; b < nb; b++) {
                 uint8_t* pb = panel + b * stride;
                 std::memcpy(pb + 2 * r, &blk[b].d, 2);
                 std::memcpy(pb + 32 + 2 * r, &blk[b].m, 2);
-                for (int c = 0; c < 4; c++)
-                    for (int j = 0; j < 4; j++) {
-                        // element e: e < 16 -> qs[e] & 0xF, else qs[e-16] >> 4
-                        auto nib = [&](int e) { return e < 16 ? blk[b].qs[e] & 0xF : blk[b].qs[e - 16] >> 4; };
-                        pb[64 + c * 64 + 4 * r + j] = static_cast<uint8_t>(nib(8 * c + j) | nib(8 * c + 4 + j) << 4);
-                    }
+                put_block_nibbles(blk[b].qs, pb + 64, r);
             }
             break;
         }
@@ -294,11 +263,7 @@ void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel
             for (int64_t b = 0; b < nb; b++) {
                 uint8_t* pb = panel + b * stride;
                 std::memcpy(pb + 2 * r, &blk[b].d, 2);
-                for (int c = 0; c < 4; c++)
-                    for (int j = 0; j < 4; j++) {
-                        auto nib = [&](int e) { return e < 16 ? blk[b].qs[e] & 0xF : blk[b].qs[e - 16] >> 4; };
-                        pb[32 + c * 64 + 4 * r + j] = static_cast<uint8_t>(nib(8 * c + j) | nib(8 * c + 4 + j) << 4);
-                    }
+                put_block_nibbles(blk[b].qs, pb + 32, r);
             }
             break;
         }
@@ -307,9 +272,11 @@ void pack_row(TensorType t, const uint8_t* src, int64_t k, int r, uint8_t* panel
             for (int64_t b = 0; b < nb; b++) {
                 uint8_t* pb = panel + b * stride;
                 std::memcpy(pb + 2 * r, &blk[b].d, 2);
-                for (int g = 0; g < 8; g++)
-                    for (int j = 0; j < 4; j++)
-                        pb[32 + g * 64 + 4 * r + j] = static_cast<uint8_t>(blk[b].qs[4 * g + j]) ^ 0x80u;
+                for (int g = 0; g < 8; g++) {
+                    uint32_t w;
+                    std::memcpy(&w, blk[b].qs + 4 * g, 4);
+                    store32(pb + 32 + g * 64 + 4 * r, w ^ 0x80808080u);  // q + 128, unsigned
+                }
             }
             break;
         }
