@@ -403,12 +403,16 @@ int cmd_bench(int argc, char** argv) {
 
     std::map<std::string, double> base;
     if (a.has("--baseline")) base = read_baseline(a.get("--baseline"), threads);
-    if (!json)
-        std::printf("# %s, %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, cache blocks of %d positions, kernels %s, "
+    if (!json) {
+        // `--only load` makes no context, so there are no cache blocks to describe.
+        const std::string blocks =
+            blocks_used > 0 ? "cache blocks of " + std::to_string(blocks_used) + " positions" : "no context";
+        std::printf("# %s, %d threads%s, OMP_WAIT_POLICY=%s, act_bits %s, %s, kernels %s, "
                     "load average %s, wall-clock times%s\n",
                     cpu.c_str(), threads, governed ? " (decode steps: the runtime's choice, -t 0)" : "",
-                    wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), blocks_used, isa, load_s,
+                    wait_env && *wait_env ? wait_env : "(default)", act_bits_name(act_bits), blocks.c_str(), isa, load_s,
                     base.empty() ? "" : "; llama.cpp from --baseline, ratio = kvrt / llama.cpp");
+    }
     for (const Figure& f : figs) {
         auto it = base.find(f.metric);
         if (json) {
