@@ -10,8 +10,8 @@
 
 namespace kvrt {
 
-void LoadTasks::add(uint64_t cost, const char* stage, std::function<void(Tick&)> fn) {
-    tasks_.push_back(Task{cost, stage, std::move(fn)});
+void LoadTasks::add(uint64_t cost, const char* stage, std::function<void(Tick&)> fn, bool on_caller) {
+    tasks_.push_back(Task{cost, stage, std::move(fn), on_caller});
     total_ += cost;
 }
 
@@ -30,6 +30,19 @@ void LoadTasks::progress(const char* stage) {
     (*report_)(last_, stage);
 }
 
+void LoadTasks::run_one(Task& t, bool reports, std::exception_ptr& err) {
+    if (stop_.load(std::memory_order_relaxed)) return;
+    try {
+        Tick tick(*this, t.stage, reports);
+        t.fn(tick);
+        tick.advance(t.cost > tick.advanced_ ? t.cost - tick.advanced_ : 0);
+    } catch (...) {
+#pragma omp critical(kvrt_load_tasks_err)
+        if (!err) err = std::current_exception();
+        stop_ = true;
+    }
+}
+
 void LoadTasks::run(int n_threads, float from, float to, const Report& report) {
     report_ = &report;
     from_ = last_ = from;
@@ -37,20 +50,17 @@ void LoadTasks::run(int n_threads, float from, float to, const Report& report) {
     done_ = 0;
     stop_ = false;
     std::exception_ptr err;
+    std::atomic<size_t> next{0};
     const int nt = n_threads > 0 ? n_threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (size_t i = 0; i < tasks_.size(); ++i) {
-        if (stop_.load(std::memory_order_relaxed)) continue;
-        try {
-            const bool reports = omp_get_thread_num() == 0;
-            Tick tick(*this, tasks_[i].stage, reports);
-            tasks_[i].fn(tick);
-            tick.advance(tasks_[i].cost > tick.advanced_ ? tasks_[i].cost - tick.advanced_ : 0);
-        } catch (...) {
-#pragma omp critical(kvrt_load_tasks_err)
-            if (!err) err = std::current_exception();
-            stop_ = true;
-        }
+#pragma omp parallel num_threads(nt)
+    {
+        const bool caller = omp_get_thread_num() == 0;
+        if (caller)
+            for (Task& t : tasks_)
+                if (t.on_caller) run_one(t, true, err);
+        // The rest in order, each to the next thread free (dynamic scheduling).
+        for (size_t i = next.fetch_add(1); i < tasks_.size(); i = next.fetch_add(1))
+            if (!tasks_[i].on_caller) run_one(tasks_[i], caller, err);
     }
     report_ = nullptr;
     if (err) std::rethrow_exception(err);

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <vector>
 
@@ -35,8 +36,10 @@ public:
     using Report = std::function<void(float, const char*)>;
 
     // A task of `cost` (its share of the progress: e.g. the bytes it reads), reported under
-    // `stage` (a static string). Tasks start in the order added: add the long ones first.
-    void add(uint64_t cost, const char* stage, std::function<void(Tick&)> fn);
+    // `stage` (a static string). Tasks start in the order added: add the long ones first. A task
+    // added `on_caller` runs on the calling thread before it takes any other: one that reports as
+    // it goes (the hash) then moves the progress however the others fall to the threads.
+    void add(uint64_t cost, const char* stage, std::function<void(Tick&)> fn, bool on_caller = false);
 
     // Runs every task on n_threads OpenMP threads (0: the OpenMP default). `report` is called on
     // the calling thread only (OpenMP's thread 0: progress callbacks run on the thread that made
@@ -50,8 +53,10 @@ private:
         uint64_t cost;
         const char* stage;
         std::function<void(Tick&)> fn;
+        bool on_caller;
     };
     void progress(const char* stage);
+    void run_one(Task& t, bool reports, std::exception_ptr& err);
 
     std::vector<Task> tasks_;
     uint64_t total_ = 0;

@@ -153,7 +153,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
         XXH3_freeState(st);
         m->fp_.lo = h.low64;
         m->fp_.hi = h.high64;
-    });
+    }, /*on_caller=*/true);
     const bool has_vocab = f.has("tokenizer.ggml.model") || m->arch_info_->family == ArchFamily::Decoder;
     if (has_vocab)
         tasks.add(0, "load", [m, &f](LoadTasks::Tick&) { m->tok_ = std::make_unique<Tokenizer>(tokenizer_from_gguf(f)); });

@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -147,6 +148,47 @@ TEST_CASE("llama: truncated, hostile and wrong-architecture files fail with a st
     const std::string heads = kvrt::test::write_tiny_llama("heads", o);
     CHECK(status_of([&] { Model::load(heads); }, &msg) == KVRT_ERR_BAD_FORMAT);
     for (const std::string& p : {junk, arch, missing, shape, heads}) std::remove(p.c_str());
+}
+
+namespace {
+// Every packed byte of a decoder model's matmul weights, in order.
+bool same_packed(const PackedWeight& a, const PackedWeight& b) {
+    return a.type() == b.type() && a.bytes() == b.bytes() && std::memcmp(a.panel(0), b.panel(0), a.bytes()) == 0;
+}
+bool same_weights(const Model& a, const Model& b) {
+    if (!same_packed(a.output(), b.output()) || a.config().n_layers != b.config().n_layers) return false;
+    for (uint32_t i = 0; i < a.config().n_layers; ++i) {
+        const DecoderLayerWeights &x = a.layer(i), &y = b.layer(i);
+        for (auto w : {&DecoderLayerWeights::wq, &DecoderLayerWeights::wk, &DecoderLayerWeights::wv, &DecoderLayerWeights::wo,
+                       &DecoderLayerWeights::w_gate, &DecoderLayerWeights::w_up, &DecoderLayerWeights::w_down})
+            if (!same_packed(*(x.*w), *(y.*w))) return false;
+    }
+    return true;
+}
+}  // namespace
+
+// The load's tasks (model/load_tasks.hpp: the hash, the tokenizer, the weights in slices of
+// rows; SmolLM2's 28M-element embedding is 7 slices) give the same model on any thread count.
+TEST_CASE("llama: loading on 1, 2 or 5 threads gives the same packed weights, fingerprint and vocabulary") {
+    ModelLoadOptions one, two, five;
+    one.n_threads = 1;
+    two.n_threads = 2;
+    five.n_threads = 5;
+    const auto a = Model::load(kvrt::test::model_path(), one);
+    for (const ModelLoadOptions& o : {two, five}) {
+        CAPTURE(o.n_threads);
+        const auto b = Model::load(kvrt::test::model_path(), o);
+        CHECK(b->fingerprint() == a->fingerprint());
+        CHECK(b->tokenizer().n_tokens() == a->tokenizer().n_tokens());
+        CHECK(same_weights(*a, *b));
+    }
+    // Weights dequantised to f32 at load are packed by the same slices.
+    const std::string p = kvrt::test::write_tiny_llama("threads");
+    one.f32_weights = five.f32_weights = true;
+    const auto c = Model::load(p, one), d = Model::load(p, five);
+    CHECK(c->output().type() == TensorType::F32);
+    CHECK(same_weights(*c, *d));
+    std::remove(p.c_str());
 }
 
 TEST_CASE("llama: cancelling the load through the progress callback") {
