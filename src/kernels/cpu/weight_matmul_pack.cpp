@@ -10,6 +10,7 @@
 #include "util/error.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -107,6 +108,7 @@ void encode_block(TensorType t, const Decoded& o, uint8_t* dst) {
 // the GGUF blocks, a 4-byte word of each chunk at a time, with 64-bit lane-wise (SWAR) shifts and
 // masks (little-endian, as the formats are). Placing one code at a time had been ~80% of loading
 // Qwen2.5 0.5B, and decoding a block's 32 or 256 codes before placing them ~1 ns per element.
+static_assert(std::endian::native == std::endian::little, "packing reads GGUF blocks as little-endian words");
 uint64_t load64(const uint8_t* p) {
     uint64_t v;
     std::memcpy(&v, p, 8);
