@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace kvrt {
 
@@ -133,24 +134,16 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const ModelLoa
     tasks.add(total / 5, "hash", [m, &f, total](LoadTasks::Tick& tick) {
         // XXH3-128 over the whole mapped file (metadata + tensor data), in slices so that the
         // progress moves and a stopping load does not wait for the rest.
-        XXH3_state_t* st = XXH3_createState();
+        const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> st(XXH3_createState(), &XXH3_freeState);
         if (!st) throw std::bad_alloc();
-        XXH3_128bits_reset(st);
+        XXH3_128bits_reset(st.get());
         const uint64_t slice = 16ull << 20;
         for (uint64_t off = 0; off < total; off += slice) {
             const uint64_t n = std::min(slice, total - off);
-            XXH3_128bits_update(st, f.base() + off, static_cast<size_t>(n));
-            bool go = false;
-            try {
-                go = tick.advance(n / 5);
-            } catch (...) {
-                XXH3_freeState(st);
-                throw;
-            }
-            if (!go) break;
+            XXH3_128bits_update(st.get(), f.base() + off, static_cast<size_t>(n));
+            if (!tick.advance(n / 5)) break;
         }
-        const XXH128_hash_t h = XXH3_128bits_digest(st);
-        XXH3_freeState(st);
+        const XXH128_hash_t h = XXH3_128bits_digest(st.get());
         m->fp_.lo = h.low64;
         m->fp_.hi = h.high64;
     }, /*on_caller=*/true);

@@ -162,8 +162,7 @@ void put_high_pairs(const uint8_t* qh32, int jj, uint8_t* dst, int r) {
 void pack_kquant_block(TensorType t, const uint8_t* src, int r, uint8_t* pb) {
     const SubBlockLayout L = sub_block_layout(t);
     if (t == TensorType::Q6_K) {
-        BlockQ6_K b;
-        std::memcpy(&b, src, sizeof b);
+        const auto& b = *reinterpret_cast<const BlockQ6_K*>(src);  // read in place, as the other types' blocks
         std::memcpy(pb + 2 * r, &b.d, 2);
         for (int g = 0; g < 16; g++) pb[kQ6Sc + g * 16 + r] = static_cast<uint8_t>(b.scales[g]);
         // Sub-block s = 4 n + jj (elements 128 n + 32 jj + l): nibble jj / 2 of
