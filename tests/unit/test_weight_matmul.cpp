@@ -870,6 +870,45 @@ TEST_CASE("weight_matmul: Q6_K at the largest integer sums gives the same bits o
     }
 }
 
+TEST_CASE("weight_matmul: Q5_0, Q4_K and Q5_K at their largest codes give the same bits on every path") {
+    // The AVX2 kernels add four vpmaddubsw pair sums of these types in int16 before widening
+    // (weight_matmul_avx2_impl.hpp, kQuad): exact while |4 * 2 * code * x| <= 32,767. Take the
+    // extremes: every code its type's largest (31, 15, 31), scales 63, d = 1, dmin = 0,
+    // activations all +1 or all -1 (codes +-127): 4 * 2 * 31 * 127 = 31,496 per int16 lane.
+    struct Case {
+        TensorType t;
+        size_t block;  // bytes per 256 elements
+        double w;      // each weight
+    };
+    const Case cases[] = {{TensorType::Q5_0, 8 * 22, 15.0}, {TensorType::Q4_K, 144, 63.0 * 15}, {TensorType::Q5_K, 176, 63.0 * 31}};
+    const int64_t N = 40, K = 512, M = 9;
+    for (const Case& c : cases) {
+        CAPTURE(tensor_type_name(c.t));
+        std::vector<uint8_t> raw(static_cast<size_t>(N * (K / 256)) * c.block, 0xFF);
+        if (c.t == TensorType::Q5_0) {
+            for (size_t o = 0; o < raw.size(); o += 22) raw[o] = 0x00, raw[o + 1] = 0x3C;  // d = 1
+        } else {
+            for (size_t o = 0; o < raw.size(); o += c.block)
+                raw[o] = 0x00, raw[o + 1] = 0x3C, raw[o + 2] = raw[o + 3] = 0x00;  // d = 1, dmin = 0
+        }
+        PackedWeight w(c.t, raw.data(), N, K);
+        std::vector<float> X(static_cast<size_t>(M * K));
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t k = 0; k < K; k++) X[m * K + k] = m % 2 ? -1.0f : 1.0f;
+        std::vector<float> Ys;
+        for (KernelIsa isa : isas()) {
+            CAPTURE(kernel_isa_name(isa));
+            std::vector<float> Y(static_cast<size_t>(M * N));
+            matmul(w, X.data(), M, K, Y.data(), N, 1, isa);
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++)
+                    CHECK(std::fabs(Y[m * N + n] - (m % 2 ? -1.0 : 1.0) * c.w * K) < 1e-5 * c.w * K);
+            if (isa == KernelIsa::Scalar) Ys = Y;
+            else CHECK(same_bits(Y.data(), Ys.data(), Y.size()));
+        }
+    }
+}
+
 namespace {
 std::string model_file(const char* name) {
     if (const char* d = std::getenv("KVRT_MODEL_DIR"); d && *d) return std::string(d) + "/" + name;
