@@ -872,9 +872,10 @@ TEST_CASE("weight_matmul: Q6_K at the largest integer sums gives the same bits o
 
 TEST_CASE("weight_matmul: Q5_0, Q4_K and Q5_K at their largest codes give the same bits on every path") {
     // The AVX2 kernels add four vpmaddubsw pair sums of these types in int16 before widening
-    // (weight_matmul_avx2_impl.hpp, kQuad): exact while |4 * 2 * code * x| <= 32,767. Take the
-    // extremes: every code its type's largest (31, 15, 31), scales 63, d = 1, dmin = 0,
-    // activations all +1 or all -1 (codes +-127): 4 * 2 * 31 * 127 = 31,496 per int16 lane.
+    // (weight_matmul_avx2_impl.hpp, kSteps). Take the extremes: every code its type's largest
+    // (31, 15, 31), scales 63, d = 1, dmin = 0, activations all +1 or all -1 (codes +-127):
+    // 4 * 2 * 31 * 127 = 31,496 per int16 lane, near its 32,767 (eight sums of 5-bit codes
+    // would overflow, and this test then fails).
     struct Case {
         TensorType t;
         size_t block;  // bytes per 256 elements

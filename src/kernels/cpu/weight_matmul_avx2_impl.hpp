@@ -259,12 +259,14 @@ void tile_new_codes(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
     // vpdpbusd latency of a single row (16 registers: two rows need them for data).
     constexpr bool kTwo = T == TensorType::Q6_K || (KVRT_AVX2_VNNI && MR == 1);
 #if !KVRT_AVX2_VNNI
-    // Codes below 32 (Q5_0, Q5_K: 5 bits; Q4_K: 4) make each vpmaddubsw pair sum at most
-    // 2 * 31 * 128 = 7,936 in magnitude, so the pair sums of two steps of c (four vpmaddubsw)
-    // still add up exactly in int16 (31,744 < 32,767): one vpmaddwd per two steps instead of per
-    // step. The int32 sums are the same integers, so the bits are too. (Q6_K's 6-bit codes allow
-    // two.)
-    constexpr bool kQuad = T != TensorType::Q6_K;
+    // Steps of c whose vpmaddubsw pair sums add up in int16 before one vpmaddwd widens them:
+    // codes below 32 (Q5_0, Q5_K: 5 bits; Q4_K: 4) make each pair sum at most 2 * 31 * 128 = 7,936
+    // in magnitude, so two steps' four fit (31,744 < 32,767): one vpmaddwd per two steps instead
+    // of per step. The int32 sums are the same integers, so the bits are too. Q6_K's 6-bit codes
+    // allow one step. (Q4_K's would allow all four steps, as tile_q4 does; measured no faster
+    // than two: `bench_weight_matmul --quick --kquant-only` under KVRT_ISA=avx2, Ice Lake-SP,
+    // session 45, src/kernels/README.md.)
+    constexpr int kSteps = T == TensorType::Q6_K ? 1 : 2;
     __m256i s16p[MR][2];
 #endif
     __m256 acc[MR][2];
@@ -322,12 +324,10 @@ void tile_new_codes(const Tile& t, const R& rows, int64_t st0, int64_t st1) {
                         // |pair sums| <= 2 * 63 * 128: two of them add up exactly in int16
                         const __m256i s16 =
                             _mm256_add_epi16(_mm256_maddubs_epi16(wl[h], x0), _mm256_maddubs_epi16(wh[h], x1));
-                        if constexpr (kQuad) {  // codes < 32: four pair sums fit (see kQuad)
-                            if (c % 2 == 0) {
-                                s16p[r][h] = s16;
-                                continue;
-                            }
-                            d = _mm256_add_epi32(d, _mm256_madd_epi16(_mm256_add_epi16(s16p[r][h], s16), _mm256_set1_epi16(1)));
+                        if constexpr (kSteps > 1) {  // (see kSteps)
+                            s16p[r][h] = c % kSteps == 0 ? s16 : _mm256_add_epi16(s16p[r][h], s16);
+                            if (c % kSteps == kSteps - 1)
+                                d = _mm256_add_epi32(d, _mm256_madd_epi16(s16p[r][h], _mm256_set1_epi16(1)));
                         } else {
                             d = _mm256_add_epi32(d, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
                         }
