@@ -9,6 +9,7 @@
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdlib>
@@ -16,6 +17,11 @@
 #include <limits>
 #include <new>
 #include <string>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 namespace kvrt {
 
@@ -354,8 +360,36 @@ void require_supported(TensorType type) {
                                        " is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K are)");
 }
 
+// Maps the pages of the panel pairs holding rows [first, first + n) in one call
+// (MADV_POPULATE_WRITE, Linux 5.14+) instead of one page fault each as packing first writes them:
+// a fault is a trap per 4 KiB page, and a model's packed weights are ~100,000 pages (Qwen2.5-0.5B).
+// Measured at load (`kvrt bench --only load`, Ice Lake-SP KVM guest, session 45, three
+// alternated runs each, medians): Qwen2.5-0.5B 681 -> 522 ms on 1 thread (system time 0.30 ->
+// 0.18 s), 311 -> 293 ms on 2 (0.28 -> 0.24 s); Gemma 3 270M 162 -> 143 ms on 2; SmolLM2-135M
+// 120 -> 98 ms on 1. The pages' contents are untouched (zero, as a fault
+// would leave them); concurrent calls on neighbouring ranges may map a shared page twice, which
+// is harmless. Where the kernel lacks the advice the call fails and packing faults the pages in
+// as before.
+void map_pages(const PackedWeight& w, int64_t first, int64_t n) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    static const uintptr_t page = [] {
+        const long p = sysconf(_SC_PAGESIZE);
+        return p > 0 ? static_cast<uintptr_t>(p) : uintptr_t{4096};
+    }();
+    const int64_t pa = first / PackedWeight::kPackRowAlign;
+    const int64_t pe = (first + n + PackedWeight::kPackRowAlign - 1) / PackedWeight::kPackRowAlign;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(w.panel(2 * pa)) & ~(page - 1);
+    const size_t pair = w.bytes() / static_cast<size_t>(w.panels() / 2);  // bytes of a panel pair
+    const uintptr_t e = reinterpret_cast<uintptr_t>(w.panel(0) + std::min(w.bytes(), static_cast<size_t>(pe) * pair));
+    if (e > a) (void)madvise(reinterpret_cast<void*>(a), e - a, MADV_POPULATE_WRITE);
+#else
+    (void)w, (void)first, (void)n;
+#endif
+}
+
 // Rows [first, first + n) of w from src (n rows in GGUF layout), unchecked.
 void pack_range(const PackedWeight& w, int64_t first, int64_t n, const uint8_t* src) {
+    map_pages(w, first, n);
     for (int64_t i = 0; i < n; i++) {
         const int64_t r = first + i;
         pack_row(w.type(), src + static_cast<size_t>(i) * w.row_bytes(), w.cols(), static_cast<int>(r % kPanel),
