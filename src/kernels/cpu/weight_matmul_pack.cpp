@@ -366,10 +366,9 @@ void require_supported(TensorType type) {
 // Measured at load (`kvrt bench --only load`, Ice Lake-SP KVM guest, session 45, three
 // alternated runs each, medians): Qwen2.5-0.5B 681 -> 522 ms on 1 thread (system time 0.30 ->
 // 0.18 s), 311 -> 293 ms on 2 (0.28 -> 0.24 s); Gemma 3 270M 162 -> 143 ms on 2; SmolLM2-135M
-// 120 -> 98 ms on 1. The pages' contents are untouched (zero, as a fault
-// would leave them); concurrent calls on neighbouring ranges may map a shared page twice, which
-// is harmless. Where the kernel lacks the advice the call fails and packing faults the pages in
-// as before.
+// 120 -> 98 ms on 1. The pages' contents are untouched (zero, as a fault would leave them);
+// concurrent calls on neighbouring ranges may map a shared page twice, which is harmless. Where
+// the kernel lacks the advice the call fails and packing faults the pages in as before.
 void map_pages(const PackedWeight& w, int64_t first, int64_t n) {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     static const uintptr_t page = [] {
