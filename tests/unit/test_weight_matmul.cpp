@@ -843,6 +843,29 @@ TEST_CASE("weight_matmul: Q5_0 and K-quants, quantisation error of the chain aga
     }
 }
 
+namespace {
+// w (N x K) holds one weight value everywhere; M rows of activations all +1 (even rows) or all -1
+// (odd ones): on every ISA path every output must be +-weight * K (within 1e-5, the activations'
+// 8-bit scale being 1/127), with the scalar path's bits.
+void check_constant_weights(const PackedWeight& w, int64_t M, double weight) {
+    const int64_t N = w.rows(), K = w.cols();
+    std::vector<float> X(static_cast<size_t>(M * K));
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++) X[m * K + k] = m % 2 ? -1.0f : 1.0f;
+    std::vector<float> Ys;
+    for (KernelIsa isa : isas()) {
+        CAPTURE(kernel_isa_name(isa));
+        std::vector<float> Y(static_cast<size_t>(M * N));
+        matmul(w, X.data(), M, K, Y.data(), N, 1, isa);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++)
+                CHECK(std::fabs(Y[m * N + n] - (m % 2 ? -1.0 : 1.0) * weight * K) < 1e-5 * weight * K);
+        if (isa == KernelIsa::Scalar) Ys = Y;
+        else CHECK(same_bits(Y.data(), Ys.data(), Y.size()));
+    }
+}
+}  // namespace
+
 TEST_CASE("weight_matmul: Q6_K at the largest integer sums gives the same bits on every path") {
     // The AVX-VNNI / AVX-512 kernels compute Q6_K's sc_lo * Ilo + sc_hi * Ihi in f32, exact because
     // every term and the sum stay within 2^24 (8-bit codes). Take the extremes: every code 0
@@ -855,19 +878,8 @@ TEST_CASE("weight_matmul: Q6_K at the largest integer sums gives the same bits o
         raw[o + 208] = 0x00, raw[o + 209] = 0x3C;                 // d = f16 1.0
     }
     PackedWeight w(TensorType::Q6_K, raw.data(), N, K);
-    std::vector<float> X(static_cast<size_t>(M * K));
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t k = 0; k < K; k++) X[m * K + k] = m % 2 ? -1.0f : 1.0f;
-    std::vector<float> Ys;
-    for (KernelIsa isa : isas()) {
-        CAPTURE(kernel_isa_name(isa));
-        std::vector<float> Y(static_cast<size_t>(M * N));
-        matmul(w, X.data(), M, K, Y.data(), N, 1, isa);
-        // each element: 4096 * K = 2^21 (d * sc * (q - 32) = 4096), rounded through da = 1/127
-        for (int64_t m = 0; m < M; m++) CHECK(std::fabs(Y[m * N] - (m % 2 ? -1.0 : 1.0) * 4096.0 * K) < 1e-5 * 4096.0 * K);
-        if (isa == KernelIsa::Scalar) Ys = Y;
-        else CHECK(same_bits(Y.data(), Ys.data(), Y.size()));
-    }
+    // each element: 4096 * K = 2^21 (d * sc * (q - 32) = 4096), rounded through da = 1/127
+    check_constant_weights(w, M, 4096.0);
 }
 
 TEST_CASE("weight_matmul: Q5_0, Q4_K and Q5_K at their largest codes give the same bits on every path") {
@@ -892,21 +904,7 @@ TEST_CASE("weight_matmul: Q5_0, Q4_K and Q5_K at their largest codes give the sa
             for (size_t o = 0; o < raw.size(); o += c.block)
                 raw[o] = 0x00, raw[o + 1] = 0x3C, raw[o + 2] = raw[o + 3] = 0x00;  // d = 1, dmin = 0
         }
-        PackedWeight w(c.t, raw.data(), N, K);
-        std::vector<float> X(static_cast<size_t>(M * K));
-        for (int64_t m = 0; m < M; m++)
-            for (int64_t k = 0; k < K; k++) X[m * K + k] = m % 2 ? -1.0f : 1.0f;
-        std::vector<float> Ys;
-        for (KernelIsa isa : isas()) {
-            CAPTURE(kernel_isa_name(isa));
-            std::vector<float> Y(static_cast<size_t>(M * N));
-            matmul(w, X.data(), M, K, Y.data(), N, 1, isa);
-            for (int64_t m = 0; m < M; m++)
-                for (int64_t n = 0; n < N; n++)
-                    CHECK(std::fabs(Y[m * N + n] - (m % 2 ? -1.0 : 1.0) * c.w * K) < 1e-5 * c.w * K);
-            if (isa == KernelIsa::Scalar) Ys = Y;
-            else CHECK(same_bits(Y.data(), Ys.data(), Y.size()));
-        }
+        check_constant_weights(PackedWeight(c.t, raw.data(), N, K), M, c.w);
     }
 }
 
