@@ -17,6 +17,7 @@
 #pragma once
 
 #include "bench_json.hpp"
+#include "kernels/onednn/onednn_isa.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
@@ -180,6 +181,7 @@ inline const char* gemm_type_name(GemmType t) { return t == GemmType::F32 ? "f32
 inline double gemm(GemmType type, int64_t M, int64_t N, int64_t K, int threads, double min_seconds = 0.1,
                    int reps = 3) {
     using namespace dnnl;
+    kvrt::onednn::follow_isa_limit();  // under KVRT_ISA, oneDNN at kvrt's level: a like-for-like baseline
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     double best = 0;

@@ -130,6 +130,7 @@ struct Composition {
 
 int main(int argc, char** argv) {
     use_passive_omp_wait(argv);
+    kvrt::onednn::follow_isa_limit();  // before oneDNN's first kernel (onednn_isa.hpp)
     bool quick = false;
     std::string kv_only;  // comma-separated KV types to run; empty: all
     for (int i = 1; i < argc; ++i) {

@@ -69,6 +69,7 @@ struct Shape {
 
 int main(int argc, char** argv) {
     use_passive_omp_wait(argv);
+    kvrt::onednn::follow_isa_limit();  // before oneDNN's first kernel (onednn_isa.hpp)
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     const int max_t = std::min(2, std::max(1, omp_get_max_threads()));
     const double min_s = quick ? 0.1 : 0.4;

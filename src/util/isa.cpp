@@ -109,6 +109,11 @@ Isa isa_active() noexcept {
     return static_cast<Isa>(l < d ? l : d);
 }
 
+Isa isa_env_limit() noexcept {
+    static const Isa l = env_limit();
+    return l;
+}
+
 const char* isa_env_ignored() noexcept {
     (void)limit_ref();  // reads KVRT_ISA once
     return env_ignored_ref();

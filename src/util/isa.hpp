@@ -66,6 +66,9 @@ bool prefetch_streams_into_l2(const CpuFeatures& f) noexcept;
 
 Isa isa_detected() noexcept;
 Isa isa_active() noexcept;
+// The level KVRT_ISA names, read once (Amx, i.e. no limit, when it is unset or names no level),
+// before the CPU's own level or isa_set_limit() apply.
+Isa isa_env_limit() noexcept;
 // Sets the highest level the kernels may use (process-wide; not meant to be
 // changed while kernels run on other threads). Returns the previous limit.
 Isa isa_set_limit(Isa limit) noexcept;

@@ -4,6 +4,8 @@
 // Sparse K = V attention by oneDNN GEMMs on gathered tiles (see sparse_attention.hpp).
 #include "kernels/onednn/sparse_attention.hpp"
 
+#include "kernels/onednn/onednn_isa.hpp"
+
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 #include "util/isa.hpp"
@@ -303,6 +305,7 @@ ItemStatus run_item(const PagedKV& bank, const AttnParams& p, const SparseQuery&
 }  // namespace
 
 void attention_sparse(const PagedKV& bank, const AttnParams& p, const SparseQuery* queries, int32_t n_queries) {
+    follow_isa_limit();  // before the first dnnl_sgemm (onednn_isa.hpp)
     const int d = p.head_dim, H = p.n_heads;
     const size_t stride = size_t(d) + 2;
     std::vector<Item> items;
