@@ -83,7 +83,7 @@ Isa env_limit() noexcept {
 }
 
 std::atomic<int>& limit_ref() noexcept {
-    static std::atomic<int> limit{static_cast<int>(env_limit())};
+    static std::atomic<int> limit{static_cast<int>(isa_env_limit())};
     return limit;
 }
 

@@ -9,7 +9,6 @@
 #include "util/dtype.hpp"
 #include "util/error.hpp"
 
-#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdlib>
@@ -378,8 +377,7 @@ void map_pages(const PackedWeight& w, int64_t first, int64_t n) {
     const int64_t pa = first / PackedWeight::kPackRowAlign;
     const int64_t pe = (first + n + PackedWeight::kPackRowAlign - 1) / PackedWeight::kPackRowAlign;
     const uintptr_t a = reinterpret_cast<uintptr_t>(w.panel(2 * pa)) & ~(page - 1);
-    const size_t pair = w.bytes() / static_cast<size_t>(w.panels() / 2);  // bytes of a panel pair
-    const uintptr_t e = reinterpret_cast<uintptr_t>(w.panel(0) + std::min(w.bytes(), static_cast<size_t>(pe) * pair));
+    const uintptr_t e = reinterpret_cast<uintptr_t>(w.panel(2 * pe));  // (pe <= panels() / 2: at most the end)
     if (e > a) (void)madvise(reinterpret_cast<void*>(a), e - a, MADV_POPULATE_WRITE);
 #else
     (void)w, (void)first, (void)n;
