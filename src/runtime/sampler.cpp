@@ -9,15 +9,66 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace kvrt::runtime {
 
+namespace {
+
+// Greedy decoding scans a whole vocabulary per token (262,144 logits for Gemma 3). A scan that
+// compares each logit with the best one so far carries a dependency through every element (and a
+// branch on NaN): 0.6 ms per token on Gemma 3 [Intel Xeon @ 2.80GHz, Ice Lake-SP], 5% of its
+// decode step. Two passes without one, in vectors of 4 (GCC / Clang vector extensions: the
+// baseline ISA's registers, SSE2 on x86-64), 16 logits per step: the largest value over 16
+// independent running maxima, then the first block of 16 holding it, then its index there.
+typedef float F4 __attribute__((vector_size(16)));
+typedef int32_t I4 __attribute__((vector_size(16)));
+constexpr size_t kLanes = 16;
+
+inline F4 load4(const float* p) noexcept {
+    F4 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// The largest logit, NaN ignored (x > m is false for NaN); -inf when there is none.
+float max_logit(const float* x, size_t n) noexcept {
+    const F4 ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    F4 m[4] = {ninf, ninf, ninf, ninf};
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (int j = 0; j < 4; ++j) {
+            const F4 v = load4(x + i + 4 * j);
+            m[j] = v > m[j] ? v : m[j];
+        }
+    float best = -INFINITY;
+    for (int j = 0; j < 4; ++j)
+        for (int l = 0; l < 4; ++l) best = m[j][l] > best ? m[j][l] : best;
+    for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+    return best;
+}
+
+// The first index whose logit equals v (+0 and -0 are equal), or n.
+size_t first_equal(const float* x, size_t n, float v) noexcept {
+    const F4 vv = {v, v, v, v};
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        I4 any = (load4(x + i) == vv) | (load4(x + i + 4) == vv) | (load4(x + i + 8) == vv) | (load4(x + i + 12) == vv);
+        if (any[0] | any[1] | any[2] | any[3]) break;
+    }
+    for (; i < n; ++i)
+        if (x[i] == v) return i;
+    return n;
+}
+
+}  // namespace
+
+// The lowest index of the largest non-NaN value: the same as a left-to-right scan keeping the
+// first maximum (every value equal to the maximum compares equal to it, signed zeros included).
 int32_t argmax(const float* logits, size_t n) noexcept {
-    size_t best = 0;
-    for (size_t i = 1; i < n; ++i)
-        if (logits[i] > logits[best] || (std::isnan(logits[best]) && !std::isnan(logits[i]))) best = i;
-    return static_cast<int32_t>(best);
+    const size_t i = first_equal(logits, n, max_logit(logits, n));
+    return static_cast<int32_t>(i < n ? i : 0);  // (all NaN: 0)
 }
 
 Sampler::Sampler(const SamplerParams& p) : p_(p), state_(p.seed) {
@@ -58,7 +109,15 @@ int32_t Sampler::sample(const float* logits, size_t n) {
     // Non-finite logits, the same rule greedy or not: NaN and -inf are never
     // drawn, +inf always wins (greedy: the lowest such id; otherwise one draw
     // picks uniformly among the +inf ids), and a row with nothing drawable
-    // (all NaN / -inf) is an error rather than an arbitrary token.
+    // (all NaN / -inf) is an error rather than an arbitrary token. Greedy: something is drawable
+    // exactly when the largest non-NaN logit exceeds -inf, and the pick is its lowest id.
+    if (greedy() || n == 1) {
+        const float m = max_logit(logits, n);
+        if (!(m > -INFINITY))
+            fail(KVRT_ERR_INVALID_ARGUMENT,
+                 "no logit can be sampled: all " + std::to_string(n) + " logits are NaN or -inf");
+        return static_cast<int32_t>(first_equal(logits, n, m));
+    }
     size_t n_drawable = 0, n_pos_inf = 0;
     for (size_t i = 0; i < n; ++i) {
         const float x = logits[i];
@@ -69,7 +128,6 @@ int32_t Sampler::sample(const float* logits, size_t n) {
     if (n_drawable == 0)
         fail(KVRT_ERR_INVALID_ARGUMENT,
              "no logit can be sampled: all " + std::to_string(n) + " logits are NaN or -inf");
-    if (greedy() || n == 1) return argmax(logits, n);
     if (n_pos_inf > 0) {
         size_t pick = static_cast<size_t>(next_uniform() * static_cast<double>(n_pos_inf));
         if (pick >= n_pos_inf) pick = n_pos_inf - 1;

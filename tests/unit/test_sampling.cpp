@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <vector>
 
 using kvrt::runtime::argmax;
@@ -23,6 +24,54 @@ TEST_CASE("sampling: greedy is argmax with ties to the lowest id") {
     CHECK(s.sample(l.data(), l.size()) == 1);
     std::vector<float> nan_first = {NAN, 1.0f, 3.0f};
     CHECK(argmax(nan_first.data(), nan_first.size()) == 2);
+}
+
+// The left-to-right scan that keeps the first maximum (argmax's definition).
+static size_t scan_argmax(const std::vector<float>& l) {
+    size_t best = 0;
+    for (size_t i = 1; i < l.size(); ++i)
+        if (l[i] > l[best] || (std::isnan(l[best]) && !std::isnan(l[i]))) best = i;
+    return best;
+}
+
+TEST_CASE("sampling: greedy picks what a first-maximum scan picks, NaN, infinities, signed zeros and ties included") {
+    // Lengths around the scan's 16-wide blocks, values drawn from a small set so that ties,
+    // NaN, +-inf and +-0 land anywhere (also in the tail after the last whole block).
+    const float pool[] = {NAN, -INFINITY, INFINITY, 0.0f, -0.0f, 1.0f, -1.0f, 2.5f, 2.5f, -3.0f};
+    std::mt19937 rng(11);
+    int checked = 0, refused = 0;
+    for (size_t n : {1, 2, 15, 16, 17, 31, 32, 33, 47, 100, 257, 4099}) {
+        for (int trial = 0; trial < 60; ++trial) {
+            std::vector<float> l(n);
+            // Some rows mostly NaN / -inf (nothing or little drawable), the rest from the pool.
+            const int mode = trial % 4;
+            for (float& x : l) {
+                const uint32_t r = rng();
+                if (mode == 0) x = r % 8 ? NAN : pool[r % 10];
+                else if (mode == 1) x = r % 6 ? -INFINITY : pool[r % 10];
+                else if (mode == 2) x = pool[r % 10];
+                else x = static_cast<float>(static_cast<int>(r % 7)) - 3.0f;  // many ties, no specials
+            }
+            const size_t want = scan_argmax(l);
+            CHECK(static_cast<size_t>(argmax(l.data(), n)) == want);
+            bool drawable = false;
+            for (float x : l) drawable |= !std::isnan(x) && x != -INFINITY;
+            Sampler s(SamplerParams{});
+            if (drawable) {
+                CHECK(static_cast<size_t>(s.sample(l.data(), n)) == want);
+                ++checked;
+            } else {
+                CHECK_THROWS_AS(s.sample(l.data(), n), kvrt::Error);
+                ++refused;
+            }
+        }
+    }
+    CHECK(checked > 500);  // both branches were exercised
+    CHECK(refused > 10);
+    std::vector<float> all_nan(40, NAN);
+    CHECK(argmax(all_nan.data(), all_nan.size()) == 0);
+    std::vector<float> zeros = {-0.0f, 0.0f, -1.0f};
+    CHECK(argmax(zeros.data(), zeros.size()) == 0);  // +0 and -0 tie: the lowest id
 }
 
 TEST_CASE("sampling: top-k 1 and min-p 1 are greedy whatever the temperature") {
