@@ -435,6 +435,27 @@ TEST_CASE("weight_matmul: a row's output does not depend on M, its neighbours or
     }
 }
 
+TEST_CASE("weight_matmul: a GEMV over a head-sized weight, in chunks of at most 1 MiB per thread, keeps the bits") {
+    // 12,288 x 1,024 Q8_0 (13 MiB, 384 panel pairs): on 2 threads 48 pairs a chunk by the ~4 per
+    // thread rule, 30 (1 MiB) by the byte cap; every output is written once, by one thread, with
+    // the same operations as on 1 thread.
+    const int64_t N = 12288, K = 1024;
+    Weight w = make_weight(TensorType::Q8_0, N, K, 21);
+    REQUIRE(w.packed.bytes() > (size_t{12} << 20));
+    auto X = randn(static_cast<size_t>(K), 22);
+    std::vector<float> Y1(N, NAN);
+    matmul(w.packed, X.data(), 1, K, Y1.data(), N, 1);
+    int unset = 0;
+    for (float y : Y1) unset += std::isnan(y);
+    CHECK(unset == 0);
+    for (int nt : {2, 3}) {
+        CAPTURE(nt);
+        std::vector<float> Y(N, NAN);
+        matmul(w.packed, X.data(), 1, K, Y.data(), N, nt);
+        CHECK(same_bits(Y.data(), Y1.data(), Y1.size()));
+    }
+}
+
 TEST_CASE("weight_matmul: few columns and many rows (rows split across threads) keep the bits") {
     const int64_t N = 20, K = 64, M = 203;  // one panel pair: the rows are cut into chunks
     for (TensorType t : {TensorType::Q4_1, TensorType::F16}) {
