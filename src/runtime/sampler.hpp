@@ -70,7 +70,6 @@ private:
         int32_t id;
     };
     std::vector<Cand> cands_;
-    std::vector<double> probs_;
 };
 
 }  // namespace kvrt::runtime
