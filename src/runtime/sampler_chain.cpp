@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <unordered_map>
 
 namespace kvrt::runtime {
 
@@ -95,7 +94,7 @@ bool SamplerChain::normalize() {
         std::erase_if(cands_, [](const Cand& c) { return c.logit != INFINITY; });
         for (Cand& c : cands_) c.logit = 0.0;
         std::sort(cands_.begin(), cands_.end(), [](const Cand& a, const Cand& b) { return a.id < b.id; });
-        sorted_ = true;  // all equal: id order is logit order
+        sorted_ = cands_.size();  // all equal: id order is logit order
         return true;
     }
     std::erase_if(cands_, [](const Cand& c) { return std::isnan(c.logit) || c.logit == -INFINITY; });
@@ -103,20 +102,26 @@ bool SamplerChain::normalize() {
     return false;
 }
 
-void SamplerChain::sort_desc() {
-    if (sorted_) return;
-    std::sort(cands_.begin(), cands_.end(),
-              [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
-    sorted_ = true;
+void SamplerChain::sort_to(size_t k) {
+    k = std::min(k, cands_.size());
+    if (k <= sorted_) return;
+    auto by = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
+    const auto b = cands_.begin() + static_cast<std::ptrdiff_t>(sorted_), m = cands_.begin() + static_cast<std::ptrdiff_t>(k);
+    if ((k - sorted_) * 16 < cands_.size() - sorted_) {
+        std::partial_sort(b, m, cands_.end(), by);
+    } else {
+        if (k < cands_.size()) std::nth_element(b, m, cands_.end(), by);
+        std::sort(b, m, by);
+    }
+    sorted_ = k;
 }
 
-void SamplerChain::softmax() {
-    double mx = -INFINITY;
+double SamplerChain::softmax_sum(double& mx) const {
+    mx = -INFINITY;
     for (const Cand& c : cands_) mx = std::max(mx, c.logit);
-    probs_.resize(cands_.size());
     double sum = 0;
-    for (size_t i = 0; i < cands_.size(); ++i) sum += (probs_[i] = std::exp(cands_[i].logit - mx));
-    for (double& p : probs_) p /= sum;
+    for (const Cand& c : cands_) sum += std::exp(c.logit - mx);
+    return sum;
 }
 
 int32_t SamplerChain::argmax_cand() const noexcept {
@@ -127,14 +132,17 @@ int32_t SamplerChain::argmax_cand() const noexcept {
     return cands_[best].id;
 }
 
+// One draw from the softmax of the candidates, walking them in logit order.
 int32_t SamplerChain::draw() {
-    sort_desc();
-    softmax();
+    double mx = 0;
+    const double sum = softmax_sum(mx);
     double r = next_uniform();
     size_t last = 0;
     for (size_t i = 0; i < cands_.size(); ++i) {
-        if (probs_[i] > 0) last = i;
-        r -= probs_[i];
+        grow(i);
+        const double p = std::exp(cands_[i].logit - mx) / sum;
+        if (p > 0) last = i;
+        r -= p;
         if (r < 0) return cands_[i].id;
     }
     return cands_[last].id;
@@ -143,85 +151,103 @@ int32_t SamplerChain::draw() {
 int32_t SamplerChain::sample(const float* logits, size_t n) {
     cands_.resize(n);
     for (size_t i = 0; i < n; ++i) cands_[i] = {static_cast<double>(logits[i]), static_cast<int32_t>(i)};
-    sorted_ = false;
+    sorted_ = 0;
     bool forced = normalize();
     for (const SamplerStage& st : stages_) {
         switch (st.type) {
             case StageType::Penalties: {
                 if (forced || st.last_n == 0 || history_.empty()) break;
                 const size_t w = st.last_n < 0 ? history_.size() : std::min(history_.size(), static_cast<size_t>(st.last_n));
-                std::unordered_map<int32_t, int32_t> count;
-                for (size_t i = history_.size() - w; i < history_.size(); ++i) count[history_[i]]++;
+                // Counts per id in a dense table (a hash lookup per candidate was ~1.7 ms per token
+                // over 262,144 logits); ids of the history outside the logits are never candidates.
+                if (counts_.size() < n) counts_.assign(n, 0);
+                for (size_t i = history_.size() - w; i < history_.size(); ++i)
+                    if (history_[i] >= 0 && static_cast<size_t>(history_[i]) < n) counts_[static_cast<size_t>(history_[i])]++;
                 for (Cand& c : cands_) {
-                    auto it = count.find(c.id);
-                    if (it == count.end()) continue;
+                    const int32_t k = counts_[static_cast<size_t>(c.id)];
+                    if (k == 0) continue;
                     if (c.logit <= 0) c.logit *= st.repeat;
                     else c.logit /= st.repeat;
-                    c.logit -= it->second * static_cast<double>(st.frequency) + static_cast<double>(st.presence);
+                    c.logit -= k * static_cast<double>(st.frequency) + static_cast<double>(st.presence);
                 }
-                sorted_ = false;
+                for (size_t i = history_.size() - w; i < history_.size(); ++i)
+                    if (history_[i] >= 0 && static_cast<size_t>(history_[i]) < n) counts_[static_cast<size_t>(history_[i])] = 0;
+                sorted_ = 0;
                 forced = normalize();
                 break;
             }
             case StageType::LogitBias: {
                 if (forced) break;
-                std::unordered_map<int32_t, double> bias;
-                for (const auto& [t, b] : st.bias) {
+                for (const auto& [t, b] : st.bias)
                     if (static_cast<size_t>(t) >= n)
                         bad("a logit bias names token " + std::to_string(t) + ", outside the " + std::to_string(n) +
                             " logits sampled");
-                    bias[t] += b;
+                if (bias_.size() < n) bias_.assign(n, 0.0), biased_.assign(n, 0);
+                for (const auto& [t, b] : st.bias) {
+                    bias_[static_cast<size_t>(t)] += b;
+                    biased_[static_cast<size_t>(t)] = 1;
                 }
-                for (Cand& c : cands_) {
-                    auto it = bias.find(c.id);
-                    if (it != bias.end()) c.logit += it->second;
-                }
-                sorted_ = false;
+                for (Cand& c : cands_)
+                    if (biased_[static_cast<size_t>(c.id)]) c.logit += bias_[static_cast<size_t>(c.id)];
+                for (const auto& [t, b] : st.bias) bias_[static_cast<size_t>(t)] = 0.0, biased_[static_cast<size_t>(t)] = 0;
+                sorted_ = 0;
                 forced = normalize();
                 break;
             }
             case StageType::TopK:
                 if (st.top_k > 0 && static_cast<size_t>(st.top_k) < cands_.size()) {
                     auto by = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
-                    std::partial_sort(cands_.begin(), cands_.begin() + st.top_k, cands_.end(), by);
+                    if (sorted_ < static_cast<size_t>(st.top_k))
+                        std::partial_sort(cands_.begin() + static_cast<std::ptrdiff_t>(sorted_), cands_.begin() + st.top_k, cands_.end(), by);
                     cands_.resize(static_cast<size_t>(st.top_k));
-                    sorted_ = true;
+                    sorted_ = cands_.size();
                 }
                 break;
             case StageType::TopP: {
                 if (st.p >= 1.0f) break;
-                sort_desc();
-                softmax();
+                double mx = 0;
+                const double sum = softmax_sum(mx);
                 double acc = 0;
                 size_t cut = cands_.size();
                 for (size_t i = 0; i < cands_.size(); ++i) {
-                    acc += probs_[i];
+                    grow(i);
+                    acc += std::exp(cands_[i].logit - mx) / sum;
                     if (acc >= st.p) {
                         cut = i + 1;
                         break;
                     }
                 }
                 cands_.resize(cut);
+                sorted_ = std::min(sorted_, cut);
                 break;
             }
             case StageType::MinP: {
                 if (st.p <= 0.0f) break;
-                softmax();
+                double mx = 0;
+                const double sum = softmax_sum(mx);
+                probs_.resize(cands_.size());
                 double pmax = 0;
-                for (double p : probs_) pmax = std::max(pmax, p);
+                for (size_t i = 0; i < cands_.size(); ++i) pmax = std::max(pmax, probs_[i] = std::exp(cands_[i].logit - mx) / sum);
                 const double floor = static_cast<double>(st.p) * pmax;
-                size_t k = 0;
+                // (an order-keeping filter: the sorted prefix's survivors stay first and in order)
+                size_t k = 0, kept_sorted = 0;
                 for (size_t i = 0; i < cands_.size(); ++i)
-                    if (probs_[i] >= floor) cands_[k++] = cands_[i];
+                    if (probs_[i] >= floor) {
+                        kept_sorted += i < sorted_;
+                        cands_[k++] = cands_[i];
+                    }
                 cands_.resize(k);
+                sorted_ = kept_sorted;
                 break;
             }
             case StageType::Temperature:
                 if (st.temperature <= 0.0f) {
                     const int32_t best = argmax_cand();
                     std::erase_if(cands_, [best](const Cand& c) { return c.id != best; });
+                    sorted_ = cands_.size();
                 } else {
                     for (Cand& c : cands_) c.logit /= static_cast<double>(st.temperature);
+                    sorted_ = 0;  // (division keeps the order up to ties that rounding may create)
                 }
                 break;
             case StageType::Dist:

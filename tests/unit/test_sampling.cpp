@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "runtime/sampler.hpp"
+#include "runtime/sampler_chain.hpp"
 #include "util/error.hpp"
 
 #include <algorithm>
@@ -150,6 +151,109 @@ TEST_CASE("sampling: the rules over a prefix sorted on demand draw what they dra
     }
     CHECK(draws == 7 * 3 * 9 * 20);
     CHECK(far > 0);  // some draws walked past the first chunk of the sorted prefix
+}
+
+// A chain's stages over a fully sorted copy (as the chain ran them before it sorted only the
+// prefix a stage reads): penalties over `hist`, then top-k, top-p, min-p, temperature and a draw
+// with the uniform u; a stage is off where its parameter says so.
+static int32_t full_sort_chain(const std::vector<float>& l, const std::vector<int32_t>& hist, float repeat, int top_k,
+                               float top_p, float min_p, float temp, double u) {
+    std::vector<std::pair<double, int32_t>> c;
+    for (size_t i = 0; i < l.size(); ++i) c.push_back({l[i], static_cast<int32_t>(i)});
+    std::erase_if(c, [](auto& x) { return std::isnan(x.first) || x.first == -INFINITY; });
+    std::map<int32_t, int> count;
+    for (int32_t t : hist) count[t]++;
+    for (auto& x : c)
+        if (count.count(x.second)) x.first = x.first <= 0 ? x.first * repeat : x.first / repeat;
+    auto by = [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    auto softmax = [&](std::vector<double>& p) {
+        double mx = -INFINITY, sum = 0;
+        for (auto& x : c) mx = std::max(mx, x.first);
+        p.resize(c.size());
+        for (size_t i = 0; i < c.size(); ++i) sum += (p[i] = std::exp(c[i].first - mx));
+        for (double& v : p) v /= sum;
+    };
+    std::vector<double> p;
+    if (top_k > 0 && static_cast<size_t>(top_k) < c.size()) {
+        std::partial_sort(c.begin(), c.begin() + top_k, c.end(), by);
+        c.resize(static_cast<size_t>(top_k));
+    }
+    if (top_p < 1.0f) {
+        std::sort(c.begin(), c.end(), by);
+        softmax(p);
+        double acc = 0;
+        size_t cut = c.size();
+        for (size_t i = 0; i < c.size(); ++i)
+            if ((acc += p[i]) >= top_p) {
+                cut = i + 1;
+                break;
+            }
+        c.resize(cut);
+    }
+    if (min_p > 0.0f) {
+        softmax(p);
+        const double floor = static_cast<double>(min_p) * *std::max_element(p.begin(), p.end());
+        std::vector<std::pair<double, int32_t>> k;
+        for (size_t i = 0; i < c.size(); ++i)
+            if (p[i] >= floor) k.push_back(c[i]);
+        c = k;
+    }
+    for (auto& x : c) x.first /= static_cast<double>(temp);
+    std::sort(c.begin(), c.end(), by);
+    softmax(p);
+    size_t last = 0;
+    for (size_t i = 0; i < c.size(); ++i) {
+        if (p[i] > 0) last = i;
+        if ((u -= p[i]) < 0) return c[i].second;
+    }
+    return c[last].second;
+}
+
+TEST_CASE("sampling: a chain's stages over a prefix sorted on demand draw what they draw over a full sort") {
+    using kvrt::runtime::SamplerChain;
+    using kvrt::runtime::SamplerStage;
+    using kvrt::runtime::StageType;
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    struct Cfg {
+        float repeat;
+        int top_k;
+        float top_p, min_p, temp;
+    };
+    const Cfg cfgs[] = {{1.0f, 0, 1.0f, 0.0f, 0.8f}, {1.3f, 0, 1.0f, 0.0f, 1.0f},  {1.1f, 40, 1.0f, 0.0f, 0.7f},
+                        {1.1f, 0, 0.9f, 0.0f, 1.2f}, {1.0f, 0, 1.0f, 0.05f, 0.8f}, {1.2f, 50, 0.95f, 0.02f, 2.0f},
+                        {1.0f, 0, 0.6f, 0.1f, 5.0f}};
+    int draws = 0;
+    for (size_t n : {3, 64, 65, 700, 4000}) {
+        std::vector<float> l(n);
+        for (float& x : l) x = std::round(nd(rng) * 8.0f) / 4.0f;  // ties
+        if (n > 10) l[2] = NAN;
+        std::vector<int32_t> hist;
+        for (size_t i = 0; i < std::min<size_t>(n, 12); ++i) hist.push_back(static_cast<int32_t>(rng() % n));
+        for (size_t ci = 0; ci < std::size(cfgs); ++ci) {
+            const Cfg& f = cfgs[ci];
+            CAPTURE(n);
+            CAPTURE(ci);
+            SamplerChain chain(100 + ci);
+            SamplerStage st;
+            st.type = StageType::Penalties;
+            st.last_n = -1;
+            st.repeat = f.repeat;
+            chain.add(st);
+            if (f.top_k > 0) chain.add(SamplerStage{StageType::TopK, f.top_k});
+            if (f.top_p < 1.0f) chain.add(SamplerStage{StageType::TopP, 0, f.top_p});
+            if (f.min_p > 0.0f) chain.add(SamplerStage{StageType::MinP, 0, f.min_p});
+            chain.add(SamplerStage{StageType::Temperature, 0, 1.0f, f.temp});
+            chain.add(SamplerStage{StageType::Dist});
+            chain.begin(hist.data(), hist.size());
+            Sampler u(SamplerParams{1.0f, 0, 1.0f, 0.0f, 100 + ci});  // the same splitmix64 stream
+            for (int d = 0; d < 15; ++d) {
+                CHECK(chain.sample(l.data(), n) == full_sort_chain(l, hist, f.repeat, f.top_k, f.top_p, f.min_p, f.temp, u.next_uniform()));
+                ++draws;
+            }
+        }
+    }
+    CHECK(draws == 5 * 7 * 15);
 }
 
 TEST_CASE("sampling: top-k 1 and min-p 1 are greedy whatever the temperature") {
