@@ -515,7 +515,9 @@ KVRT_API void kvrt_sampler_destroy(kvrt_sampler *sampler);
  * id; otherwise uniformly among the +inf ids, one PRNG draw). Returns
  * KVRT_OK, KVRT_ERR_BAD_HANDLE, KVRT_ERR_INVALID_ARGUMENT (NULL logits or
  * out, n_logits == 0, every logit NaN or -inf), KVRT_ERR_OVERFLOW (n_logits
- * > 2^31-1). One thread at a time per sampler. O(n log k). */
+ * > 2^31-1). One thread at a time per sampler. Cost: O(n) (greedy: one vectorised
+ * scan) plus sorting the candidates the rules read, largest first (k for top-k;
+ * top-p's nucleus and a draw's walk otherwise, usually a few hundred). */
 KVRT_API kvrt_status kvrt_sampler_sample(int32_t *out, kvrt_sampler *sampler, const float *logits,
                                          size_t n_logits);
 
