@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 #include "runtime/sampler_chain.hpp"
+#include "runtime/sorted_prefix.hpp"
 
 #include "util/error.hpp"
 
@@ -103,17 +104,9 @@ bool SamplerChain::normalize() {
 }
 
 void SamplerChain::sort_to(size_t k) {
-    k = std::min(k, cands_.size());
-    if (k <= sorted_) return;
-    auto by = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
-    const auto b = cands_.begin() + static_cast<std::ptrdiff_t>(sorted_), m = cands_.begin() + static_cast<std::ptrdiff_t>(k);
-    if ((k - sorted_) * 16 < cands_.size() - sorted_) {
-        std::partial_sort(b, m, cands_.end(), by);
-    } else {
-        if (k < cands_.size()) std::nth_element(b, m, cands_.end(), by);
-        std::sort(b, m, by);
-    }
-    sorted_ = k;
+    sorted_ = sort_prefix_to(cands_, sorted_, k, [](const Cand& a, const Cand& b) {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    });
 }
 
 double SamplerChain::softmax_sum(double& mx) const {

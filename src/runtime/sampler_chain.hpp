@@ -34,7 +34,8 @@
 // Thread safety: one thread at a time (history and PRNG change).
 #pragma once
 
-#include <algorithm>
+#include "runtime/sorted_prefix.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -89,13 +90,12 @@ private:
     };
     bool normalize();  // the non-finite rule; true when a +inf forced the candidates
     // Candidates in logit order (largest first, ties to the lower id) only as far as a stage reads
-    // them: cands_[0, sorted_) are the first sorted_ in that order and every later one comes after
-    // them. sort_to(k) extends that prefix to k (a partial sort of the rest), grow(i) to past i in
-    // chunks growing 4x: top-p and the draw sort the few hundred candidates that carry the mass,
-    // not a whole vocabulary (a full sort was ~25 ms per token over Gemma 3's 262,144 logits).
+    // them (runtime/sorted_prefix.hpp): cands_[0, sorted_) are in that order. sort_to(k) extends
+    // the prefix to k, grow(i) past i: top-p and the draw sort the few hundred candidates that
+    // carry the mass, not a whole vocabulary (~25 ms per token over Gemma 3's 262,144 logits).
     void sort_to(size_t k);
     void grow(size_t i) {
-        if (i >= sorted_) sort_to(std::max<size_t>({i + 1, 4 * sorted_, 64}));
+        if (i >= sorted_) sort_to(sorted_prefix_for(i, sorted_));
     }
     double softmax_sum(double& mx) const;  // sum of exp(logit - max) over cands_ (in their order)
     void trim_history();
