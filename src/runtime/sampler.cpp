@@ -150,9 +150,8 @@ int32_t Sampler::sample(const float* logits, size_t n) {
             mxf = logits[i] > mxf ? logits[i] : mxf;
         }
     const size_t N = cands_.size();
-    auto by_logit = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
     size_t sorted = 0;  // cands_[0, sorted) are in that order (runtime/sorted_prefix.hpp)
-    auto sort_to = [&](size_t k) { sorted = sort_prefix_to(cands_, sorted, k, by_logit); };
+    auto sort_to = [&](size_t k) { sorted = sort_prefix_to(cands_, sorted, k, LogitOrder{}); };
     auto grow = [&](size_t i) {  // makes entry i sorted
         if (i >= sorted) sort_to(sorted_prefix_for(i, sorted));
     };

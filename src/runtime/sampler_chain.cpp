@@ -104,9 +104,7 @@ bool SamplerChain::normalize() {
 }
 
 void SamplerChain::sort_to(size_t k) {
-    sorted_ = sort_prefix_to(cands_, sorted_, k, [](const Cand& a, const Cand& b) {
-        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-    });
+    sorted_ = sort_prefix_to(cands_, sorted_, k, LogitOrder{});
 }
 
 double SamplerChain::softmax_sum(double& mx) const {
@@ -120,8 +118,7 @@ double SamplerChain::softmax_sum(double& mx) const {
 int32_t SamplerChain::argmax_cand() const noexcept {
     size_t best = 0;
     for (size_t i = 1; i < cands_.size(); ++i)
-        if (cands_[i].logit > cands_[best].logit || (cands_[i].logit == cands_[best].logit && cands_[i].id < cands_[best].id))
-            best = i;
+        if (LogitOrder{}(cands_[i], cands_[best])) best = i;
     return cands_[best].id;
 }
 
@@ -189,9 +186,7 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
             }
             case StageType::TopK:
                 if (st.top_k > 0 && static_cast<size_t>(st.top_k) < cands_.size()) {
-                    auto by = [](const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
-                    if (sorted_ < static_cast<size_t>(st.top_k))
-                        std::partial_sort(cands_.begin() + static_cast<std::ptrdiff_t>(sorted_), cands_.begin() + st.top_k, cands_.end(), by);
+                    sort_to(static_cast<size_t>(st.top_k));
                     cands_.resize(static_cast<size_t>(st.top_k));
                     sorted_ = cands_.size();
                 }

@@ -13,6 +13,15 @@
 
 namespace kvrt::runtime {
 
+// The samplers' candidate order: larger logit first, ties to the lower id (a total order, so
+// every partial sort of it agrees). C: any struct with `logit` and `id`.
+struct LogitOrder {
+    template <class C>
+    bool operator()(const C& a, const C& b) const noexcept {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    }
+};
+
 // Extends the sorted prefix of v from `sorted` to k elements (at most v.size()); returns its new
 // length. A short extension is a partial sort of the rest (a heap of the few: one comparison for
 // most elements), a long one a selection and a sort of what it selected.
