@@ -7,7 +7,8 @@
 // chain top-k -> top-p -> min-p -> temperature -> one draw from a seeded
 // 64-bit PRNG (splitmix64 state, xoshiro-free: one multiply-xorshift per
 // draw), so the same seed and the same logits give the same tokens on every
-// machine. Probabilities are computed in double from max-subtracted logits.
+// machine. A candidate's weight is exp(logit - max) (times 1 / temperature) in float, one
+// polynomial on every machine (runtime/sampling_weights.hpp); sums and probabilities in double.
 //
 // Non-finite logits: NaN and -inf are never picked; +inf wins (greedy: the
 // lowest +inf id; sampling: one draw, uniform among the +inf ids); a row

@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The kvrt authors
 
 #include "runtime/sampler_chain.hpp"
+#include "runtime/sampling_weights.hpp"
 #include "runtime/sorted_prefix.hpp"
 
 #include "util/error.hpp"
@@ -107,12 +108,17 @@ void SamplerChain::sort_to(size_t k) {
     sorted_ = sort_prefix_to(cands_, sorted_, k, LogitOrder{});
 }
 
-double SamplerChain::softmax_sum(double& mx) const {
+double SamplerChain::softmax_sum(double& mx) {
     mx = -INFINITY;
     for (const Cand& c : cands_) mx = std::max(mx, c.logit);
-    double sum = 0;
-    for (const Cand& c : cands_) sum += std::exp(c.logit - mx);
-    return sum;
+    shifted_.resize(cands_.size());
+    for (size_t i = 0; i < cands_.size(); ++i) shifted_[i] = static_cast<float>(cands_[i].logit - mx);
+    // ((x - 0) * 1 is x: each term is weight(i, mx)'s)
+    return softmax_weight_sum(shifted_.data(), shifted_.size(), 0.0f, 1.0f);
+}
+
+double SamplerChain::weight(size_t i, double mx) const noexcept {
+    return softmax_weight(static_cast<float>(cands_[i].logit - mx));
 }
 
 int32_t SamplerChain::argmax_cand() const noexcept {
@@ -130,7 +136,7 @@ int32_t SamplerChain::draw() {
     size_t last = 0;
     for (size_t i = 0; i < cands_.size(); ++i) {
         grow(i);
-        const double p = std::exp(cands_[i].logit - mx) / sum;
+        const double p = weight(i, mx) / sum;
         if (p > 0) last = i;
         r -= p;
         if (r < 0) return cands_[i].id;
@@ -199,7 +205,7 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                 size_t cut = cands_.size();
                 for (size_t i = 0; i < cands_.size(); ++i) {
                     grow(i);
-                    acc += std::exp(cands_[i].logit - mx) / sum;
+                    acc += weight(i, mx) / sum;
                     if (acc >= st.p) {
                         cut = i + 1;
                         break;
@@ -215,7 +221,7 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                 const double sum = softmax_sum(mx);
                 probs_.resize(cands_.size());
                 double pmax = 0;
-                for (size_t i = 0; i < cands_.size(); ++i) pmax = std::max(pmax, probs_[i] = std::exp(cands_[i].logit - mx) / sum);
+                for (size_t i = 0; i < cands_.size(); ++i) pmax = std::max(pmax, probs_[i] = weight(i, mx) / sum);
                 const double floor = static_cast<double>(st.p) * pmax;
                 // (an order-keeping filter: the sorted prefix's survivors stay first and in order)
                 size_t k = 0, kept_sorted = 0;

@@ -97,7 +97,10 @@ private:
     void grow(size_t i) {
         if (i >= sorted_) sort_to(sorted_prefix_for(i, sorted_));
     }
-    double softmax_sum(double& mx) const;  // sum of exp(logit - max) over cands_ (in their order)
+    // The sum of the candidates' weights exp(logit - max) (runtime/sampling_weights.hpp), their
+    // largest logit in mx; weight(i, mx) is candidate i's term of it.
+    double softmax_sum(double& mx);
+    double weight(size_t i, double mx) const noexcept;
     void trim_history();
     double next_uniform() noexcept;
     int32_t argmax_cand() const noexcept;
@@ -110,6 +113,7 @@ private:
     uint64_t state_;
     std::vector<Cand> cands_;
     std::vector<double> probs_;
+    std::vector<float> shifted_;  // softmax_sum: logit - max per candidate, for the vector sum
     std::vector<int32_t> counts_;  // penalties: per token id, of the current window (zero between calls)
     std::vector<double> bias_;     // logit bias: per token id (zero between calls)
     std::vector<uint8_t> biased_;  // ... and whether the id has one

@@ -6,10 +6,14 @@
 
 #include "runtime/sampler.hpp"
 #include "runtime/sampler_chain.hpp"
+#include "runtime/sampling_weights.hpp"
+#include "util/isa.hpp"
 #include "util/error.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <vector>
@@ -17,6 +21,8 @@
 using kvrt::runtime::argmax;
 using kvrt::runtime::Sampler;
 using kvrt::runtime::SamplerParams;
+using kvrt::runtime::softmax_weight;
+using kvrt::runtime::softmax_weight_sum;
 
 TEST_CASE("sampling: greedy is argmax with ties to the lowest id") {
     std::vector<float> l = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f};
@@ -76,6 +82,86 @@ TEST_CASE("sampling: greedy picks what a first-maximum scan picks, NaN, infiniti
     CHECK(argmax(zeros.data(), zeros.size()) == 0);  // +0 and -0 tie: the lowest id
 }
 
+TEST_CASE("sampling: a candidate's weight is exp within 1e-7, 1 at the largest logit, 0 below float's range and for NaN") {
+    // Every 61st float from -0 down to -87 (about 17 million of them), against exp in double.
+    double worst = 0;
+    float worst_at = 0;
+    int checked = 0;
+    for (uint32_t b = 0x80000000u; b <= 0xC2AE0000u; b += 61) {  // 0xC2AE0000 = -87
+        float x;
+        std::memcpy(&x, &b, 4);
+        const double e = std::exp(static_cast<double>(x));
+        const double rel = std::fabs(static_cast<double>(softmax_weight(x)) - e) / e;
+        if (rel > worst) worst = rel, worst_at = x;
+        ++checked;
+    }
+    CAPTURE(worst_at);
+    CHECK(checked > 1000000);
+    CHECK(worst <= 1e-7);
+    CHECK(worst > 0);  // (a float, not the double exp)
+    CHECK(softmax_weight(0.0f) == 1.0f);
+    CHECK(softmax_weight(-0.0f) == 1.0f);
+    CHECK(softmax_weight(-87.5f) == 0.0f);
+    CHECK(softmax_weight(-1e30f) == 0.0f);
+    CHECK(softmax_weight(-INFINITY) == 0.0f);
+    CHECK(softmax_weight(NAN) == 0.0f);
+    // Monotone over a dense stretch (a draw walks the weights in logit order).
+    float prev = softmax_weight(-20.0f);
+    for (float x = nextafterf(-20.0f, 0.0f); x < -19.0f; x = nextafterf(x, 0.0f)) {
+        const float w = softmax_weight(x);
+        CHECK(w >= prev);
+        if (w < prev) break;
+        prev = w;
+    }
+}
+
+// softmax_weight_sum's documented order, in scalars: element i into partial sum i % 16 for the
+// whole groups of 16, the 16 folded as a tree (j += j + 8, then + 4, + 2, + 1), the tail in order.
+static double ordered_sum(const std::vector<float>& x, float shift, float scale) {
+    double slot[16] = {};
+    size_t i = 0;
+    for (; i + 16 <= x.size(); i += 16)
+        for (size_t j = 0; j < 16; ++j) slot[j] += softmax_weight((x[i + j] - shift) * scale);
+    for (int h = 8; h >= 1; h /= 2)
+        for (int j = 0; j < h; ++j) slot[j] += slot[j + h];
+    double t = slot[0];
+    for (; i < x.size(); ++i) t += softmax_weight((x[i] - shift) * scale);
+    return t;
+}
+
+TEST_CASE("sampling: the weight sum gives the same bits on every vector path, in its documented order") {
+    const kvrt::Isa active = kvrt::isa_active();
+    std::vector<int> paths = {0, 1};
+    if (active >= kvrt::Isa::Avx2) paths.push_back(2);
+    if (active >= kvrt::Isa::Avx512) paths.push_back(3);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.0f, 4.0f);
+    int compared = 0;
+    for (size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 100, 4099, 262144}) {
+        std::vector<float> x(n);
+        for (float& v : x) v = nd(rng);
+        if (n > 20) x[3] = NAN, x[17] = -INFINITY, x[n - 1] = -INFINITY;
+        float mx = -INFINITY;
+        for (float v : x) mx = v > mx ? v : mx;
+        for (float scale : {1.0f, 1.25f, 0.01f, 40.0f}) {
+            CAPTURE(n);
+            CAPTURE(scale);
+            const double want = ordered_sum(x, mx, scale);
+            double plain = 0;  // in index order, in double: the same terms
+            for (float v : x) plain += softmax_weight((v - mx) * scale);
+            for (int isa : paths) {
+                CAPTURE(isa);
+                const double got = softmax_weight_sum(x.data(), n, mx, scale, isa);
+                CHECK(std::memcmp(&got, &want, sizeof got) == 0);
+                CHECK(std::fabs(got - plain) <= 1e-12 * std::max(1.0, plain));
+                ++compared;
+            }
+        }
+    }
+    CHECK(compared >= 11 * 4 * 2);
+    INFO("vector paths compared on this CPU: ", paths.size() - 1);
+}
+
 // The sampler's rules over a fully sorted copy (as the sampler computed them before it sorted
 // only the prefix its rules read), drawing with the uniform u.
 static int32_t full_sort_sample(const std::vector<float>& l, const SamplerParams& p, double u) {
@@ -85,10 +171,10 @@ static int32_t full_sort_sample(const std::vector<float>& l, const SamplerParams
     std::sort(c.begin(), c.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
     size_t keep = c.size();
     if (p.top_k > 0 && static_cast<size_t>(p.top_k) < keep) keep = static_cast<size_t>(p.top_k);
-    const double mx = c[0].first;
+    const float mx = c[0].first;
     std::vector<double> pr(keep);
     double sum = 0;
-    for (size_t i = 0; i < keep; ++i) sum += (pr[i] = std::exp(static_cast<double>(c[i].first) - mx));
+    for (size_t i = 0; i < keep; ++i) sum += (pr[i] = softmax_weight(c[i].first - mx));
     if (p.top_p < 1.0f) {
         double acc = 0;
         size_t cut = keep;
@@ -105,7 +191,8 @@ static int32_t full_sort_sample(const std::vector<float>& l, const SamplerParams
         keep = cut;
     }
     double total = 0;
-    for (size_t i = 0; i < keep; ++i) total += (pr[i] = std::exp((static_cast<double>(c[i].first) - mx) / p.temperature));
+    const float inv_t = std::min(1.0f / p.temperature, FLT_MAX);
+    for (size_t i = 0; i < keep; ++i) total += (pr[i] = softmax_weight((c[i].first - mx) * inv_t));
     double r = u * total;
     size_t last = 0;
     for (size_t i = 0; i < keep; ++i) {
@@ -170,7 +257,7 @@ static int32_t full_sort_chain(const std::vector<float>& l, const std::vector<in
         double mx = -INFINITY, sum = 0;
         for (auto& x : c) mx = std::max(mx, x.first);
         p.resize(c.size());
-        for (size_t i = 0; i < c.size(); ++i) sum += (p[i] = std::exp(c[i].first - mx));
+        for (size_t i = 0; i < c.size(); ++i) sum += (p[i] = softmax_weight(static_cast<float>(c[i].first - mx)));
         for (double& v : p) v /= sum;
     };
     std::vector<double> p;
@@ -268,6 +355,14 @@ TEST_CASE("sampling: top-k 1 and min-p 1 are greedy whatever the temperature") {
     p.min_p = 1.0f;
     Sampler b(p);
     for (int i = 0; i < 50; ++i) CHECK(b.sample(l.data(), l.size()) == 2);
+    // A temperature so small that 1 / t overflows float still draws the largest logit.
+    p.min_p = 0.0f;
+    p.temperature = 1e-40f;
+    Sampler c(p);
+    std::vector<float> big(1000);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = std::sin(static_cast<float>(i));
+    const int32_t best = argmax(big.data(), big.size());
+    for (int i = 0; i < 50; ++i) CHECK(c.sample(big.data(), big.size()) == best);
 }
 
 TEST_CASE("sampling: top-p keeps the smallest prefix reaching the mass") {
