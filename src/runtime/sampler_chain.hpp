@@ -113,7 +113,7 @@ private:
     uint64_t state_;
     std::vector<Cand> cands_;
     std::vector<double> probs_;
-    std::vector<float> shifted_;  // softmax_sum: logit - max per candidate, for the vector sum
+    std::vector<float> logits_;  // softmax_sum: the candidates' logits as floats, for the vector sum
     std::vector<int32_t> counts_;  // penalties: per token id, of the current window (zero between calls)
     std::vector<double> bias_;     // logit bias: per token id (zero between calls)
     std::vector<uint8_t> biased_;  // ... and whether the id has one

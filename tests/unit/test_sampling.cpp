@@ -257,7 +257,7 @@ static int32_t full_sort_chain(const std::vector<float>& l, const std::vector<in
         double mx = -INFINITY, sum = 0;
         for (auto& x : c) mx = std::max(mx, x.first);
         p.resize(c.size());
-        for (size_t i = 0; i < c.size(); ++i) sum += (p[i] = softmax_weight(static_cast<float>(c[i].first - mx)));
+        for (size_t i = 0; i < c.size(); ++i) sum += (p[i] = softmax_weight(static_cast<float>(c[i].first) - static_cast<float>(mx)));
         for (double& v : p) v /= sum;
     };
     std::vector<double> p;
