@@ -35,6 +35,7 @@
 #pragma once
 
 #include "runtime/sorted_prefix.hpp"
+#include "util/default_init_allocator.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -111,9 +112,9 @@ private:
     size_t max_window_ = 0;   // the largest last_n of the penalty stages
     bool whole_history_ = false;
     uint64_t state_;
-    std::vector<Cand> cands_;
+    std::vector<Cand, DefaultInitAllocator<Cand>> cands_;  // (resized per token: not zeroed)
     std::vector<double> probs_;
-    std::vector<float> logits_;  // softmax_sum: the candidates' logits as floats, for the vector sum
+    std::vector<float, DefaultInitAllocator<float>> logits_;  // softmax_sum: the candidates' logits as floats, for the vector sum
     std::vector<int32_t> counts_;  // penalties: per token id, of the current window (zero between calls)
     std::vector<double> bias_;     // logit bias: per token id (zero between calls)
     std::vector<uint8_t> biased_;  // ... and whether the id has one

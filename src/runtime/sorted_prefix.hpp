@@ -25,8 +25,8 @@ struct LogitOrder {
 // Extends the sorted prefix of v from `sorted` to k elements (at most v.size()); returns its new
 // length. A short extension is a partial sort of the rest (a heap of the few: one comparison for
 // most elements), a long one a selection and a sort of what it selected.
-template <class T, class Less>
-size_t sort_prefix_to(std::vector<T>& v, size_t sorted, size_t k, Less less) {
+template <class T, class A, class Less>
+size_t sort_prefix_to(std::vector<T, A>& v, size_t sorted, size_t k, Less less) {
     k = std::min(k, v.size());
     if (k <= sorted) return sorted;
     const auto b = v.begin() + static_cast<std::ptrdiff_t>(sorted), m = v.begin() + static_cast<std::ptrdiff_t>(k);
