@@ -101,8 +101,8 @@ int32_t Sampler::sample(const float* logits, size_t n) {
             if (std::isfinite(logits[i])) *out++ = {logits[i], static_cast<int32_t>(i)};
     }
     const size_t N = n_drawable;
-    size_t sorted = 0;  // cands_[0, sorted) are in that order (runtime/sorted_prefix.hpp)
-    auto sort_to = [&](size_t k) { sorted = sort_prefix_to(cands_, sorted, k, LogitOrder{}); };
+    size_t sorted = 0, front = 0;  // cands_[0, sorted) are in that order (runtime/sorted_prefix.hpp)
+    auto sort_to = [&](size_t k) { sorted = sort_prefix_to(cands_, sorted, k, LogitOrder{}, &front); };
     auto grow = [&](size_t i) {  // makes entry i sorted
         if (i >= sorted) sort_to(sorted_prefix_for(i, sorted));
     };

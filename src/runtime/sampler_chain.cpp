@@ -102,6 +102,7 @@ bool SamplerChain::normalize() {
         for (Cand& c : cands_) c.logit = 0.0;
         std::sort(cands_.begin(), cands_.end(), [](const Cand& a, const Cand& b) { return a.id < b.id; });
         sorted_ = cands_.size();  // all equal: id order is logit order
+        front_ = 0;
         return true;
     }
     std::erase_if(cands_, [](const Cand& c) { return std::isnan(c.logit) || c.logit == -INFINITY; });
@@ -110,7 +111,8 @@ bool SamplerChain::normalize() {
 }
 
 void SamplerChain::sort_to(size_t k) {
-    sorted_ = sort_prefix_to(cands_, sorted_, k, LogitOrder{});
+    id_order_ = false;
+    sorted_ = sort_prefix_to(cands_, sorted_, k, LogitOrder{}, &front_);
 }
 
 double SamplerChain::softmax_sum(double& mx) {
@@ -158,21 +160,25 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
     // is 4 MiB, and each pass over it ~0.2 ms).
     const NonFinite nf = count_non_finite(logits, n);
     bool forced = nf.pos_inf > 0;
+    id_order_ = false;
     cands_.resize(forced ? nf.pos_inf : n - nf.nan - nf.neg_inf);
     Cand* out = cands_.data();
     if (forced) {  // the +inf ids in id order, all equal (id order is logit order)
         for (size_t i = 0; i < n; ++i)
             if (logits[i] == INFINITY) *out++ = {0.0, static_cast<int32_t>(i)};
         sorted_ = cands_.size();
+        front_ = 0;
     } else {
         if (cands_.empty()) bad("no logit can be sampled: every candidate is NaN or -inf after the chain's stages");
-        if (cands_.size() == n) {
+        id_order_ = cands_.size() == n;
+        if (id_order_) {
             for (size_t i = 0; i < n; ++i) out[i] = {static_cast<double>(logits[i]), static_cast<int32_t>(i)};
         } else {
             for (size_t i = 0; i < n; ++i)
                 if (std::isfinite(logits[i])) *out++ = {static_cast<double>(logits[i]), static_cast<int32_t>(i)};
         }
         sorted_ = 0;
+        front_ = 0;
     }
     for (const SamplerStage& st : stages_) {
         switch (st.type) {
@@ -184,16 +190,28 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                 if (counts_.size() < n) counts_.assign(n, 0);
                 for (size_t i = history_.size() - w; i < history_.size(); ++i)
                     if (history_[i] >= 0 && static_cast<size_t>(history_[i]) < n) counts_[static_cast<size_t>(history_[i])]++;
-                for (Cand& c : cands_) {
-                    const int32_t k = counts_[static_cast<size_t>(c.id)];
-                    if (k == 0) continue;
+                auto penalise = [&](Cand& c, int32_t k) {
                     if (c.logit <= 0) c.logit *= st.repeat;
                     else c.logit /= st.repeat;
                     c.logit -= k * static_cast<double>(st.frequency) + static_cast<double>(st.presence);
+                };
+                if (id_order_ && cands_.size() == n) {
+                    // Candidate id is at index id (as built, every logit finite, nothing reordered):
+                    // visit the window's ids, not every candidate.
+                    for (size_t i = history_.size() - w; i < history_.size(); ++i) {
+                        const int32_t t = history_[i];
+                        if (t < 0 || static_cast<size_t>(t) >= n || counts_[static_cast<size_t>(t)] == 0) continue;
+                        penalise(cands_[static_cast<size_t>(t)], counts_[static_cast<size_t>(t)]);
+                        counts_[static_cast<size_t>(t)] = 0;  // (once per id)
+                    }
+                } else {
+                    for (Cand& c : cands_)
+                        if (const int32_t k = counts_[static_cast<size_t>(c.id)]; k != 0) penalise(c, k);
+                    for (size_t i = history_.size() - w; i < history_.size(); ++i)
+                        if (history_[i] >= 0 && static_cast<size_t>(history_[i]) < n) counts_[static_cast<size_t>(history_[i])] = 0;
                 }
-                for (size_t i = history_.size() - w; i < history_.size(); ++i)
-                    if (history_[i] >= 0 && static_cast<size_t>(history_[i]) < n) counts_[static_cast<size_t>(history_[i])] = 0;
                 sorted_ = 0;
+                front_ = 0;
                 // (No normalize(): finite logits times or over a finite positive penalty, minus
                 // finite terms, stay finite in double.)
                 break;
@@ -213,6 +231,7 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                     if (biased_[static_cast<size_t>(c.id)]) c.logit += bias_[static_cast<size_t>(c.id)];
                 for (const auto& [t, b] : st.bias) bias_[static_cast<size_t>(t)] = 0.0, biased_[static_cast<size_t>(t)] = 0;
                 sorted_ = 0;
+                front_ = 0;
                 forced = normalize();
                 break;
             }
@@ -221,6 +240,7 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                     sort_to(static_cast<size_t>(st.top_k));
                     cands_.resize(static_cast<size_t>(st.top_k));
                     sorted_ = cands_.size();
+                    front_ = 0;
                 }
                 break;
             case StageType::TopP: {
@@ -239,6 +259,7 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                 }
                 cands_.resize(cut);
                 sorted_ = std::min(sorted_, cut);
+                front_ = std::min(front_, cut);  // (the front still comes first)
                 break;
             }
             case StageType::MinP: {
@@ -258,6 +279,7 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                     }
                 cands_.resize(k);
                 sorted_ = kept_sorted;
+                front_ = 0;
                 break;
             }
             case StageType::Temperature:
@@ -265,9 +287,11 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                     const int32_t best = argmax_cand();
                     std::erase_if(cands_, [best](const Cand& c) { return c.id != best; });
                     sorted_ = cands_.size();
+                    front_ = 0;
                 } else {
                     for (Cand& c : cands_) c.logit /= static_cast<double>(st.temperature);
                     sorted_ = 0;  // (division keeps the order up to ties that rounding may create)
+                    front_ = 0;
                 }
                 break;
             case StageType::Dist:

@@ -119,6 +119,8 @@ private:
     std::vector<double> bias_;     // logit bias: per token id (zero between calls)
     std::vector<uint8_t> biased_;  // ... and whether the id has one
     size_t sorted_ = 0;
+    bool id_order_ = false;  // cands_[i].id == i for every i < n (as built); sort_to clears it
+    size_t front_ = 0;  // sort_prefix_to's front: reset with every change to the logits or the order
 };
 
 }  // namespace kvrt::runtime

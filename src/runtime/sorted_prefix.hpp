@@ -8,6 +8,8 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <cstddef>
 #include <vector>
 
@@ -22,18 +24,55 @@ struct LogitOrder {
     }
 };
 
+// Splits v (nothing of it sorted) at a logit t such that about `target` elements have a logit
+// >= t, those first, and returns their count: every one of them comes before every later one
+// (a larger logit). t is the matching rank of an even sample of 1,024 logits. T: a struct with
+// `logit`.
+template <class T, class A>
+size_t split_front(std::vector<T, A>& v, size_t target) {
+    constexpr size_t kSamples = 1024;
+    const size_t n = v.size(), stride = n / kSamples;
+    std::array<double, kSamples> s;
+    for (size_t j = 0; j < kSamples; ++j) s[j] = static_cast<double>(v[j * stride].logit);
+    const size_t r = std::max<size_t>(1, target * kSamples / n);
+    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(r - 1), s.end(), std::greater<double>());
+    const double t = s[r - 1];
+    return static_cast<size_t>(std::partition(v.begin(), v.end(), [t](const T& c) { return static_cast<double>(c.logit) >= t; }) -
+                               v.begin());
+}
+
 // Extends the sorted prefix of v from `sorted` to k elements (at most v.size()); returns its new
 // length. A short extension is a partial sort of the rest (a heap of the few: one comparison for
 // most elements), a long one a selection and a sort of what it selected.
+//
+// front (optional): v[0, *front) all come before the rest when *front > 0, which the caller resets
+// to 0 whenever it changes the logits or the order. A whole vocabulary (16 x target or more) is
+// split once, at its first extension (split_front, ~target elements), and the extensions inside the front read only
+// the front: each extension over the whole had been a pass over it (~0.3-0.5 ms over Gemma 3's
+// 262,144 candidates), and the nucleus of a real draw's top-p takes 2-4 of them.
+inline constexpr size_t kFrontTarget = 8192;
 template <class T, class A, class Less>
-size_t sort_prefix_to(std::vector<T, A>& v, size_t sorted, size_t k, Less less) {
+size_t sort_prefix_to(std::vector<T, A>& v, size_t sorted, size_t k, Less less, size_t* front = nullptr,
+                      size_t target = kFrontTarget) {
     k = std::min(k, v.size());
     if (k <= sorted) return sorted;
-    const auto b = v.begin() + static_cast<std::ptrdiff_t>(sorted), m = v.begin() + static_cast<std::ptrdiff_t>(k);
-    if ((k - sorted) * 16 < v.size() - sorted) {
-        std::partial_sort(b, m, v.end(), less);
+    size_t end = v.size();
+    if (front) {
+        if (*front < sorted || *front > v.size()) *front = 0;  // (not a front of this prefix)
+        if (*front == 0 && sorted == 0 && v.size() >= 16 * target) *front = split_front(v, target);
+        if (*front >= k) {
+            end = *front;
+        } else if (*front > sorted) {  // the whole front first, then the rest after it
+            std::sort(v.begin() + static_cast<std::ptrdiff_t>(sorted), v.begin() + static_cast<std::ptrdiff_t>(*front), less);
+            sorted = *front;
+        }
+    }
+    const auto b = v.begin() + static_cast<std::ptrdiff_t>(sorted), m = v.begin() + static_cast<std::ptrdiff_t>(k),
+               e = v.begin() + static_cast<std::ptrdiff_t>(end);
+    if ((k - sorted) * 16 < end - sorted) {
+        std::partial_sort(b, m, e, less);
     } else {
-        if (k < v.size()) std::nth_element(b, m, v.end(), less);
+        if (k < end) std::nth_element(b, m, e, less);
         std::sort(b, m, less);
     }
     return k;

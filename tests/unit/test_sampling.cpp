@@ -7,6 +7,7 @@
 #include "runtime/sampler.hpp"
 #include "runtime/sampler_chain.hpp"
 #include "runtime/sampling_weights.hpp"
+#include "runtime/sorted_prefix.hpp"
 #include "util/isa.hpp"
 #include "util/error.hpp"
 
@@ -238,6 +239,74 @@ TEST_CASE("sampling: the rules over a prefix sorted on demand draw what they dra
     }
     CHECK(draws == 7 * 3 * 9 * 20);
     CHECK(far > 0);  // some draws walked past the first chunk of the sorted prefix
+}
+
+TEST_CASE("sampling: a sorted prefix extended inside a split-off front is the full sort's prefix") {
+    using kvrt::runtime::LogitOrder;
+    using kvrt::runtime::sort_prefix_to;
+    struct C {
+        float logit;
+        int32_t id;
+    };
+    std::mt19937 rng(13);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    int splits = 0, past_front = 0;
+    for (size_t n : {1100, 5000, 20000}) {
+        for (size_t target : {64, 256}) {
+            for (float spread : {0.25f, 4.0f}) {  // (0.25: quarter steps of a narrow normal, many ties)
+                std::vector<C> v(n);
+                for (size_t i = 0; i < n; ++i) v[i] = {std::round(nd(rng) * spread * 4.0f) / 4.0f, static_cast<int32_t>(i)};
+                std::vector<C> full = v;
+                std::sort(full.begin(), full.end(), LogitOrder{});
+                size_t sorted = 0, front = 0;
+                for (size_t k : {1, 64, 65, 300, 1000, 4000, 20000}) {
+                    CAPTURE(n);
+                    CAPTURE(target);
+                    CAPTURE(k);
+                    const size_t front_before = front;
+                    sorted = sort_prefix_to(v, sorted, k, LogitOrder{}, &front, target);
+                    REQUIRE(sorted == std::min(k, n));
+                    bool same = true;
+                    for (size_t i = 0; i < sorted; ++i) same &= v[i].id == full[i].id;
+                    CHECK(same);
+                    if (k == 1 && n >= 16 * target) CHECK(front > 0);  // split at the first extension
+                    splits += k == 1 && front > 0;
+                    past_front += front_before > 0 && k > front_before;  // (then the front is part of the prefix)
+                    if (front > 0 && front < n) {  // the front comes first
+                        float lo = INFINITY, hi = -INFINITY;
+                        for (size_t i = 0; i < front; ++i) lo = std::min(lo, v[i].logit);
+                        for (size_t i = front; i < n; ++i) hi = std::max(hi, v[i].logit);
+                        CHECK(lo > hi);
+                    }
+                }
+                std::vector<int32_t> ids;  // still a permutation
+                for (const C& c : v) ids.push_back(c.id);
+                std::sort(ids.begin(), ids.end());
+                for (size_t i = 0; i < n; ++i) REQUIRE(ids[i] == static_cast<int32_t>(i));
+            }
+        }
+    }
+    CHECK(splits > 0);
+    CHECK(past_front > 0);  // prefixes longer than the front were extended over the rest
+}
+
+TEST_CASE("sampling: draws over a vocabulary large enough to split draw what a full sort draws") {
+    // 140,000 logits: the samplers split a front off at the first extension (kFrontTarget).
+    std::mt19937 rng(17);
+    std::normal_distribution<float> nd(0.0f, 2.5f);
+    const size_t n = 140000;
+    std::vector<float> l(n);
+    for (float& x : l) x = std::round(nd(rng) * 8.0f) / 8.0f;
+    for (size_t i = 0; i < 20; ++i) l[(i * 6007) % n] += 9.0f;
+    l[11] = NAN;
+    const SamplerParams cfgs[] = {{0.8f, 0, 1.0f, 0.0f, 21}, {1.0f, 0, 0.95f, 0.0f, 22}, {2.0f, 0, 0.99f, 0.0f, 23}};
+    int draws = 0;
+    for (const SamplerParams& p : cfgs) {
+        CAPTURE(p.seed);
+        Sampler s(p), u(p);
+        for (int d = 0; d < 4; ++d, ++draws) CHECK(s.sample(l.data(), n) == full_sort_sample(l, p, u.next_uniform()));
+    }
+    CHECK(draws == 12);
 }
 
 // A chain's stages over a fully sorted copy (as the chain ran them before it sorted only the
