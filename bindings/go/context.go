@@ -285,6 +285,8 @@ type RequestStats struct {
 	StopReason                                                                   StopReason
 	// Where ReusedFromCache came from: RAM, a disk tier, a remote (Redis) tier.
 	ReusedFromRAM, ReusedFromDisk, ReusedFromRemote uint64
+	// Generate: the time spent picking tokens (not in DecodeSeconds).
+	SampleSeconds float64
 }
 
 func statsFrom(s *C.kvrt_request_stats) RequestStats {
@@ -292,7 +294,7 @@ func statsFrom(s *C.kvrt_request_stats) RequestStats {
 		uint64(s.computed_tokens), uint64(s.generated_tokens), float64(s.time_to_first_token_s),
 		float64(s.prefill_s), float64(s.decode_s), float64(s.decode_tokens_per_s), uint64(s.kv_bytes),
 		StopReason(s.stop_reason), uint64(s.reused_from_ram), uint64(s.reused_from_disk),
-		uint64(s.reused_from_remote)}
+		uint64(s.reused_from_remote), float64(s.sample_s)}
 }
 
 // Prefill makes sequence seq hold exactly tokens and computes the last

@@ -103,7 +103,7 @@ func Version() (major, minor, patch uint32) {
 	return v >> 16, (v >> 8) & 0xff, v & 0xff
 }
 
-// VersionString returns the loaded library's version, e.g. "0.4.1".
+// VersionString returns the loaded library's version, e.g. "0.5.0".
 func VersionString() string { return C.GoString(C.kvrt_version_string()) }
 
 // CheckVersion errors unless the library's major version equals the headers'

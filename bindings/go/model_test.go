@@ -132,6 +132,9 @@ func TestContextPrefixReuseAndGenerate(t *testing.T) {
 	if err != nil || s.GeneratedTokens == 0 || uint64(len(streamed)) != s.GeneratedTokens {
 		t.Fatalf("%+v %d streamed, %v", s, len(streamed), err)
 	}
+	if s.SampleSeconds <= 0 || s.SampleSeconds > 60 { // the sampler's time (0.5)
+		t.Fatalf("SampleSeconds %v", s.SampleSeconds)
+	}
 	if text, _ := testModel.Detokenize(streamed, false); text != out.String() {
 		t.Fatalf("streamed %q, tokens say %q", out.String(), text)
 	}

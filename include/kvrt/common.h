@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #define KVRT_VERSION_MAJOR 0
-#define KVRT_VERSION_MINOR 4
-#define KVRT_VERSION_PATCH 1
+#define KVRT_VERSION_MINOR 5
+#define KVRT_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch */
 #define KVRT_VERSION_NUMBER \
     ((KVRT_VERSION_MAJOR << 16) | (KVRT_VERSION_MINOR << 8) | KVRT_VERSION_PATCH)
@@ -90,7 +90,7 @@ KVRT_API void kvrt_clear_error(void);
  * compile time; compare the two to detect a header/library mismatch. */
 KVRT_API uint32_t kvrt_version(void);
 
-/* Returns the run-time version as a static string, e.g. "0.4.1". */
+/* Returns the run-time version as a static string, e.g. "0.5.0". */
 KVRT_API const char *kvrt_version_string(void);
 
 #ifdef __cplusplus

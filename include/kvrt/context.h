@@ -262,6 +262,10 @@ typedef struct kvrt_request_stats {
     uint64_t reused_from_ram;         /* blocks the RAM prefix cache held */
     uint64_t reused_from_disk;        /* blocks loaded back from a disk tier (kvrt/cache.h) */
     uint64_t reused_from_remote;      /* blocks loaded back from a remote tier (Redis) */
+    /* Appended in 0.5: the time kvrt_context_generate spent picking tokens (the sampler,
+     * between decode steps, on the calling thread); decode_s and decode_tokens_per_s leave it
+     * out. 0 for prefill calls. */
+    double sample_s;
 } kvrt_request_stats;
 
 /* Sets stats->struct_size and zeroes the rest. */

@@ -66,6 +66,7 @@ void fill_stats(kvrt_request_stats* out, const kvrt::runtime::RequestStats& s) {
     r.stop_reason = s.stop_reason;
     r.reused_from_disk = s.reused_from_disk;
     r.reused_from_remote = s.reused_from_remote;
+    r.sample_s = s.sample_s;
     r.reused_from_ram = s.reused_from_cache - std::min(s.reused_from_cache, s.reused_from_disk + s.reused_from_remote);
     std::memcpy(out, &r, out->struct_size);
 }

@@ -713,8 +713,10 @@ void Context::generate(int32_t seq, const int32_t* prompt, size_t n_prompt, cons
             break;
         }
         if (cancel_requested()) cancelled();
+        const double ts = log::now_s();
         const int32_t tok = sampler.sample(logits(seq).data(), V);
         sampler.accept(tok);
+        st.sample_s += log::now_s() - ts;
         if (i == 0) st.ttft_s = log::now_s() - t0;
         if (gp.stop_at_eog && model_->is_eog(tok)) {
             reason = KVRT_STOP_EOG;

@@ -91,6 +91,7 @@ struct RequestStats {
     int stop_reason = 0;  // kvrt_stop_reason
     uint64_t reused_from_disk = 0;    // of reused_from_cache: loaded back from a disk tier
     uint64_t reused_from_remote = 0;  // ... from a remote tier (Redis)
+    double sample_s = 0;  // generate: the sampler's time (not in decode_s)
 };
 
 struct GenerateParams {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 
 
@@ -308,8 +309,19 @@ int main(void) {
     memset(&stream, 0, sizeof stream);
     stream.stop_after = 1000;
     gc.max_tokens = 4;
-    EXPECT(kvrt_context_generate(&st, ctx2, 0, prompt, n, &gc) == KVRT_OK);
-    EXPECT(st.generated_tokens <= 4);
+    {
+        struct timespec t0, t1;
+        double wall;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        EXPECT(kvrt_context_generate(&st, ctx2, 0, prompt, n, &gc) == KVRT_OK);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        EXPECT(st.generated_tokens <= 4 && st.generated_tokens >= 1);
+        /* the sampler's time: some, within the call's, and outside decode_s */
+        EXPECT(st.sample_s > 0.0 && st.sample_s + st.decode_s <= wall);
+        EXPECT(kvrt_context_prefill(&st, ctx2, 0, prompt, n) == KVRT_OK);
+        EXPECT(st.sample_s == 0.0); /* a prefill samples nothing */
+    }
     EXPECT(kvrt_context_generate(&st, ctx2, 0, NULL, n, &gc) == KVRT_ERR_INVALID_ARGUMENT);
     EXPECT(kvrt_context_generate(&st, NULL, 0, prompt, n, &gc) == KVRT_ERR_BAD_HANDLE);
     EXPECT(kvrt_context_generate(NULL, ctx2, 0, prompt, n, NULL) == KVRT_OK); /* defaults */

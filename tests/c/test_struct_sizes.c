@@ -14,6 +14,7 @@
 
 #include "../../src/api/struct_versions.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* As a program built against kvrt 0.1 declares them (fields since appended absent). */
@@ -267,6 +268,12 @@ int main(void) {
         rs->struct_size = KVRT_MIN_SIZE_kvrt_request_stats;
         EXPECT_OK(kvrt_context_generate(rs, ctx, 0, prompt, n, (const kvrt_generate_config *)(const void *)&gc));
         EXPECT(rs->generated_tokens >= 1 && untouched_from(&s, KVRT_MIN_SIZE_kvrt_request_stats));
+
+        /* 0.4's size (through reused_from_remote): sample_s, appended in 0.5, is not written */
+        canary(&s);
+        rs->struct_size = offsetof(kvrt_request_stats, sample_s);
+        EXPECT_OK(kvrt_context_generate(rs, ctx, 0, prompt, n, (const kvrt_generate_config *)(const void *)&gc));
+        EXPECT(rs->generated_tokens >= 1 && untouched_from(&s, offsetof(kvrt_request_stats, sample_s)));
     }
     kvrt_sampler_destroy(smp);
     kvrt_context_destroy(ctx);

@@ -126,24 +126,26 @@ int cmd_run(int argc, char** argv) {
         }
         static const char* reasons[] = {"none", "eog", "max_tokens", "stop_string", "callback", "context_full"};
         const char* reason = rs.stop_reason >= 0 && rs.stop_reason <= 5 ? reasons[rs.stop_reason] : "?";
+        // (the sampler's time per token picked; decode tokens/s leaves it out)
+        const double sample_ms = rs.generated_tokens > 0 ? rs.sample_s * 1e3 / static_cast<double>(rs.generated_tokens) : 0.0;
         if (json) {
             std::printf(
                 "{\"text\":\"%s\",\"prompt_tokens\":%llu,\"reused_tokens\":%llu,\"computed_tokens\":%llu,"
                 "\"generated_tokens\":%llu,\"ttft_ms\":%.3f,\"prefill_tokens_per_s\":%.2f,"
-                "\"decode_tokens_per_s\":%.2f,\"kv_bytes\":%llu,\"stop_reason\":\"%s\"}\n",
+                "\"decode_tokens_per_s\":%.2f,\"sample_ms_per_token\":%.3f,\"kv_bytes\":%llu,\"stop_reason\":\"%s\"}\n",
                 json_escape(st.text).c_str(), (unsigned long long)rs.prompt_tokens,
                 (unsigned long long)rs.reused_tokens, (unsigned long long)rs.computed_tokens,
                 (unsigned long long)rs.generated_tokens, rs.time_to_first_token_s * 1e3,
-                rs.prefill_s > 0 ? rs.computed_tokens / rs.prefill_s : 0.0, rs.decode_tokens_per_s,
+                rs.prefill_s > 0 ? rs.computed_tokens / rs.prefill_s : 0.0, rs.decode_tokens_per_s, sample_ms,
                 (unsigned long long)rs.kv_bytes, reason);
         } else {
             std::printf("\n");
             std::fprintf(stderr,
                          "[%llu prompt tokens (%llu reused, %llu computed), %llu generated; TTFT %.1f ms, "
-                         "decode %.1f tokens/s, KV %.2f MiB; stop: %s]\n",
+                         "decode %.1f tokens/s, sampling %.2f ms/token, KV %.2f MiB; stop: %s]\n",
                          (unsigned long long)rs.prompt_tokens, (unsigned long long)rs.reused_tokens,
                          (unsigned long long)rs.computed_tokens, (unsigned long long)rs.generated_tokens,
-                         rs.time_to_first_token_s * 1e3, rs.decode_tokens_per_s, rs.kv_bytes / 1048576.0, reason);
+                         rs.time_to_first_token_s * 1e3, rs.decode_tokens_per_s, sample_ms, rs.kv_bytes / 1048576.0, reason);
         }
     } while (false);
     kvrt_sampler_destroy(sampler);

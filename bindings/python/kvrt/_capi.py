@@ -15,7 +15,7 @@ import subprocess
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_float, c_int, c_int32,
                     c_int64, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 4, 1
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 5, 0
 VERSION_NUMBER = (VERSION_MAJOR << 16) | (VERSION_MINOR << 8) | VERSION_PATCH
 SONAME = "libkvrt.so.%d" % VERSION_MAJOR
 
@@ -142,7 +142,9 @@ class request_stats(Structure):
         (n, c_double) for n in ("time_to_first_token_s", "prefill_s", "decode_s", "decode_tokens_per_s")] + [
         ("kv_bytes", c_uint64), ("stop_reason", c_int32), ("reserved0", c_int32),
         # appended in 0.3: where reused_from_cache came from
-        ("reused_from_ram", c_uint64), ("reused_from_disk", c_uint64), ("reused_from_remote", c_uint64)]
+        ("reused_from_ram", c_uint64), ("reused_from_disk", c_uint64), ("reused_from_remote", c_uint64),
+        # appended in 0.5: generate's time in the sampler (not in decode_s)
+        ("sample_s", c_double)]
 
 
 class sampler_config(Structure):

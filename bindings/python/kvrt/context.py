@@ -73,6 +73,7 @@ class RequestStats:
     reused_from_ram: int = 0
     reused_from_disk: int = 0
     reused_from_remote: int = 0
+    sample_s: float = 0.0
 
     @classmethod
     def _from(cls, s):

@@ -129,6 +129,7 @@ def test_generate_streams_and_callback_exceptions(model):
 
         s = ctx.generate(0, prompt, max_tokens=8, on_token=on_token)
         assert 1 <= s.generated_tokens <= 8 and len(streamed) == s.generated_tokens
+        assert 0 < s.sample_s and s.sample_s + s.decode_s < 60  # the sampler's time (0.5), outside decode_s
         assert "".join(pieces) == model.detokenize(streamed)
         assert s.stop_reason in (kvrt.STOP_MAX_TOKENS, kvrt.STOP_EOG)
         n = []

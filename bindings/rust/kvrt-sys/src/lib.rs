@@ -14,8 +14,8 @@ use core::ffi::{c_char, c_int, c_void};
 // ---- common.h ---------------------------------------------------------------
 
 pub const KVRT_VERSION_MAJOR: u32 = 0;
-pub const KVRT_VERSION_MINOR: u32 = 4;
-pub const KVRT_VERSION_PATCH: u32 = 1;
+pub const KVRT_VERSION_MINOR: u32 = 5;
+pub const KVRT_VERSION_PATCH: u32 = 0;
 pub const KVRT_VERSION_NUMBER: u32 =
     (KVRT_VERSION_MAJOR << 16) | (KVRT_VERSION_MINOR << 8) | KVRT_VERSION_PATCH;
 
@@ -470,6 +470,8 @@ pub struct kvrt_request_stats {
     pub reused_from_ram: u64,
     pub reused_from_disk: u64,
     pub reused_from_remote: u64,
+    // Appended in 0.5: generate's time in the sampler (not in decode_s).
+    pub sample_s: f64,
 }
 
 #[repr(C)]

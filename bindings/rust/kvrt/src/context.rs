@@ -179,6 +179,8 @@ pub struct RequestStats {
     pub reused_from_ram: u64,
     pub reused_from_disk: u64,
     pub reused_from_remote: u64,
+    /// Generate: the time spent picking tokens (not in `decode_s`).
+    pub sample_s: f64,
 }
 
 fn new_stats() -> Result<sys::kvrt_request_stats> {
@@ -204,6 +206,7 @@ impl From<sys::kvrt_request_stats> for RequestStats {
             reused_from_ram: s.reused_from_ram,
             reused_from_disk: s.reused_from_disk,
             reused_from_remote: s.reused_from_remote,
+            sample_s: s.sample_s,
         }
     }
 }

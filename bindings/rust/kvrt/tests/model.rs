@@ -146,6 +146,7 @@ fn generate_streams_and_callbacks_cannot_unwind_into_c() {
     let opts = GenerateOptions { max_tokens: 8, ..Default::default() };
     let s = ctx.generate(0, &prompt, &opts, None, Some(&mut on_token)).unwrap();
     assert!(s.generated_tokens >= 1 && s.generated_tokens <= 8);
+    assert!(s.sample_s > 0.0 && s.sample_s < 60.0, "the sampler's time (0.5): {s:?}");
     assert!(matches!(s.stop_reason, StopReason::MaxTokens | StopReason::EndOfGeneration), "{s:?}");
     assert_eq!(streamed.len() as u64, s.generated_tokens);
     assert_eq!(out, m.detokenize(&streamed, false).unwrap(), "the streamed text is the tokens' text");
