@@ -117,18 +117,24 @@ void SamplerChain::sort_to(size_t k) {
 
 double SamplerChain::softmax_sum(double& mx) {
     // One pass over the candidates: their logits as floats (contiguous, for the vector sum) and
-    // the largest (float rounding is monotone: the largest float is the largest rounded).
+    // the largest (float rounding is monotone: the largest float is the largest rounded). Where
+    // the largest is beyond float's range (a temperature of 1e-39, a bias of 3e38: chain logits are
+    // doubles), the floats are taken of logit - max instead, in a second pass.
     mx = -INFINITY;
     logits_.resize(cands_.size());
     for (size_t i = 0; i < cands_.size(); ++i) {
         logits_[i] = static_cast<float>(cands_[i].logit);
         mx = std::max(mx, cands_[i].logit);
     }
-    return softmax_weight_sum(logits_.data(), logits_.size(), static_cast<float>(mx), 1.0f);
+    shifted_ = !std::isfinite(static_cast<float>(mx));
+    if (shifted_)
+        for (size_t i = 0; i < cands_.size(); ++i) logits_[i] = static_cast<float>(cands_[i].logit - mx);
+    return softmax_weight_sum(logits_.data(), logits_.size(), shifted_ ? 0.0f : static_cast<float>(mx), 1.0f);
 }
 
-double SamplerChain::weight(size_t i, double mx) const noexcept {  // (x * 1 is x: softmax_sum's term)
-    return softmax_weight(static_cast<float>(cands_[i].logit) - static_cast<float>(mx));
+double SamplerChain::weight(size_t i, double mx) const noexcept {  // softmax_sum's term ((x - 0) * 1 is x)
+    return softmax_weight(shifted_ ? static_cast<float>(cands_[i].logit - mx)
+                                   : static_cast<float>(cands_[i].logit) - static_cast<float>(mx));
 }
 
 int32_t SamplerChain::argmax_cand() const noexcept {

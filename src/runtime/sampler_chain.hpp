@@ -99,9 +99,10 @@ private:
         if (i >= sorted_) sort_to(sorted_prefix_for(i, sorted_));
     }
     // The sum of the candidates' weights exp(logit - max) (runtime/sampling_weights.hpp), their
-    // largest logit in mx; weight(i, mx) is candidate i's term of it.
+    // largest logit in mx; weight(i, mx) is candidate i's term of it (until the next sum).
     double softmax_sum(double& mx);
     double weight(size_t i, double mx) const noexcept;
+    bool shifted_ = false;  // the last sum took logit - max in double (max beyond float's range)
     void trim_history();
     double next_uniform() noexcept;
     int32_t argmax_cand() const noexcept;

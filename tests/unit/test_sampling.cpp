@@ -412,6 +412,39 @@ TEST_CASE("sampling: a chain's stages over a prefix sorted on demand draw what t
     CHECK(draws == 5 * 7 * 15);
 }
 
+TEST_CASE("sampling: a chain whose logits outgrow float (a tiny temperature, a huge bias) still weighs them") {
+    // Chain logits are doubles: a temperature of 1e-39 takes logits of ~1..3 past float's range
+    // (3.4e38), as does a logit bias of 3e38 on a logit near 1e38. The weights (floats) must be
+    // taken of logit - max, or the largest would weigh inf - inf = NaN and min-p keep nothing.
+    using kvrt::runtime::SamplerChain;
+    using kvrt::runtime::SamplerStage;
+    using kvrt::runtime::StageType;
+    std::vector<float> l(300);
+    for (size_t i = 0; i < l.size(); ++i) l[i] = 1.0f + 2.0f * std::sin(static_cast<float>(i) * 0.7f);
+    const int32_t best = argmax(l.data(), l.size());
+    for (int order = 0; order < 2; ++order) {
+        CAPTURE(order);
+        SamplerChain chain(3);
+        SamplerStage temp{StageType::Temperature, 0, 1.0f, 1e-39f};  // (logits 1..3 become 1e39..3e39)
+        if (order == 0) chain.add(temp);
+        chain.add(SamplerStage{StageType::MinP, 0, 0.05f});
+        chain.add(SamplerStage{StageType::TopP, 0, 0.9f});
+        if (order == 1) chain.add(temp);
+        chain.add(SamplerStage{StageType::Dist});
+        for (int d = 0; d < 20; ++d) CHECK(chain.sample(l.data(), l.size()) == best);
+    }
+    std::vector<float> big(l);
+    big[7] = 1e38f;
+    SamplerChain biased(4);
+    SamplerStage bias;
+    bias.type = StageType::LogitBias;
+    bias.bias = {{7, 3e38f}, {8, 3e38f}};
+    biased.add(bias);
+    biased.add(SamplerStage{StageType::MinP, 0, 0.05f});
+    biased.add(SamplerStage{StageType::Dist});
+    for (int d = 0; d < 20; ++d) CHECK(biased.sample(big.data(), big.size()) == 7);  // 4e38 against 3e38 + ~3
+}
+
 TEST_CASE("sampling: top-k 1 and min-p 1 are greedy whatever the temperature") {
     std::vector<float> l = {0.1f, 0.3f, 3.0f, 0.2f};
     SamplerParams p;
