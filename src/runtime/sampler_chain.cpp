@@ -295,9 +295,11 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                     sorted_ = cands_.size();
                     front_ = 0;
                 } else {
-                    for (Cand& c : cands_) c.logit /= static_cast<double>(st.temperature);
+                    bool overflow = false;  // (stacked stages of denormal temperatures can pass 1e308)
+                    for (Cand& c : cands_) overflow |= std::isinf(c.logit /= static_cast<double>(st.temperature));
                     sorted_ = 0;  // (division keeps the order up to ties that rounding may create)
                     front_ = 0;
+                    if (overflow) forced = normalize();
                 }
                 break;
             case StageType::Dist:

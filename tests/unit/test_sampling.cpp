@@ -443,6 +443,15 @@ TEST_CASE("sampling: a chain whose logits outgrow float (a tiny temperature, a h
     biased.add(SamplerStage{StageType::MinP, 0, 0.05f});
     biased.add(SamplerStage{StageType::Dist});
     for (int d = 0; d < 20; ++d) CHECK(biased.sample(big.data(), big.size()) == 7);  // 4e38 against 3e38 + ~3
+    // Seven stages of a temperature of 1e-40 take a logit of 3e38 past double's range (3e318) and
+    // leave the others (<= 3e280) in it: +inf, the non-finite rule, which draws the +inf ids only.
+    SamplerChain stacked(5);
+    for (int k = 0; k < 7; ++k) stacked.add(SamplerStage{StageType::Temperature, 0, 1.0f, 1e-40f});
+    stacked.add(SamplerStage{StageType::MinP, 0, 0.05f});
+    stacked.add(SamplerStage{StageType::Dist});
+    std::vector<float> one_big(l);
+    one_big[5] = 3e38f;
+    for (int d = 0; d < 20; ++d) CHECK(stacked.sample(one_big.data(), one_big.size()) == 5);
 }
 
 TEST_CASE("sampling: top-k 1 and min-p 1 are greedy whatever the temperature") {
