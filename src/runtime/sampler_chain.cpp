@@ -137,7 +137,14 @@ double SamplerChain::weight(size_t i, double mx) const noexcept {  // softmax_su
                                    : static_cast<float>(cands_[i].logit) - static_cast<float>(mx));
 }
 
-int32_t SamplerChain::argmax_cand() const noexcept {
+// The stages keep at least one candidate (the non-finite rule refuses a row with none; top-p and
+// min-p keep the most probable): an empty list here is a bug, reported instead of read.
+void SamplerChain::require_candidates() const {
+    if (cands_.empty()) fail(KVRT_ERR_INTERNAL, "sampler chain: no candidate is left for the last stage");
+}
+
+int32_t SamplerChain::argmax_cand() const {
+    require_candidates();
     size_t best = 0;
     for (size_t i = 1; i < cands_.size(); ++i)
         if (LogitOrder{}(cands_[i], cands_[best])) best = i;
@@ -146,6 +153,7 @@ int32_t SamplerChain::argmax_cand() const noexcept {
 
 // One draw from the softmax of the candidates, walking them in logit order.
 int32_t SamplerChain::draw() {
+    require_candidates();
     double mx = 0;
     const double sum = softmax_sum(mx);
     double r = next_uniform();
@@ -196,10 +204,12 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                 if (counts_.size() < n) counts_.assign(n, 0);
                 for (size_t i = history_.size() - w; i < history_.size(); ++i)
                     if (history_[i] >= 0 && static_cast<size_t>(history_[i]) < n) counts_[static_cast<size_t>(history_[i])]++;
+                bool overflow = false;  // (finite stays finite unless earlier stages took it near 1e308)
                 auto penalise = [&](Cand& c, int32_t k) {
                     if (c.logit <= 0) c.logit *= st.repeat;
                     else c.logit /= st.repeat;
                     c.logit -= k * static_cast<double>(st.frequency) + static_cast<double>(st.presence);
+                    overflow |= !std::isfinite(c.logit);
                 };
                 if (id_order_ && cands_.size() == n) {
                     // Candidate id is at index id (as built, every logit finite, nothing reordered):
@@ -218,8 +228,9 @@ int32_t SamplerChain::sample(const float* logits, size_t n) {
                 }
                 sorted_ = 0;
                 front_ = 0;
-                // (No normalize(): finite logits times or over a finite positive penalty, minus
-                // finite terms, stay finite in double.)
+                // (normalize() only where a logit overflowed: the only way a penalty makes one
+                // non-finite; a pass over every candidate is ~0.2 ms at 262,144 of them.)
+                if (overflow) forced = normalize();
                 break;
             }
             case StageType::LogitBias: {

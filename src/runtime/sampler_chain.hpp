@@ -105,7 +105,8 @@ private:
     bool shifted_ = false;  // the last sum took logit - max in double (max beyond float's range)
     void trim_history();
     double next_uniform() noexcept;
-    int32_t argmax_cand() const noexcept;
+    void require_candidates() const;
+    int32_t argmax_cand() const;
     int32_t draw();
 
     std::vector<SamplerStage> stages_;

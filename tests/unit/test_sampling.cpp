@@ -12,11 +12,13 @@
 #include "util/error.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 using kvrt::runtime::argmax;
@@ -452,6 +454,89 @@ TEST_CASE("sampling: a chain whose logits outgrow float (a tiny temperature, a h
     std::vector<float> one_big(l);
     one_big[5] = 3e38f;
     for (int d = 0; d < 20; ++d) CHECK(stacked.sample(one_big.data(), one_big.size()) == 5);
+}
+
+TEST_CASE("sampling: random chains over extreme logits draw a drawable token or refuse with a message") {
+    // Every stage with values at the edges of their domains (temperatures down to 1e-40 and up to
+    // 1e30, penalties of 1e-30 and 1e30, +-inf biases), over rows of NaN, +-inf, denormals, +-3e38
+    // and ordinary values: the token drawn is one the non-finite rule allows (after the biases'
+    // bans), or the call throws kvrt::Error INVALID_ARGUMENT, never anything else.
+    using kvrt::runtime::SamplerChain;
+    using kvrt::runtime::SamplerStage;
+    using kvrt::runtime::StageType;
+    std::mt19937 rng(23);
+    auto pick = [&](auto const& pool) { return pool[rng() % std::size(pool)]; };
+    const float logit_pool[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 3e38f, -3e38f, 1e30f, 2.5f, -7.0f};
+    const float temps[] = {0.0f, 1e-40f, 1e-3f, 0.8f, 1.0f, 50.0f, 1e30f};
+    const float repeats[] = {1.0f, 1.3f, 1e-30f, 1e30f};
+    const float extras[] = {0.0f, 1.0f, -1.0f, 1e30f, -1e30f};
+    const float biases[] = {-INFINITY, INFINITY, 3e38f, -3e38f, 4.0f};
+    int drawn = 0, refused = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+        const size_t n = pick(std::array<size_t, 6>{1, 2, 17, 100, 1000, 5000});
+        std::normal_distribution<float> nd(0.0f, 3.0f);
+        std::vector<float> l(n);
+        const int mode = trial % 3;  // mostly ordinary, mixed, or mostly extreme
+        for (float& x : l) x = (mode == 0 || (mode == 1 && rng() % 2)) ? nd(rng) : pick(logit_pool);
+        SamplerChain chain(static_cast<uint64_t>(trial));
+        std::vector<std::pair<int32_t, float>> bias;
+        const int n_stages = static_cast<int>(rng() % 6);
+        for (int k = 0; k < n_stages; ++k) {
+            SamplerStage st;
+            switch (rng() % 6) {
+                case 0:
+                    st.type = StageType::Penalties;
+                    st.last_n = -1;
+                    st.repeat = pick(repeats);
+                    st.frequency = pick(extras);
+                    st.presence = pick(extras);
+                    break;
+                case 1:
+                    st.type = StageType::LogitBias;
+                    for (int b = 0; b < 3; ++b) st.bias.push_back({static_cast<int32_t>(rng() % n), pick(biases)});
+                    bias.insert(bias.end(), st.bias.begin(), st.bias.end());
+                    break;
+                case 2: st.type = StageType::TopK, st.top_k = static_cast<int32_t>(rng() % 50); break;
+                case 3: st.type = StageType::TopP, st.p = pick(std::array<float, 4>{1e-6f, 0.5f, 0.95f, 1.0f}); break;
+                case 4: st.type = StageType::MinP, st.p = pick(std::array<float, 4>{0.0f, 0.05f, 0.9f, 1.0f}); break;
+                default: st.type = StageType::Temperature, st.temperature = pick(temps); break;
+            }
+            chain.add(st);
+        }
+        chain.add(SamplerStage{rng() % 4 ? StageType::Dist : StageType::Greedy});
+        std::vector<int32_t> hist;
+        for (int h = 0; h < 8; ++h) hist.push_back(static_cast<int32_t>(rng() % n));
+        chain.begin(hist.data(), hist.size());
+        // What the non-finite rule allows: +inf ids if the row has any (stages skipped), else
+        // the finite ones; a token given a -inf bias (and no +inf one) is banned.
+        bool any_pos_inf = false;
+        for (float x : l) any_pos_inf |= x == INFINITY;
+        for (int d = 0; d < 3; ++d) {
+            CAPTURE(trial);
+            try {
+                const int32_t t = chain.sample(l.data(), n);
+                REQUIRE(t >= 0);
+                REQUIRE(static_cast<size_t>(t) < n);
+                const float x = l[static_cast<size_t>(t)];
+                CHECK(!std::isnan(x));
+                CHECK(x != -INFINITY);
+                if (any_pos_inf) CHECK(x == INFINITY);
+                bool banned = false, forced = false;
+                for (const auto& [id, b] : bias) {
+                    banned |= id == t && b == -INFINITY;
+                    forced |= id == t && b == INFINITY;
+                }
+                if (!any_pos_inf && banned && !forced) CHECK(false);  // a banned token was drawn
+                ++drawn;
+            } catch (const kvrt::Error& e) {
+                CHECK(e.status() == KVRT_ERR_INVALID_ARGUMENT);
+                CHECK(std::string(e.what()).find("sampled") != std::string::npos);
+                ++refused;
+            }
+        }
+    }
+    CHECK(drawn > 5000);
+    CHECK(refused > 10);
 }
 
 TEST_CASE("sampling: top-k 1 and min-p 1 are greedy whatever the temperature") {
