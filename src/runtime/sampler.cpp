@@ -94,14 +94,27 @@ int32_t Sampler::sample(const float* logits, size_t n) {
     const float mxf = max_logit(logits, n);  // (no +inf here: the largest finite logit)
     cands_.resize(n_drawable);
     Cand* out = cands_.data();
-    if (n_drawable == n) {
+    size_t front = 0;  // sort_prefix_to's front (runtime/sorted_prefix.hpp)
+    if (n_drawable >= 16 * kFrontTarget) {
+        // A whole vocabulary is split as it is built: the logits >= t (about kFrontTarget of them)
+        // first, the others filled from the end, so that sort_prefix_to needs no pass of its own.
+        const float t = front_threshold(logits, n, n_drawable, kFrontTarget);
+        Cand* back = out + n_drawable;
+        for (size_t i = 0; i < n; ++i) {
+            const float x = logits[i];
+            if (!std::isfinite(x)) continue;
+            if (x >= t) *out++ = {x, static_cast<int32_t>(i)};
+            else *--back = {x, static_cast<int32_t>(i)};
+        }
+        front = static_cast<size_t>(out - cands_.data());
+    } else if (n_drawable == n) {
         for (size_t i = 0; i < n; ++i) out[i] = {logits[i], static_cast<int32_t>(i)};
     } else {
         for (size_t i = 0; i < n; ++i)
             if (std::isfinite(logits[i])) *out++ = {logits[i], static_cast<int32_t>(i)};
     }
     const size_t N = n_drawable;
-    size_t sorted = 0, front = 0;  // cands_[0, sorted) are in that order (runtime/sorted_prefix.hpp)
+    size_t sorted = 0;  // cands_[0, sorted) are in that order (runtime/sorted_prefix.hpp)
     auto sort_to = [&](size_t k) { sorted = sort_prefix_to(cands_, sorted, k, LogitOrder{}, &front); };
     auto grow = [&](size_t i) {  // makes entry i sorted
         if (i >= sorted) sort_to(sorted_prefix_for(i, sorted));

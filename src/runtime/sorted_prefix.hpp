@@ -9,8 +9,9 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
+#include <cmath>
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace kvrt::runtime {
@@ -39,6 +40,23 @@ size_t split_front(std::vector<T, A>& v, size_t target) {
     const double t = s[r - 1];
     return static_cast<size_t>(std::partition(v.begin(), v.end(), [t](const T& c) { return static_cast<double>(c.logit) >= t; }) -
                                v.begin());
+}
+
+// The logit t at which about `target` of a row's n_finite finite logits are >= t: the matching
+// rank of an even sample of 1,024 of the row (its non-finite entries skipped). A sampler that
+// builds its candidates from the row splits them at t as it builds them (no pass of split_front).
+inline float front_threshold(const float* x, size_t n, size_t n_finite, size_t target) {
+    constexpr size_t kSamples = 1024;
+    std::array<float, kSamples> s;
+    const size_t stride = n / kSamples;
+    size_t m = 0;
+    for (size_t j = 0; j < kSamples && stride > 0; ++j)
+        if (std::isfinite(x[j * stride])) s[m++] = x[j * stride];
+    if (m == 0) return -INFINITY;  // (everything is the front)
+    const size_t r = std::clamp<size_t>(target * m / std::max<size_t>(n_finite, 1), 1, m);
+    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(r - 1), s.begin() + static_cast<std::ptrdiff_t>(m),
+                     std::greater<float>());
+    return s[r - 1];
 }
 
 // Extends the sorted prefix of v from `sorted` to k elements (at most v.size()); returns its new
