@@ -25,38 +25,40 @@ struct LogitOrder {
     }
 };
 
-// Splits v (nothing of it sorted) at a logit t such that about `target` elements have a logit
-// >= t, those first, and returns their count: every one of them comes before every later one
-// (a larger logit). t is the matching rank of an even sample of 1,024 logits. T: a struct with
-// `logit`.
+// The value t at which about `target` of n_finite finite values are >= t: the matching rank of
+// an even sample of 1,024 of the n values get(i) (non-finite ones skipped); -inf when the sample
+// holds none. Both ways of splitting a vocabulary's front below take their t from it.
+template <class Get>
+double sampled_threshold(size_t n, size_t n_finite, size_t target, Get get) {
+    constexpr size_t kSamples = 1024;
+    std::array<double, kSamples> s;
+    const size_t stride = n / kSamples;
+    size_t m = 0;
+    for (size_t j = 0; j < kSamples && stride > 0; ++j) {
+        const double x = get(j * stride);
+        if (std::isfinite(x)) s[m++] = x;
+    }
+    if (m == 0) return -INFINITY;  // (everything is the front)
+    const size_t r = std::clamp<size_t>(target * m / std::max<size_t>(n_finite, 1), 1, m);
+    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(r - 1), s.begin() + static_cast<std::ptrdiff_t>(m),
+                     std::greater<double>());
+    return s[r - 1];
+}
+
+// Splits v (nothing of it sorted, every logit finite) at a logit t such that about `target`
+// elements have a logit >= t, those first, and returns their count: every one of them comes
+// before every later one (a larger logit). T: a struct with `logit`.
 template <class T, class A>
 size_t split_front(std::vector<T, A>& v, size_t target) {
-    constexpr size_t kSamples = 1024;
-    const size_t n = v.size(), stride = n / kSamples;
-    std::array<double, kSamples> s;
-    for (size_t j = 0; j < kSamples; ++j) s[j] = static_cast<double>(v[j * stride].logit);
-    const size_t r = std::max<size_t>(1, target * kSamples / n);
-    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(r - 1), s.end(), std::greater<double>());
-    const double t = s[r - 1];
+    const double t = sampled_threshold(v.size(), v.size(), target, [&](size_t i) { return static_cast<double>(v[i].logit); });
     return static_cast<size_t>(std::partition(v.begin(), v.end(), [t](const T& c) { return static_cast<double>(c.logit) >= t; }) -
                                v.begin());
 }
 
-// The logit t at which about `target` of a row's n_finite finite logits are >= t: the matching
-// rank of an even sample of 1,024 of the row (its non-finite entries skipped). A sampler that
-// builds its candidates from the row splits them at t as it builds them (no pass of split_front).
+// The logit at which about `target` of a row's n_finite finite logits are >= it. A sampler that
+// builds its candidates from the row splits them there as it builds them (no pass of split_front).
 inline float front_threshold(const float* x, size_t n, size_t n_finite, size_t target) {
-    constexpr size_t kSamples = 1024;
-    std::array<float, kSamples> s;
-    const size_t stride = n / kSamples;
-    size_t m = 0;
-    for (size_t j = 0; j < kSamples && stride > 0; ++j)
-        if (std::isfinite(x[j * stride])) s[m++] = x[j * stride];
-    if (m == 0) return -INFINITY;  // (everything is the front)
-    const size_t r = std::clamp<size_t>(target * m / std::max<size_t>(n_finite, 1), 1, m);
-    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(r - 1), s.begin() + static_cast<std::ptrdiff_t>(m),
-                     std::greater<float>());
-    return s[r - 1];
+    return static_cast<float>(sampled_threshold(n, n_finite, target, [x](size_t i) { return static_cast<double>(x[i]); }));
 }
 
 // Extends the sorted prefix of v from `sorted` to k elements (at most v.size()); returns its new
@@ -65,9 +67,10 @@ inline float front_threshold(const float* x, size_t n, size_t n_finite, size_t t
 //
 // front (optional): v[0, *front) all come before the rest when *front > 0, which the caller resets
 // to 0 whenever it changes the logits or the order. A whole vocabulary (16 x target or more) is
-// split once, at its first extension (split_front, ~target elements), and the extensions inside the front read only
-// the front: each extension over the whole had been a pass over it (~0.3-0.5 ms over Gemma 3's
-// 262,144 candidates), and the nucleus of a real draw's top-p takes 2-4 of them.
+// split once, at its first extension (split_front, ~target elements), unless the caller split it
+// already; extensions inside the front read only the front. Each extension over the whole had
+// been a pass over it (~0.3-0.5 ms over Gemma 3's 262,144 candidates), and the nucleus of a real
+// draw's top-p takes 2-4 of them.
 inline constexpr size_t kFrontTarget = 8192;
 template <class T, class A, class Less>
 size_t sort_prefix_to(std::vector<T, A>& v, size_t sorted, size_t k, Less less, size_t* front = nullptr,
