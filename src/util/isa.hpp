@@ -41,7 +41,8 @@ enum class Isa : int { Scalar = 0, Avx2 = 1, AvxVnni = 2, Avx512 = 3, Avx512Bf16
 // Individual CPU features (probed once: CPUID traps to the hypervisor in a VM).
 struct CpuFeatures {
     bool avx2 = false;        // AVX2 + FMA + F16C
-    bool avxvnni = false;     // AVX-VNNI (with avx2)
+    bool avxvnni = false;     // AVX-VNNI (with avx2); on Intel also the Alder Lake / Sapphire Rapids
+                              // generation or later (weight prefetch tuning: weight_prefetch_for)
     bool avx512 = false;      // AVX-512 F/BW/VL/DQ (with avx2)
     bool avx512vnni = false;  // AVX512_VNNI (with avx512)
     bool avx512bf16 = false;  // AVX512_BF16 (with avx512)
@@ -61,7 +62,8 @@ bool cpu_is_zen4(const CpuFeatures& f) noexcept;
 // core streaming from DRAM has in flight; L2 prefetches wait in the L2's larger miss queue.
 // Measured: Intel (Sapphire Rapids class) and AMD Zen 4 into L2; AMD Zen 3 / Zen 5 into L1 (on
 // Zen 5 prefetcht1 left the KV stream at its unprefetched speed; L2 was not tried for weights
-// there). Figures in src/kernels/README.md.
+// there). Figures in src/kernels/README.md. The KV stream's rule as it is; the weights' takes Intel
+// cores before Alder Lake / Sapphire Rapids out of it (weight_prefetch_for).
 bool prefetch_streams_into_l2(const CpuFeatures& f) noexcept;
 
 Isa isa_detected() noexcept;

@@ -264,7 +264,7 @@ int outside_ref_tolerance(TensorType t, const void* raw, int64_t N, int64_t K, c
 
 }  // namespace
 
-TEST_CASE("weight_matmul: the weight prefetch follows the CPU vendor unless KVRT_WEIGHT_PREFETCH sets it") {
+TEST_CASE("weight_matmul: the weight prefetch follows the CPU kind unless KVRT_WEIGHT_PREFETCH sets it") {
     const kernels::WeightPrefetch& pf = kernels::weight_prefetch();
     CHECK(pf.ahead % 64 == 0);
     CHECK(pf.ahead <= (size_t(1) << 20));
@@ -273,19 +273,36 @@ TEST_CASE("weight_matmul: the weight prefetch follows the CPU vendor unless KVRT
         CHECK(pf.l2 == rule.l2);
         CHECK(pf.ahead == rule.ahead);
     }
-    // Into L2 (the CPUs of prefetch_streams_into_l2, test_isa.cpp): 8 KiB ahead; into L1: 2 KiB.
-    CpuFeatures intel;
-    intel.intel = true;
+    // Into L2 8 KiB ahead: the CPUs of prefetch_streams_into_l2 (test_isa.cpp) but Intel cores
+    // without AVX-VNNI (before Alder Lake / Sapphire Rapids), which take L1 4 KiB ahead; other CPUs
+    // L1 2 KiB ahead.
+    CpuFeatures icelake;
+    icelake.intel = true;
+    icelake.family = 6;
+    icelake.avx2 = icelake.avx512 = icelake.avx512vnni = true;
+    CpuFeatures sapphire = icelake;
+    sapphire.avxvnni = sapphire.avx512bf16 = sapphire.amx = true;
+    CpuFeatures alderlake = icelake;
+    alderlake.avx512 = alderlake.avx512vnni = false;
+    alderlake.avxvnni = true;
+    CpuFeatures skylake = alderlake;
+    skylake.avxvnni = false;
     CpuFeatures zen4;
     zen4.amd = true;
     zen4.family = 0x19;
     zen4.avx2 = zen4.avx512 = true;
     CpuFeatures zen3 = zen4;
     zen3.avx512 = false;
-    for (const auto& [f, l2] : {std::pair{intel, true}, {zen4, true}, {zen3, false}}) {
-        const kernels::WeightPrefetch p = kernels::weight_prefetch_for(f);
-        CHECK(p.l2 == l2);
-        CHECK(p.ahead == (l2 ? 8192u : 2048u));
+    struct Want {
+        CpuFeatures f;
+        bool l2;
+        size_t ahead;
+    };
+    for (const Want& w : {Want{sapphire, true, 8192}, Want{alderlake, true, 8192}, Want{zen4, true, 8192},
+                          Want{icelake, false, 4096}, Want{skylake, false, 4096}, Want{zen3, false, 2048}}) {
+        const kernels::WeightPrefetch p = kernels::weight_prefetch_for(w.f);
+        CHECK(p.l2 == w.l2);
+        CHECK(p.ahead == w.ahead);
     }
 }
 

@@ -46,7 +46,9 @@ PartBuffer& part_buffer() {
 
 kernels::WeightPrefetch kernels::weight_prefetch_for(const CpuFeatures& f) noexcept {
     WeightPrefetch p;
-    if (prefetch_streams_into_l2(f)) {
+    if (f.intel && !f.avxvnni) {  // Intel cores before Alder Lake / Sapphire Rapids
+        p.ahead = 4096;
+    } else if (prefetch_streams_into_l2(f)) {
         p.ahead = 8192;
         p.l2 = true;
     }

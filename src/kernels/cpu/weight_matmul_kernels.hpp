@@ -56,11 +56,15 @@ struct MatmulArgs {
 
 // The weight stream's software prefetch in decode-shaped matmuls: how far ahead of the block being
 // computed, and into which level. Chosen once per process from the CPU (weight_prefetch_for, by
-// prefetch_streams_into_l2 of util/isa.hpp; KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides
-// it, for measurements):
-//   Intel (Sapphire Rapids class measured) and AMD Zen 4: into L2, 8 KiB ahead. Decode at 256
+// prefetch_streams_into_l2 of util/isa.hpp and, on Intel, the core's generation;
+// KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides it, for measurements):
+//   Intel cores of the Alder Lake / Sapphire Rapids generation and later (told by AVX-VNNI;
+//   Sapphire Rapids class measured) and AMD Zen 4: into L2, 8 KiB ahead. Decode at 256
 //   positions, Qwen2.5 Q4_K_M, 2 threads: 0.65-0.75 -> 0.79-0.85 of the STREAM read on the Xeon;
 //   on Zen 4 1 thread 38.6-39.0 -> 55.3-55.9 tok/s, 2 threads 61-65 -> 72-77 (src/kernels/README.md).
+//   Older Intel cores (Ice Lake-SP measured, session 48): into L1, 4 KiB ahead. There L2 was the
+//   slowest setting tried, on the AVX2 path most: M = 1 passes over each K-quant type 0.69-0.76
+//   of the STREAM read into L2 against 0.71-0.83 into L1 2-8 KiB ahead (alike within the noise).
 //   AMD Zen 3 / Zen 5: into L1, 2 KiB ahead (the best of the L1 distances measured there; L2 was
 //   not tried on those CPUs).
 // Results never depend on it.
