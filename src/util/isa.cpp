@@ -96,6 +96,8 @@ const CpuFeatures& cpu_features() noexcept {
 
 bool cpu_is_zen4(const CpuFeatures& f) noexcept { return f.amd && f.family == 0x19 && f.avx512; }
 
+bool cpu_is_intel_before_avxvnni(const CpuFeatures& f) noexcept { return f.intel && !f.avxvnni; }
+
 bool prefetch_streams_into_l2(const CpuFeatures& f) noexcept { return f.intel || cpu_is_zen4(f); }
 
 Isa isa_detected() noexcept {

@@ -41,8 +41,7 @@ enum class Isa : int { Scalar = 0, Avx2 = 1, AvxVnni = 2, Avx512 = 3, Avx512Bf16
 // Individual CPU features (probed once: CPUID traps to the hypervisor in a VM).
 struct CpuFeatures {
     bool avx2 = false;        // AVX2 + FMA + F16C
-    bool avxvnni = false;     // AVX-VNNI (with avx2); on Intel also the Alder Lake / Sapphire Rapids
-                              // generation or later (weight prefetch tuning: weight_prefetch_for)
+    bool avxvnni = false;     // AVX-VNNI (with avx2)
     bool avx512 = false;      // AVX-512 F/BW/VL/DQ (with avx2)
     bool avx512vnni = false;  // AVX512_VNNI (with avx512)
     bool avx512bf16 = false;  // AVX512_BF16 (with avx512)
@@ -56,6 +55,10 @@ const CpuFeatures& cpu_features() noexcept;
 
 // AMD Zen 4: family 0x19 with AVX-512 (Zen 3, the same family, has none).
 bool cpu_is_zen4(const CpuFeatures& f) noexcept;
+// An Intel core older than the Alder Lake / Sapphire Rapids generation (Skylake to Ice Lake and
+// Tiger Lake), told by the absence of AVX-VNNI, which every core of that generation and later has
+// (tuning only: the weight prefetch, the attention's scale reads; measured on Ice Lake-SP).
+bool cpu_is_intel_before_avxvnni(const CpuFeatures& f) noexcept;
 // Whether software prefetches of a long read stream (decode's weights and its KV) go into L2
 // (prefetcht1) rather than L1 (prefetcht0) on this CPU (tuning only, never the arithmetic). An L1
 // prefetch holds one of the core's L1 fill buffers until its line arrives, which caps the lines a

@@ -60,7 +60,7 @@ TEST_CASE("isa: the weight matmul and the dequantisers follow the one process-wi
     CHECK(std::string(isa_name(isa_detected())) != "?");
 }
 
-TEST_CASE("isa: decode's prefetch streams go into L2 on Intel and Zen 4, into L1 on other CPUs") {
+TEST_CASE("isa: the per-CPU tuning rules (prefetch level, scale gathers) on each CPU kind") {
     const CpuFeatures& here = cpu_features();
     CHECK_FALSE((here.intel && here.amd));
     if (here.amd) CHECK(here.family >= 0x17);  // every AMD CPU with AVX2 is Zen or later
@@ -80,19 +80,24 @@ TEST_CASE("isa: decode's prefetch streams go into L2 on Intel and Zen 4, into L1
     CpuFeatures zen2 = zen3;
     zen2.family = 0x17;
     CpuFeatures unknown;
+    CpuFeatures sapphire = intel;  // (Alder Lake / Sapphire Rapids and later: AVX-VNNI)
+    sapphire.avxvnni = true;
     CHECK(cpu_is_zen4(zen4));
-    for (const CpuFeatures& f : {intel, zen3, zen5, zen2, unknown}) CHECK_FALSE(cpu_is_zen4(f));
+    for (const CpuFeatures& f : {intel, sapphire, zen3, zen5, zen2, unknown}) CHECK_FALSE(cpu_is_zen4(f));
+    CHECK(cpu_is_intel_before_avxvnni(intel));
+    for (const CpuFeatures& f : {sapphire, zen3, zen4, zen5, zen2, unknown}) CHECK_FALSE(cpu_is_intel_before_avxvnni(f));
     CHECK(prefetch_streams_into_l2(intel));
+    CHECK(prefetch_streams_into_l2(sapphire));
     CHECK(prefetch_streams_into_l2(zen4));
     for (const CpuFeatures& f : {zen3, zen5, zen2, unknown}) CHECK_FALSE(prefetch_streams_into_l2(f));
     // The attention's KV stream takes the rule unless KVRT_ATTENTION_PREFETCH sets it.
     if (std::getenv("KVRT_ATTENTION_PREFETCH") == nullptr)
         CHECK(cpu::attention_prefetch_l2() == prefetch_streams_into_l2(here));
-    // Quantised heads' scales: gathered except on Zen 4, unless KVRT_SCALE_GATHER sets it (and with
+    // Quantised heads' scales: gathered except on Zen 4 and older Intel cores, unless KVRT_SCALE_GATHER sets it (and with
     // the test override given back).
     if (std::getenv("KVRT_SCALE_GATHER") == nullptr) {
         cpu::attention_gather_scales_override(-1);
-        CHECK(cpu::attention_gather_scales() == !cpu_is_zen4(here));
+        CHECK(cpu::attention_gather_scales() == (!cpu_is_zen4(here) && !cpu_is_intel_before_avxvnni(here)));
     }
     // The avx512 level's int8 dot products: VNNI wherever the CPU has it, unless KVRT_I8_DOT sets
     // it; never without it, whatever the override asks.

@@ -89,9 +89,13 @@ void attention_bf16_dot_override(int mode) noexcept;
 // as the AVX2 paths do). The same scales either way, so the same bits. Chosen once from the CPU:
 // gathers, except on AMD Zen 4, whose gathers are slow (`bench_attention_decode`, int8, 1 thread:
 // in cache 9/3 258-262 -> 250 us, 14/2 276-289 -> 273-278, 4/1 346-348 -> 334-337; beyond the
-// LLC 14/2 5,035-5,189 -> 4,848-4,977, on 2 threads 2,715-2,832 -> 2,481-2,485; session 40). On
-// the Intel Xeon (model 207) gathers were 3-5% faster in cache (session 27); Zen 5 was not
-// measured and keeps them. KVRT_SCALE_GATHER=on|off overrides the rule (measurements).
+// LLC 14/2 5,035-5,189 -> 4,848-4,977, on 2 threads 2,715-2,832 -> 2,481-2,485; session 40), and
+// on Intel cores before Alder Lake / Sapphire Rapids (cpu_is_intel_before_avxvnni: their gathers
+// run under the Gather Data Sampling microcode mitigation; Ice Lake-SP, session 48, int8, 1
+// thread, 5 alternated pairs in L2: 32/8 574-592 -> 520-554 us, 14/2 90-98 -> 83-90, 4/1
+// 131-136 -> 111-124; beyond the LLC 4-8% faster). On the Intel Xeon (model 207) gathers were 3-5%
+// faster in cache (session 27); Zen 5 was not measured and keeps them. KVRT_SCALE_GATHER=on|off
+// overrides the rule (measurements).
 bool attention_gather_scales() noexcept;
 // Tests: 1 gathers, 0 scalar loads, -1 gives the choice back to the rule. Not for use while
 // another thread runs attention.

@@ -46,7 +46,7 @@ PartBuffer& part_buffer() {
 
 kernels::WeightPrefetch kernels::weight_prefetch_for(const CpuFeatures& f) noexcept {
     WeightPrefetch p;
-    if (f.intel && !f.avxvnni) {  // Intel cores before Alder Lake / Sapphire Rapids
+    if (cpu_is_intel_before_avxvnni(f)) {
         p.ahead = 4096;
     } else if (prefetch_streams_into_l2(f)) {
         p.ahead = 8192;
