@@ -353,13 +353,15 @@ TEST_CASE("kernels.attention.decode_team_mode_equals_decode_bitwise") {
     // attention_decode_team: every thread of a region makes the call, each gets every output in
     // its own buffer; bit-identical to attention_decode (and so to the prefill row), with 1, 2
     // and 3 threads in the region (meeting at an OpenMP barrier or at a TeamBarrier) and outside
-    // any region, for sequences of 1 to 3 chunks.
+    // any region, for sequences of 1 to 3 chunks, and for one sequence of one chunk alone (its
+    // heads shared out among the threads: item_heads).
     uint32_t seed = 700;
     for_each_team_case(1100, seed, [&](const Shape& s, const TestKV& t) {
-        for (int32_t window : {0, 700}) {
+        for (int32_t window : {0, 700})
+        for (int32_t n : {1, 4}) {
+            CAPTURE(n);
             const AttnParams p = params(s, window);
             const int32_t positions[] = {5, 511, 512, 1099};  // 1, 1, 2 and 3 chunks
-            const int32_t n = 4;
             const size_t row = size_t(s.h) * s.d;
             auto q = test::random_vec(size_t(n) * row, seed++);
             std::vector<PagedKV> views(n);

@@ -1864,15 +1864,31 @@ struct ChunkItem {
     int64_t mid2 = 0;  // decode: twice the key offset of this chunk's middle among all the items' keys
 };
 
-// The thread (of n) that runs decode item ci (total2: twice the keys of all the call's items): the
-// one whose share [t * total / n, (t + 1) * total / n) of the keys holds the item's middle. Contiguous spans
-// of about equal keys: a context just past a multiple of C (4,160 keys: eight full chunks and one
-// of 64) splits 2,048 / 2,112, where equal item counts gave 2,560 / 1,600 and left a thread
-// waiting a third of the attention. Which thread runs an item changes no bit.
-inline int item_owner(const ChunkItem& ci, int64_t total2, int n) {
-    if (n <= 1 || total2 <= 0) return 0;
-    const int64_t t = ci.mid2 * n / total2;
-    return static_cast<int>(t < n - 1 ? t : n - 1);
+// The query heads [h0, h1) of decode item ci that thread tid of n runs (h0 == h1: none; H heads,
+// total2: twice the keys of all the call's items). The cells, in item then head order, each
+// weighing its keys, are cut into n contiguous spans of about equal weight: a cell goes to the
+// thread whose share [t * total / n, (t + 1) * total / n) holds its middle. A cell is a whole item
+// where the call has at least n items (4,160 keys, eight full chunks and one of 64, split 2,048 /
+// 2,112, where equal item counts gave 2,560 / 1,600 and left a thread waiting a third of the
+// attention), else an (item, head) pair (by_heads): a context of one chunk, up to C keys, had left
+// every thread but one waiting (a 2-thread SmolLM2 decode at ~300 positions: 4% of its samples in
+// the attention's barrier). Whole items where there are enough: a split item is read by two
+// threads. Which thread runs a (chunk, head) changes no bit.
+inline void item_heads(const ChunkItem& ci, int H, int64_t total2, bool by_heads, int tid, int n, int& h0, int& h1) {
+    h0 = h1 = 0;
+    if (n <= 1 || total2 <= 0) {
+        if (tid == 0) h1 = H;
+        return;
+    }
+    const int cells = by_heads ? H : 1;
+    const int64_t keys = ci.hi - ci.lo + 1, before2 = ci.mid2 - keys;  // twice the keys before the item
+    for (int c = 0; c < cells; ++c) {
+        const int64_t t = (before2 * cells + (2 * int64_t(c) + 1) * keys) * n / (total2 * cells);
+        if ((t < n - 1 ? t : n - 1) != tid) continue;
+        if (h1 == h0) h0 = c;
+        h1 = c + 1;
+    }
+    if (!by_heads && h1 > h0) h1 = H;
 }
 
 // The decode items (sequence, chunk of C keys) in sequence then key order; first[s] = the first
@@ -1932,10 +1948,10 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
     const float qscale = p.scale * kLog2e;
     double work = 0;
     for (int it = 0; it < n_items; ++it) work += double(items[it].hi - items[it].lo + 1) * H * d;
-    // Each thread takes one contiguous span of items (a sequence's chunks in key order; spans of
-    // about equal keys, item_owner), so its prefetch stream runs on from one chunk into the next
-    // instead of restarting at every chunk.
-    const bool par = n_items > 1 && work > kParallelWork;
+    // Each thread takes one contiguous span of (item, head) cells (a sequence's chunks in key order;
+    // spans of about equal keys, item_heads), so its prefetch stream runs on from one chunk into the
+    // next instead of restarting at every chunk.
+    const bool par = work > kParallelWork;
     // K and V bytes the call reads: below kPacedBytes they are taken to come from the caches and
     // the prefetch stream runs unpaced (LineStream::paced).
     double kv_bytes = 0;
@@ -1944,12 +1960,21 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         kv_bytes += double(items[it].hi - items[it].lo + 1) * double(kv.row_bytes + (kv.v_offset == kv.k_offset ? 0 : kv.vrb()));
     }
     const bool paced = kv_bytes > double(kPacedBytes);
-    int64_t total2 = 0;  // twice the keys of all items (item_owner)
+    int64_t total2 = 0;  // twice the keys of all items (item_heads)
     for (int it = 0; it < n_items; ++it) total2 += 2 * (items[it].hi - items[it].lo + 1);
-    // nth: the threads sharing the items (run_item's prefetch stream continues into the thread's
-    // next item: item_owner with the same nth).
-    auto run_item = [&](int it, int nth) {
+    // Thread tid of nth runs its heads of item it (item_heads; none: returns). Its prefetch stream
+    // continues into its next item.
+    auto run_item = [&](int it, int tid, int nth) {
         const ChunkItem& ci = items[it];
+        const bool by_heads = n_items < nth;
+        int h0, h1;
+        item_heads(ci, H, total2, by_heads, tid, nth, h0, h1);
+        if (h0 == h1) return;
+        auto mine = [&](int i) {
+            int a, b;
+            item_heads(items[i], H, total2, by_heads, tid, nth, a, b);
+            return a < b;
+        };
         const DecodeSeq& sq = seqs[ci.seq];
         const PagedKV& kv = *sq.kv;
         const int n_kv = kv.n_kv_heads, G = H / n_kv;
@@ -1973,21 +1998,21 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         const uint8_t* vr[T];
         // The keys this thread reads next: this chunk's, then the next chunk's when that is the
         // thread's next item of the same sequence (it starts at ci.hi + 1). prev_mine: this thread
-        // ran the item before, of the same sequence, just before this one (its items are one
-        // contiguous span, item_owner).
-        const int me = item_owner(ci, total2, nth);
-        const bool next_mine = it + 1 < n_items && items[it + 1].seq == ci.seq && item_owner(items[it + 1], total2, nth) == me;
-        const bool prev_mine = it > 0 && items[it - 1].seq == ci.seq && item_owner(items[it - 1], total2, nth) == me;
-        // The sequence's queries (pre-scaled; int8 K: quantised) are prepared by the thread's first
-        // item of the sequence and kept for the next ones (the same scratch request returns the
-        // same memory, and only the tile, below qs, is written in between): quantising every
-        // head per chunk of 512 keys had been ~7% of an int8 decode's kernel time.
+        // ran heads of the item before, of the same sequence, just before this one (its cells are
+        // one contiguous span, item_heads).
+        const bool next_mine = it + 1 < n_items && items[it + 1].seq == ci.seq && mine(it + 1);
+        const bool prev_mine = it > 0 && items[it - 1].seq == ci.seq && mine(it - 1);
+        // The sequence's queries (pre-scaled; int8 K: quantised), every head's (the thread's heads
+        // may differ from item to item), are prepared by the thread's first item of the sequence
+        // and kept for the next ones (the same scratch request returns the same memory, and only
+        // the tile, below qs, is written in between): quantising every head per chunk of 512 keys
+        // had been ~7% of an int8 decode's kernel time.
         if (!prev_mine)
             for (int h = 0; h < H; ++h) {
                 prescale(sq.q + size_t(h) * d, d, qscale, qs + size_t(h) * d);
                 if (ints) q_i8(qs + size_t(h) * d, d, qwb + size_t(h) * qws);
             }
-        for (int h = 0; h < H; ++h) {
+        for (int h = h0; h < h1; ++h) {
             float* st = pp + size_t(h) * stride;
             st[0] = kNegInf;
             st[1] = 0.0f;
@@ -2015,8 +2040,10 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
             // go now, and its step count sets the rate for this one.
             stream.next_tile();
             if (pf <= pfe) add_rows(stream, kv, pf, pfe);
-            for (int g = 0; g < n_kv; ++g) {
+            // The KV heads of the thread's query heads [h0, h1), and of each its rows [i0, i1).
+            for (int g = h0 / G; g <= (h1 - 1) / G; ++g) {
                 const size_t off = size_t(g) * es, voff = size_t(g) * ves;
+                const int i0 = int(mx(h0 - g * G, 0)), i1 = int(mn(h1 - g * G, G));
                 if (ints)
                     tile_build_i8(
                         tile, d, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
@@ -2029,13 +2056,13 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
                     tile_build(
                         tile, d, kv.dtype, kv.vdt(), ja, jb, [&](int j) { return kr[j] + off; },
                         [&](int j) { return vr[j] + voff; }, true);
-                for (int i = 0; i < G; ++i) {
+                for (int i = i0; i < i1; ++i) {
                     const int h = g * G + i;
                     float* st = pp + size_t(h) * stride;
-                    rw[i] = RowRef{qs + size_t(h) * d, st, st + 1, st + 2, ja, jb};
-                    if (ints) rw[i].qw = qwb + size_t(h) * qws;
+                    rw[i - i0] = RowRef{qs + size_t(h) * d, st, st + 1, st + 2, ja, jb};
+                    if (ints) rw[i - i0].qw = qwb + size_t(h) * qws;
                 }
-                tile_rows(tile, d, rw, G);
+                tile_rows(tile, d, rw, i1 - i0);
             }
         }
     };
@@ -2057,7 +2084,7 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
             finalize(m, l, o, p.sinks ? p.sinks + h : nullptr, d, sq.out + size_t(h) * d, sq.lse ? sq.lse + h : nullptr);
     };
     if (team) {
-        // Thread i takes the items item_owner gives it; the barrier: every partial is written
+        // Thread i takes the (item, head) cells item_heads gives it; the barrier: every partial is written
         // before any thread folds.
         // A thread whose items throw (scratch memory refused) still meets the others, then
         // rethrows: every thread of the team passes every barrier of the step.
@@ -2065,8 +2092,7 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         const int tid = team_threads() > 0 ? team_thread() : 0;
         std::exception_ptr error;
         try {
-            for (int it = 0; it < n_items; ++it)
-                if (item_owner(items[it], total2, nth) == tid) run_item(it, nth);
+            for (int it = 0; it < n_items; ++it) run_item(it, tid, nth);
         } catch (...) {
             error = std::current_exception();
         }
@@ -2085,13 +2111,12 @@ inline void decode_impl(const DecodeSeq* seqs, int32_t n_seqs, const AttnParams&
         {
             const int nth = team_threads() > 0 ? team_threads() : 1, tid = team_thread();
             err.guard([&] {
-                for (int it = 0; it < n_items && !err; ++it)
-                    if (item_owner(items[it], total2, nth) == tid) run_item(it, nth);
+                for (int it = 0; it < n_items && !err; ++it) run_item(it, tid, nth);
             });
         }
         err.rethrow();
     } else {
-        for (int it = 0; it < n_items; ++it) run_item(it, 1);
+        for (int it = 0; it < n_items; ++it) run_item(it, 0, 1);
     }
     RegionError err;
 #pragma omp parallel for schedule(static) if (n_rows >= 256)
