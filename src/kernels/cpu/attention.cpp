@@ -76,8 +76,10 @@ bool attention_avx512_i8_dot() noexcept {
 void attention_avx512_i8_dot_override(int mode) noexcept { set_override(g_avx512_i8_dot_override, mode); }
 
 bool attention_gather_scales() noexcept {
-    const CpuFeatures& f = cpu_features();
-    static const bool rule = env_on_off("KVRT_SCALE_GATHER", !cpu_is_zen4(f) && !cpu_is_intel_before_avxvnni(f));
+    static const bool rule = [] {
+        const CpuFeatures& f = cpu_features();
+        return env_on_off("KVRT_SCALE_GATHER", !cpu_is_zen4(f) && !cpu_is_intel_before_avxvnni(f));
+    }();
     return overridden(g_gather_scales_override, rule);
 }
 
