@@ -264,18 +264,21 @@ int outside_ref_tolerance(TensorType t, const void* raw, int64_t N, int64_t K, c
 
 }  // namespace
 
-TEST_CASE("weight_matmul: the weight prefetch follows the CPU kind unless KVRT_WEIGHT_PREFETCH sets it") {
-    const kernels::WeightPrefetch& pf = kernels::weight_prefetch();
-    CHECK(pf.ahead % 64 == 0);
-    CHECK(pf.ahead <= (size_t(1) << 20));
-    if (std::getenv("KVRT_WEIGHT_PREFETCH") == nullptr) {
-        const kernels::WeightPrefetch rule = kernels::weight_prefetch_for(cpu_features());
-        CHECK(pf.l2 == rule.l2);
-        CHECK(pf.ahead == rule.ahead);
+TEST_CASE("weight_matmul: the weight prefetch follows the CPU kind and call shape unless KVRT_WEIGHT_PREFETCH sets it") {
+    for (int64_t rows : {int64_t(1), kernels::kPrefetchPrefillRows - 1, kernels::kPrefetchPrefillRows, int64_t(512)}) {
+        CAPTURE(rows);
+        const kernels::WeightPrefetch& pf = kernels::weight_prefetch(rows);
+        CHECK(pf.ahead % 64 == 0);
+        CHECK(pf.ahead <= (size_t(1) << 20));
+        if (std::getenv("KVRT_WEIGHT_PREFETCH") == nullptr) {
+            const kernels::WeightPrefetch rule = kernels::weight_prefetch_for(cpu_features(), rows);
+            CHECK(pf.l2 == rule.l2);
+            CHECK(pf.ahead == rule.ahead);
+        }
     }
     // Into L2 8 KiB ahead: the CPUs of prefetch_streams_into_l2 (test_isa.cpp) but Intel cores
-    // without AVX-VNNI (before Alder Lake / Sapphire Rapids), which take L1 4 KiB ahead; other CPUs
-    // L1 2 KiB ahead.
+    // without AVX-VNNI (before Alder Lake / Sapphire Rapids), which take L1 4 KiB ahead in decode
+    // (fewer than kPrefetchPrefillRows rows); other CPUs L1 2 KiB ahead.
     CpuFeatures icelake;
     icelake.intel = true;
     icelake.family = 6;
@@ -297,12 +300,18 @@ TEST_CASE("weight_matmul: the weight prefetch follows the CPU kind unless KVRT_W
         CpuFeatures f;
         bool l2;
         size_t ahead;
+        bool l2_prefill;
+        size_t ahead_prefill;
     };
-    for (const Want& w : {Want{sapphire, true, 8192}, Want{alderlake, true, 8192}, Want{zen4, true, 8192},
-                          Want{icelake, false, 4096}, Want{skylake, false, 4096}, Want{zen3, false, 2048}}) {
-        const kernels::WeightPrefetch p = kernels::weight_prefetch_for(w.f);
-        CHECK(p.l2 == w.l2);
-        CHECK(p.ahead == w.ahead);
+    for (const Want& w : {Want{sapphire, true, 8192, true, 8192}, Want{alderlake, true, 8192, true, 8192},
+                          Want{zen4, true, 8192, true, 8192}, Want{icelake, false, 4096, true, 8192},
+                          Want{skylake, false, 4096, true, 8192}, Want{zen3, false, 2048, false, 2048}}) {
+        const kernels::WeightPrefetch d = kernels::weight_prefetch_for(w.f, kernels::kPrefetchPrefillRows - 1);
+        CHECK(d.l2 == w.l2);
+        CHECK(d.ahead == w.ahead);
+        const kernels::WeightPrefetch p = kernels::weight_prefetch_for(w.f, kernels::kPrefetchPrefillRows);
+        CHECK(p.l2 == w.l2_prefill);
+        CHECK(p.ahead == w.ahead_prefill);
     }
 }
 

@@ -44,9 +44,9 @@ PartBuffer& part_buffer() {
 
 }  // namespace
 
-kernels::WeightPrefetch kernels::weight_prefetch_for(const CpuFeatures& f) noexcept {
+kernels::WeightPrefetch kernels::weight_prefetch_for(const CpuFeatures& f, int64_t rows) noexcept {
     WeightPrefetch p;
-    if (cpu_is_intel_before_avxvnni(f)) {
+    if (cpu_is_intel_before_avxvnni(f) && rows < kPrefetchPrefillRows) {
         p.ahead = 4096;
     } else if (prefetch_streams_into_l2(f)) {
         p.ahead = 8192;
@@ -55,9 +55,9 @@ kernels::WeightPrefetch kernels::weight_prefetch_for(const CpuFeatures& f) noexc
     return p;
 }
 
-const kernels::WeightPrefetch& kernels::weight_prefetch() noexcept {
-    static const WeightPrefetch policy = [] {
-        WeightPrefetch p = weight_prefetch_for(cpu_features());
+const kernels::WeightPrefetch& kernels::weight_prefetch(int64_t rows) noexcept {
+    static const auto policy = [](int64_t m) {
+        WeightPrefetch p = weight_prefetch_for(cpu_features(), m);
         // KVRT_WEIGHT_PREFETCH=l1:BYTES / l2:BYTES (BYTES 0..1 MiB, a multiple of 64): measurements.
         if (const char* e = std::getenv("KVRT_WEIGHT_PREFETCH")) {
             const std::string v(e);
@@ -70,8 +70,9 @@ const kernels::WeightPrefetch& kernels::weight_prefetch() noexcept {
             }
         }
         return p;
-    }();
-    return policy;
+    };
+    static const WeightPrefetch decode = policy(1), prefill = policy(kPrefetchPrefillRows);
+    return rows < kPrefetchPrefillRows ? decode : prefill;
 }
 
 // The best matmul path at the process-wide level (util/isa.hpp: KVRT_ISA, isa_set_limit):

@@ -103,7 +103,7 @@ template <void (*Run1)(const MatmulArgs&, const Tile&), void (*Run2)(const Matmu
           void (*Run4)(const MatmulArgs&, const Tile&) = nullptr>
 void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
-    const WeightPrefetch pf = weight_prefetch();
+    const WeightPrefetch pf = weight_prefetch(args.M);
     uint8_t* xc = nullptr;
     if constexpr (Expand != nullptr) xc = Expand(args, Tile{}, nullptr);
     for (int64_t p = p0; p < p1; p++) {

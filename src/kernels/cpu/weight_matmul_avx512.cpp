@@ -805,7 +805,7 @@ constexpr int kTallRows = 8;
 template <int AB>
 void panels(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
-    const WeightPrefetch pf = weight_prefetch();
+    const WeightPrefetch pf = weight_prefetch(args.M);
     const bool tall = args.M >= kTallRows && w.type() == TensorType::Q5_K;
     const int rows = tile_rows(w.type(), AB);
     const size_t step = panel_step_bytes(w.type());
@@ -867,7 +867,7 @@ void matmul_residual_panels_avx512(const MatmulArgs& args, int64_t p0, int64_t p
     const PackedWeight& w = *args.w;
     for (int64_t p = p0; p < p1; p += 2) {  // as panels<8>'s pair loop, after its row tiles
         Tile t;
-        t.pf = weight_prefetch();
+        t.pf = weight_prefetch(args.M);
         t.panel = w.panel(p) + args.step0 * static_cast<int64_t>(w.panel_stride());
         t.prefetch = false;
         t.sparse = args.sparse_blocks;

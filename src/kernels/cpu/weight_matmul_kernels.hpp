@@ -54,17 +54,20 @@ struct MatmulArgs {
     const MarkedStepRows* residual_rows = nullptr;
 };
 
-// The weight stream's software prefetch in decode-shaped matmuls: how far ahead of the block being
-// computed, and into which level. Chosen once per process from the CPU (weight_prefetch_for, by
+// The weight stream's software prefetch: how far ahead of the block being computed, and into
+// which level. Chosen once per process from the CPU, per call shape (weight_prefetch_for, by
 // prefetch_streams_into_l2 of util/isa.hpp and, on Intel, the core's generation;
-// KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides it, for measurements):
+// KVRT_WEIGHT_PREFETCH=l1:BYTES or l2:BYTES overrides it for every shape, for measurements):
 //   Intel cores of the Alder Lake / Sapphire Rapids generation and later (told by AVX-VNNI;
 //   Sapphire Rapids class measured) and AMD Zen 4: into L2, 8 KiB ahead. Decode at 256
 //   positions, Qwen2.5 Q4_K_M, 2 threads: 0.65-0.75 -> 0.79-0.85 of the STREAM read on the Xeon;
 //   on Zen 4 1 thread 38.6-39.0 -> 55.3-55.9 tok/s, 2 threads 61-65 -> 72-77 (src/kernels/README.md).
-//   Older Intel cores (Ice Lake-SP measured, session 48): into L1, 4 KiB ahead. There L2 was the
-//   slowest setting tried, on the AVX2 path most: M = 1 passes over each K-quant type 0.69-0.76
+//   Older Intel cores (cpu_is_intel_before_avxvnni; Ice Lake-SP measured, session 48): calls of
+//   fewer than kPrefetchPrefillRows rows (decode) into L1, 4 KiB ahead. There L2 was the slowest
+//   setting tried for decode, on the AVX2 path most: M = 1 passes over each K-quant type 0.69-0.76
 //   of the STREAM read into L2 against 0.71-0.83 into L1 2-8 KiB ahead (alike within the noise).
+//   Prefill (more rows; only the first row tile prefetches) keeps L2 8 KiB there: into L1 it
+//   measured 2-10% slower in most pairs (Qwen2.5 and Gemma 3, 2,048 tokens).
 //   AMD Zen 3 / Zen 5: into L1, 2 KiB ahead (the best of the L1 distances measured there; L2 was
 //   not tried on those CPUs).
 // Results never depend on it.
@@ -72,7 +75,9 @@ struct WeightPrefetch {
     size_t ahead = 2048;
     bool l2 = false;
 };
-const WeightPrefetch& weight_prefetch() noexcept;
+constexpr int64_t kPrefetchPrefillRows = 16;
+// The rule for a call of `rows` rows.
+const WeightPrefetch& weight_prefetch(int64_t rows) noexcept;
 // Rows m0 .. m0 + MR - 1 all have scale 0 at block b (MatmulArgs::sparse_blocks).
 template <int MR>
 inline bool all_zero_scales(const QuantizedRows& a, int64_t m0, int64_t b) {
@@ -81,8 +86,8 @@ inline bool all_zero_scales(const QuantizedRows& a, int64_t m0, int64_t b) {
     for (int r = 0; r < MR; r++) zero &= a.d[(m0 + r) * a.blocks + b] == 0.0f;
     return zero;
 }
-// The rule above for a CPU (tests check it per CPU kind).
-WeightPrefetch weight_prefetch_for(const CpuFeatures& f) noexcept;
+// The rule above for a CPU and a call of `rows` rows (tests check it per CPU kind).
+WeightPrefetch weight_prefetch_for(const CpuFeatures& f, int64_t rows) noexcept;
 
 void matmul_panels_scalar(const MatmulArgs& args, int64_t p0, int64_t p1);
 // An 8-bit panel kernel (any of the above but AMX, whose whole-tile path has no step0 / col0).
