@@ -66,7 +66,7 @@ bool cpu_is_intel_before_avxvnni(const CpuFeatures& f) noexcept;
 // Measured: Intel (Sapphire Rapids class) and AMD Zen 4 into L2; AMD Zen 3 / Zen 5 into L1 (on
 // Zen 5 prefetcht1 left the KV stream at its unprefetched speed; L2 was not tried for weights
 // there). Figures in src/kernels/README.md. The KV stream's rule as it is; the weights' takes Intel
-// cores before Alder Lake / Sapphire Rapids out of it (weight_prefetch_for).
+// cores before Alder Lake / Sapphire Rapids out of it for decode-shaped calls (weight_prefetch_for).
 bool prefetch_streams_into_l2(const CpuFeatures& f) noexcept;
 
 Isa isa_detected() noexcept;
