@@ -399,8 +399,10 @@ TEST_CASE("weight_matmul: every ISA path agrees with the ref twin and gives the 
     std::string paths;
     for (KernelIsa isa : isas()) paths += std::string(" ") + kernel_isa_name(isa);
     MESSAGE("ISA paths tested on this CPU:", paths);
-    // Shapes: a panel tail (N % 16 != 0), an odd panel count, K of 1 to 18 blocks, row tails.
-    const int64_t shapes[][3] = {{1, 1, 32}, {3, 17, 64}, {5, 45, 96}, {7, 64, 576}, {2, 48, 160}};
+    // Shapes: a panel tail (N % 16 != 0), an odd panel count, K of 1 to 18 blocks, row tails;
+    // M = 19 and 14: full tiles of the widest row counts (8 for 16-bit float weights on AVX-512)
+    // followed by tails of 3 and 6 rows.
+    const int64_t shapes[][3] = {{1, 1, 32}, {3, 17, 64}, {5, 45, 96}, {7, 64, 576}, {2, 48, 160}, {19, 33, 64}, {14, 20, 32}};
     for (TensorType t : kTypes) {
         for (auto& s : shapes) {
             const int64_t M = s[0], N = s[1], K = s[2];

@@ -53,8 +53,18 @@ using avx512_codes::codes;
 constexpr int kRows = 4;
 constexpr int kQ5Rows = 5;
 constexpr int kWideRows = 6;
+// 16-bit float weights (F16 / BF16: tile_f) take 8 rows x 2 panels (16 accumulators): each k's
+// two weight vectors, widened by one conversion each, serve 8 rows' FMAs instead of 4. On a core
+// that splits 512-bit operations in two (AMD Zen 4) the conversions share the FMA pipes, and at 4
+// rows they had cost 16-bit weights ~20% of the f32 rate. F32 weights (no conversion) keep 4 rows:
+// 8 measured ~4% slower. Each output element is still one FMA chain over k in order: the same
+// bits for any row count. (src/kernels/README.md, "Session 49".)
+constexpr int kFloatRows = 8;
+
+inline bool wide_float_weights(TensorType t) { return t == TensorType::F16 || t == TensorType::BF16; }
 
 inline int tile_rows(TensorType t, int ab) {
+    if (wide_float_weights(t)) return kFloatRows;
     if (ab != 8) return kRows;
     if (t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q4_K) return kWideRows;
     return t == TensorType::Q5_0 ? kQ5Rows : kRows;
@@ -781,9 +791,27 @@ void expand(const MatmulArgs& args, const uint8_t* pb, uint8_t* xc, const Weight
     if (args.w->type() == TensorType::Q6_K) expand_pair<TensorType::Q6_K>(pb, args.a->blocks, xc, pf);
 }
 
+// The 5- to 8-row tiles of 16-bit float weights (kFloatRows).
+template <int MR, int NP>
+void run_float_tile(const MatmulArgs& args, const Tile& t) {
+    switch (args.w->type()) {
+        case TensorType::F16: tile_f<TensorType::F16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::BF16: tile_f<TensorType::BF16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        default: break;
+    }
+}
+
 template <int NP, int AB>
 void run_rows(const MatmulArgs& args, const Tile& t, int mr) {
-    static_assert(kRows == 4 && kWideRows == 6, "update the dispatch");
+    static_assert(kRows == 4 && kWideRows == 6 && kFloatRows == 8, "update the dispatch");
+    if (mr > kRows && wide_float_weights(args.w->type())) {
+        switch (mr) {
+            case 5: return run_float_tile<5, NP>(args, t);
+            case 6: return run_float_tile<6, NP>(args, t);
+            case 7: return run_float_tile<7, NP>(args, t);
+            default: return run_float_tile<8, NP>(args, t);
+        }
+    }
     switch (mr) {
         case 1: run_tile<1, NP, AB>(args, t); break;
         case 2: run_tile<2, NP, AB>(args, t); break;
