@@ -17,6 +17,13 @@ constexpr int kMaxRows = 2;
 // Q6_K 136 -> 150-159, Q5_0 176-177 -> 178-188; 3 rows gained less on Q4_K and Q5_K (Q6_K
 // alike), 6 no more (src/kernels/README.md, "Session 35").
 constexpr int kXcRows = 4;
+// Rows per tile of float weights (F32 / F16 / BF16, tile_f), where the call has that many: 6 rows x
+// 2 halves are 12 accumulators, 12 independent FMA chains per k (2-row tiles had 4, too few to
+// cover the FMA latency on two pipes), with the two weight vectors and a broadcast in the other 3
+// registers. AMD EPYC Zen 4 under KVRT_ISA=avx2, `bench_onednn_matmul --quick` (M = 512), the hand
+// kernel's GFLOP/s on 1 thread: src/kernels/README.md, "Session 49". Each output element is one FMA
+// chain over k in order whatever the tile's rows: the same bits.
+constexpr int kFloatRows = 6;
 // Prefetches `bytes` of the weight stream pf.ahead bytes ahead of p, into the level pf names
 // (weight_matmul_kernels.hpp: per CPU vendor, as the AVX-512 path).
 inline void prefetch_step(const WeightPrefetch& pf, const uint8_t* p, size_t bytes) {
@@ -96,11 +103,13 @@ inline void codes(const uint8_t* qs, const uint8_t* hx, int c, int h, __m256i& w
 // prefetch off, sparse on).
 // Expand, where given, returns per-thread scratch for the panels' expanded codes when the call's
 // rows make them pay (else null) and, called with it, fills it for panel t; a panel with expanded
-// codes runs its rows in tiles of kXcRows (Run4) first.
+// codes runs its rows in tiles of kXcRows (Run4) first. RunF, where given, runs float weights'
+// rows in tiles of kFloatRows first.
 template <void (*Run1)(const MatmulArgs&, const Tile&), void (*Run2)(const MatmulArgs&, const Tile&),
           void (*RunR)(const MatmulArgs&, const Tile&) = nullptr,
           uint8_t* (*Expand)(const MatmulArgs&, const Tile&, uint8_t*) = nullptr,
-          void (*Run4)(const MatmulArgs&, const Tile&) = nullptr>
+          void (*Run4)(const MatmulArgs&, const Tile&) = nullptr,
+          void (*RunF)(const MatmulArgs&, const Tile&) = nullptr>
 void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
     const PackedWeight& w = *args.w;
     const WeightPrefetch pf = weight_prefetch(args.M);
@@ -121,6 +130,14 @@ void for_each_tile(const MatmulArgs& args, int64_t p0, int64_t p1) {
                 t.xc = Expand(args, t, xc);
             }
         int64_t m = 0;
+        if constexpr (RunF != nullptr)
+            if (!is_quantized_weight(w.type()))
+                for (; m + kFloatRows <= args.M; m += kFloatRows) {
+                    t.m0 = m;
+                    t.prefetch = m == 0 && p % 2 == 0;
+                    t.y = args.Y + m * args.ldy + (p * kPanel - args.col0);
+                    RunF(args, t);
+                }
         if constexpr (Run4 != nullptr)
             if (t.xc)
                 for (; m + kXcRows <= args.M; m += kXcRows) {

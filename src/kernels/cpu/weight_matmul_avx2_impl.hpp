@@ -503,6 +503,16 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
     }
 }
 
+// Float weights' wide tiles (for_each_tile's RunF: kFloatRows rows).
+void run_float_tile(const MatmulArgs& args, const Tile& t) {
+    switch (args.w->type()) {
+        case TensorType::F32: tile_f<TensorType::F32, kFloatRows>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::F16: tile_f<TensorType::F16, kFloatRows>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::BF16: tile_f<TensorType::BF16, kFloatRows>(t, args.X, args.ldx, args.w->cols()); break;
+        default: break;
+    }
+}
+
 // The fused residual (weight_matmul_fused_residual.hpp) on AVX2 and AVX-VNNI: after a panel's row
 // tiles have stored their chains, per step in increasing order, the rows marked there in groups
 // of up to kMaxRows run the same tiles on their residual codes, in place, over that one step,
@@ -611,11 +621,11 @@ uint8_t* expand(const MatmulArgs& args, const Tile& t, uint8_t* xc) {
 
 #if KVRT_AVX2_VNNI
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
-    for_each_tile<run_tile<1>, run_tile<2>, run_residual>(args, p0, p1);
+    for_each_tile<run_tile<1>, run_tile<2>, run_residual, nullptr, nullptr, run_float_tile>(args, p0, p1);
 }
 #else
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
-    for_each_tile<run_tile<1>, run_tile<2>, run_residual, expand, run_tile<kXcRows>>(args, p0, p1);
+    for_each_tile<run_tile<1>, run_tile<2>, run_residual, expand, run_tile<kXcRows>, run_float_tile>(args, p0, p1);
 }
 #endif
 
