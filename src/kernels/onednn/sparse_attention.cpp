@@ -96,7 +96,7 @@ bool sparse_attention_use_onednn(const PagedKV& bank, const AttnParams& p) noexc
     // model takes the same path and chunking / decode cannot change the bits.
     // Measured ahead: the AVX2 levels (Zen 3: 1.2-2.0x) and the amx level (a Sapphire-Rapids-class
     // Xeon: 1.13-1.52x, f32 / f16 / bf16 banks). The AVX-512 levels without AMX keep the hand
-    // kernel (Zen 5: oneDNN 0.66-1.04x against its bf16 dot products).
+    // kernel (Zen 5: oneDNN 0.66-1.04x against its bf16 dot products; Zen 4: 0.44-1.03x).
     const Isa isa = isa_active();
     return (isa == Isa::Avx2 || isa == Isa::AvxVnni || isa == Isa::Amx) && int64_t(p.n_heads) * p.head_dim >= 1024;
 }
