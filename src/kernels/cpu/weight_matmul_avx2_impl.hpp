@@ -483,6 +483,17 @@ void run_quantized_tile(TensorType type, const Tile& t, const R& rows, int64_t s
     }
 }
 
+// Float weights' tiles of MR rows (run_tile's, and for_each_tile's RunF with kFloatRows).
+template <int MR>
+void run_float_tile(const MatmulArgs& args, const Tile& t) {
+    switch (args.w->type()) {
+        case TensorType::F32: tile_f<TensorType::F32, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::F16: tile_f<TensorType::F16, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::BF16: tile_f<TensorType::BF16, MR>(t, args.X, args.ldx, args.w->cols()); break;
+        default: break;
+    }
+}
+
 template <int MR>
 void run_tile(const MatmulArgs& args, const Tile& t) {
     const TensorType type = args.w->type();
@@ -496,19 +507,9 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
         case TensorType::Q6_K:
             run_quantized_tile<MR>(type, t, MatmulRows{*args.a, t.m0}, 0, args.a->blocks / (panel_step_elems(type) / 32));
             break;
-        case TensorType::F32: tile_f<TensorType::F32, MR>(t, args.X, args.ldx, args.w->cols()); break;
-        case TensorType::F16: tile_f<TensorType::F16, MR>(t, args.X, args.ldx, args.w->cols()); break;
-        case TensorType::BF16: tile_f<TensorType::BF16, MR>(t, args.X, args.ldx, args.w->cols()); break;
-        default: break;
-    }
-}
-
-// Float weights' wide tiles (for_each_tile's RunF: kFloatRows rows).
-void run_float_tile(const MatmulArgs& args, const Tile& t) {
-    switch (args.w->type()) {
-        case TensorType::F32: tile_f<TensorType::F32, kFloatRows>(t, args.X, args.ldx, args.w->cols()); break;
-        case TensorType::F16: tile_f<TensorType::F16, kFloatRows>(t, args.X, args.ldx, args.w->cols()); break;
-        case TensorType::BF16: tile_f<TensorType::BF16, kFloatRows>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::F32:
+        case TensorType::F16:
+        case TensorType::BF16: run_float_tile<MR>(args, t); break;
         default: break;
     }
 }
@@ -621,11 +622,11 @@ uint8_t* expand(const MatmulArgs& args, const Tile& t, uint8_t* xc) {
 
 #if KVRT_AVX2_VNNI
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
-    for_each_tile<run_tile<1>, run_tile<2>, run_residual, nullptr, nullptr, run_float_tile>(args, p0, p1);
+    for_each_tile<run_tile<1>, run_tile<2>, run_residual, nullptr, nullptr, run_float_tile<kFloatRows>>(args, p0, p1);
 }
 #else
 void KVRT_AVX2_ENTRY(const MatmulArgs& args, int64_t p0, int64_t p1) {
-    for_each_tile<run_tile<1>, run_tile<2>, run_residual, expand, run_tile<kXcRows>, run_float_tile>(args, p0, p1);
+    for_each_tile<run_tile<1>, run_tile<2>, run_residual, expand, run_tile<kXcRows>, run_float_tile<kFloatRows>>(args, p0, p1);
 }
 #endif
 

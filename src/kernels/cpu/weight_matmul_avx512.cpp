@@ -738,6 +738,17 @@ void tile_f(const Tile& t, const float* X, int64_t ldx, int64_t K) {
     store_tile<MR, NP>(t, acc);
 }
 
+// Float weights' tiles of MR rows (run_tile's, and run_rows' 5 to kFloatRows for 16-bit weights).
+template <int MR, int NP>
+void run_float_tile(const MatmulArgs& args, const Tile& t) {
+    switch (args.w->type()) {
+        case TensorType::F32: tile_f<TensorType::F32, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::F16: tile_f<TensorType::F16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::BF16: tile_f<TensorType::BF16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        default: break;
+    }
+}
+
 template <int MR, int NP, int AB>
 void run_tile(const MatmulArgs& args, const Tile& t) {
     switch (args.w->type()) {
@@ -748,9 +759,9 @@ void run_tile(const MatmulArgs& args, const Tile& t) {
         case TensorType::Q4_K: tile_new<TensorType::Q4_K, MR, NP, AB>(t, *args.a); break;
         case TensorType::Q5_K: tile_new<TensorType::Q5_K, MR, NP, AB>(t, *args.a); break;
         case TensorType::Q6_K: tile_new<TensorType::Q6_K, MR, NP, AB>(t, *args.a); break;
-        case TensorType::F32: tile_f<TensorType::F32, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
-        case TensorType::F16: tile_f<TensorType::F16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
-        case TensorType::BF16: tile_f<TensorType::BF16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
+        case TensorType::F32:
+        case TensorType::F16:
+        case TensorType::BF16: run_float_tile<MR, NP>(args, t); break;
         default: break;
     }
 }
@@ -789,16 +800,6 @@ void run_expanded_tile(const MatmulArgs& args, const Tile& t) {
 
 void expand(const MatmulArgs& args, const uint8_t* pb, uint8_t* xc, const WeightPrefetch& pf) {
     if (args.w->type() == TensorType::Q6_K) expand_pair<TensorType::Q6_K>(pb, args.a->blocks, xc, pf);
-}
-
-// The 5- to 8-row tiles of 16-bit float weights (kFloatRows).
-template <int MR, int NP>
-void run_float_tile(const MatmulArgs& args, const Tile& t) {
-    switch (args.w->type()) {
-        case TensorType::F16: tile_f<TensorType::F16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
-        case TensorType::BF16: tile_f<TensorType::BF16, MR, NP>(t, args.X, args.ldx, args.w->cols()); break;
-        default: break;
-    }
 }
 
 template <int NP, int AB>
